@@ -1,0 +1,106 @@
+"""Command line: a thin shell over the public API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tuner.errors import TunerError
+
+
+def _space(args: argparse.Namespace) -> int:
+    from tuner.experiment import load_experiment
+    from tuner.space_table import print_space
+
+    experiment = load_experiment(args.experiment)
+    print_space(experiment, compile_=args.compile, arch=args.arch, quiet=args.quiet)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tuner.experiment import load_experiment
+    from tuner.tuning import run
+
+    experiment = load_experiment(args.experiment)
+    run(
+        experiment,
+        backend=args.backend,
+        replay=args.replay,
+        trials=args.trials,
+        timeout=args.timeout,
+        sampler=args.sampler,
+        seed=args.seed,
+        storage=args.storage,
+        out=args.out,
+        quiet=args.quiet,
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from tuner.report import write_report
+
+    for path in write_report(args.run_dir):
+        print(path)
+    return 0
+
+
+def _device(args: argparse.Namespace) -> int:
+    from tuner.device import print_device
+
+    print_device(remeasure=args.remeasure)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tuner.experiment import SAMPLERS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tuner",
+        description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    space = commands.add_parser("space", help="list an experiment's search space, sizes before/after constraints")
+    space.add_argument("experiment", help="experiment YAML file")
+    space.add_argument("--compile", action="store_true", help="compile every configuration; show registers, "
+                       "shared memory and spills")
+    space.add_argument("--arch", help="GPU architecture for --compile (default: the experiment's, sm_90)")
+    space.add_argument("--quiet", action="store_true", help="no progress line while compiling")
+    space.set_defaults(handler=_space)
+
+    run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
+    run.add_argument("experiment", help="experiment YAML file")
+    run.add_argument("--backend", choices=("pycuda", "replay"), default="pycuda",
+                     help="measure on the GPU (pycuda) or replay a recorded run (replay)")
+    run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
+    run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
+    run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
+    run.add_argument("--sampler", choices=SAMPLERS, help="search strategy (Optuna sampler)")
+    run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
+    run.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: SQLite in the output folder)")
+    run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
+    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.set_defaults(handler=_run)
+
+    report = commands.add_parser("report", help="regenerate the report of a run folder (no GPU needed)")
+    report.add_argument("run_dir", help="a run's output folder")
+    report.set_defaults(handler=_report)
+
+    device = commands.add_parser("device", help="describe the GPU and measure its ceilings")
+    device.add_argument("--remeasure", action="store_true", help="measure the ceilings again, ignoring the cache")
+    device.set_defaults(handler=_device)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except TunerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: what was recorded is kept; run the same command again to continue", file=sys.stderr)
+        return 130

@@ -1,0 +1,365 @@
+"""Experiment files: the YAML schema, its validation and the error messages that name file and field."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuner.config import DTYPES, Problem
+from tuner.errors import ExperimentError
+from tuner.family import families
+from tuner.model import MachineModel
+
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "bruteforce")
+INDEX_LIMIT = 2**31 - 1  # the kernels index matrices with 32-bit ints
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    family: str
+    values: dict[str, tuple[Any, ...]]  # parameter name -> values to search
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    sampler: str = "tpe"
+    trials: int = 40
+    """Distinct configurations evaluated per study at most."""
+    timeout_s: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    flush_l2: bool = True
+    warmup: int = 2
+    min_samples: int = 10
+    max_samples: int = 200
+    max_time_s: float = 2.0
+    target_noise: float = 0.005
+    """Stop sampling once the standard error of the mean falls under this fraction of the mean."""
+    timeout_s: float = 60.0
+    """Per-evaluation limit: a kernel still running then is a hang and its worker is killed."""
+    verify: bool = True
+    input_seed: int = 0
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    arch: str = "sm_90"
+    options: tuple[str, ...] = ("-O3",)
+    workers: int | None = None
+    """Parallel compiler processes; None means one per CPU core."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    problems: tuple[Problem, ...]
+    kernels: tuple[KernelSpec, ...]
+    machine_models: tuple[MachineModel, ...] = ()
+    search: SearchSettings = field(default_factory=SearchSettings)
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    compile: CompileSettings = field(default_factory=CompileSettings)
+    description: str = ""
+    path: str | None = None
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        seen = dict.fromkeys(d for k in self.kernels for d in k.dtypes)
+        return tuple(seen)
+
+
+# --- reading YAML while remembering where each field stands ----------------------------------------------
+
+Path_ = tuple[str | int, ...]
+
+
+def field_name(path: Path_) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+class _Reader:
+    """Turns a composed YAML node tree into plain values, recording each field's line."""
+
+    def __init__(self, file: str, loader: yaml.SafeLoader):
+        self.file = file
+        self.loader = loader
+        self.lines: dict[Path_, int] = {}
+
+    def error(self, path: Path_, message: str) -> ExperimentError:
+        line = None
+        for i in range(len(path), -1, -1):
+            if path[:i] in self.lines:
+                line = self.lines[path[:i]]
+                break
+        return ExperimentError(self.file, field_name(path), message, line)
+
+    def value(self, node: yaml.Node, path: Path_) -> Any:
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.loader.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    raise self.error(path, f"keys must be text, found {key!r}")
+                if key in result:
+                    self.lines[(*path, key)] = key_node.start_mark.line + 1
+                    raise self.error((*path, key), "appears twice in the same mapping")
+                result[key] = self.value(value_node, (*path, key))
+            return result
+        if isinstance(node, yaml.SequenceNode):
+            return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self.loader.construct_object(node, deep=True)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+class _Validator:
+    def __init__(self, reader: _Reader):
+        self.r = reader
+
+    def mapping(self, value: Any, path: Path_, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            raise self.r.error(path, f"expected a mapping with keys {', '.join(required + optional)}, "
+                                     f"found {_describe(value)}")
+        allowed = required + optional
+        for key in value:
+            if key not in allowed:
+                raise self.r.error((*path, key), f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
+        for key in required:
+            if key not in value:
+                raise self.r.error(path, f"missing required key '{key}'")
+        return value
+
+    def integer(self, value: Any, path: Path_, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.r.error(path, f"expected an integer ≥ {minimum}, found {_describe(value)}")
+        return value
+
+    def number(self, value: Any, path: Path_, positive: bool = True) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or (positive and value <= 0):
+            raise self.r.error(path, f"expected a {'positive ' if positive else ''}number, found {_describe(value)}")
+        return float(value)
+
+    def text(self, value: Any, path: Path_) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.r.error(path, f"expected non-empty text, found {_describe(value)}")
+        return value
+
+    def boolean(self, value: Any, path: Path_) -> bool:
+        if not isinstance(value, bool):
+            raise self.r.error(path, f"expected true or false, found {_describe(value)}")
+        return value
+
+    def choice(self, value: Any, path: Path_, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.r.error(path, f"expected one of {', '.join(choices)}, found {_describe(value)}")
+        return value
+
+    def values(self, value: Any, path: Path_, check: Callable[[Any, Path_], Any]) -> tuple:
+        if not isinstance(value, list) or not value:
+            raise self.r.error(path, f"expected a non-empty list of values to search, found {_describe(value)}")
+        items = tuple(check(v, (*path, i)) for i, v in enumerate(value))
+        for i, item in enumerate(items):
+            if item in items[:i]:
+                raise self.r.error((*path, i), f"the value {item!r} is listed twice")
+        return items
+
+
+def _problem(v: _Validator, value: Any, path: Path_) -> Problem:
+    m = v.mapping(value, path, ("M", "N", "K"), ())
+    M, N, K = (v.integer(m[d], (*path, d)) for d in ("M", "N", "K"))
+    for a, b, label in ((M, K, "M·K"), (K, N, "K·N"), (M, N, "M·N")):
+        if a * b > INDEX_LIMIT:
+            raise v.r.error(path, f"{label} = {a * b} exceeds the kernels' 32-bit index range ({INDEX_LIMIT})")
+    return Problem(M, N, K)
+
+
+def _kernel(v: _Validator, value: Any, path: Path_) -> KernelSpec:
+    from tuner.space import count_valid
+
+    m = v.mapping(value, path, ("template",), ("parameters",))
+    known = families()
+    name = v.text(m["template"], (*path, "template"))
+    if name not in known:
+        raise v.r.error((*path, "template"), f"unknown template '{name}'; known templates: {', '.join(known)}")
+    family = known[name]
+    ppath = (*path, "parameters")
+    given = m.get("parameters", {})
+    names = family.parameter_names
+    given = v.mapping(given, ppath, (), (*names, "dtype"))
+    values: dict[str, tuple] = {}
+    for param in family.parameters:
+        if param.name not in given:
+            values[param.name] = param.default
+            continue
+        vpath = (*ppath, param.name)
+        values[param.name] = v.values(given[param.name], vpath, lambda x, p: v.integer(x, p, minimum=0))
+    dtypes = v.values(given.get("dtype", ["float32"]), (*ppath, "dtype"), lambda x, p: _dtype(v, x, p, family.dtypes))
+    spec = KernelSpec(name, values, dtypes)
+    total, valid, reasons = count_valid(spec)
+    if valid == 0:
+        why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
+        raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
+                               f"(all {total} rejected: {why})")
+    return spec
+
+
+def _dtype(v: _Validator, value: Any, path: Path_, supported: tuple[str, ...]) -> str:
+    if value not in DTYPES:
+        raise v.r.error(path, f"unknown dtype {_describe(value)}; expected one of {', '.join(DTYPES)}")
+    if value not in supported:
+        raise v.r.error(path, f"dtype '{value}' is not supported by this template (it supports {', '.join(supported)})")
+    return value
+
+
+def _machine(v: _Validator, value: Any, path: Path_) -> MachineModel:
+    m = v.mapping(value, path, ("name", "peak_gflops", "bandwidth_gbs"), ())
+    peaks_path = (*path, "peak_gflops")
+    peaks = v.mapping(m["peak_gflops"], peaks_path, (), DTYPES)
+    if not peaks:
+        raise v.r.error(peaks_path, f"expected a peak for at least one of {', '.join(DTYPES)}")
+    return MachineModel(
+        name=v.text(m["name"], (*path, "name")),
+        peak_gflops={d: v.number(x, (*peaks_path, d)) for d, x in peaks.items()},
+        bandwidth_gbs=v.number(m["bandwidth_gbs"], (*path, "bandwidth_gbs")),
+    )
+
+
+def _settings(v: _Validator, value: Any, path: Path_, cls: type, checks: dict[str, Callable]) -> Any:
+    m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
+    return cls(**{k: checks[k](x, (*path, k)) for k, x in m.items()})
+
+
+def _optional(check: Callable) -> Callable:
+    return lambda x, p: None if x is None else check(x, p)
+
+
+def parse_experiment(text: str, file: str) -> Experiment:
+    """Validate an experiment given as YAML text; ``file`` names it in error messages."""
+    loader = yaml.SafeLoader(text)
+    reader = _Reader(file, loader)
+    v = _Validator(reader)
+    try:
+        node = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ExperimentError(file, "", f"is not valid YAML ({problem})", mark.line + 1 if mark else None) from None
+    if node is None:
+        raise ExperimentError(file, "", "is empty; expected a mapping with keys name, problems and kernels")
+    try:
+        doc = reader.value(node, ())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ExperimentError(file, "", f"holds a value YAML cannot read ({getattr(exc, 'problem', exc)})",
+                              mark.line + 1 if mark else None) from None
+    finally:
+        loader.dispose()
+    top = v.mapping(doc, (), ("name", "problems", "kernels"),
+                    ("description", "machine_models", "search", "measure", "compile"))
+
+    def items(key: str, parse: Callable) -> tuple:
+        raw = top.get(key, [])
+        if not isinstance(raw, list) or (key != "machine_models" and not raw):
+            raise reader.error((key,), f"expected a non-empty list, found {_describe(raw)}")
+        return tuple(parse(v, x, (key, i)) for i, x in enumerate(raw))
+
+    machine_models = items("machine_models", _machine)
+    names = [m.name for m in machine_models]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise reader.error(("machine_models", i, "name"), f"the machine model '{name}' is defined twice")
+    problems = items("problems", _problem)
+    for i, problem in enumerate(problems):
+        if problem in problems[:i]:
+            raise reader.error(("problems", i), f"the problem {problem.label} is listed twice")
+
+    search = _settings(v, top.get("search"), ("search",), SearchSettings, {
+        "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
+        "trials": v.integer,
+        "timeout_s": _optional(v.number),
+        "seed": lambda x, p: v.integer(x, p, minimum=0),
+    })
+    measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
+        "flush_l2": v.boolean,
+        "warmup": lambda x, p: v.integer(x, p, minimum=0),
+        "min_samples": v.integer,
+        "max_samples": v.integer,
+        "max_time_s": v.number,
+        "target_noise": v.number,
+        "timeout_s": v.number,
+        "verify": v.boolean,
+        "input_seed": lambda x, p: v.integer(x, p, minimum=0),
+    })
+    if measure.max_samples < measure.min_samples:
+        raise reader.error(("measure", "max_samples"),
+                           f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
+    compile_ = _settings(v, top.get("compile"), ("compile",), CompileSettings, {
+        "arch": lambda x, p: _arch(v, x, p),
+        "options": lambda x, p: tuple(v.text(o, (*p, i)) for i, o in enumerate(_list(v, x, p))),
+        "workers": _optional(v.integer),
+    })
+    return Experiment(
+        name=_name(v, top["name"]),
+        description=v.text(top["description"], ("description",)) if "description" in top else "",
+        problems=problems,
+        kernels=items("kernels", _kernel),
+        machine_models=machine_models,
+        search=search,
+        measure=measure,
+        compile=compile_,
+        path=file,
+    )
+
+
+def _list(v: _Validator, value: Any, path: Path_) -> list:
+    if not isinstance(value, list):
+        raise v.r.error(path, f"expected a list, found {_describe(value)}")
+    return value
+
+
+def _arch(v: _Validator, value: Any, path: Path_) -> str:
+    text = v.text(value, path)
+    if not (text.startswith("sm_") and text[3:].rstrip("a").isdigit()):
+        raise v.r.error(path, f"expected a GPU architecture such as sm_90, found {text!r}")
+    return text
+
+
+def _name(v: _Validator, value: Any) -> str:
+    name = v.text(value, ("name",))
+    if any(c in name for c in "/\\") or name.startswith("."):
+        raise v.r.error(("name",), f"is used as a folder name and may not contain '/' or start with '.': {name!r}")
+    return name
+
+
+def load_experiment(path: str | os.PathLike[str]) -> Experiment:
+    """Read and validate an experiment file; every mistake raises ExperimentError naming file and field."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ExperimentError(file, "", "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExperimentError(file, "", f"cannot be read ({exc})") from None
+    return parse_experiment(text, file)

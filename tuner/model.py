@@ -1,0 +1,54 @@
+"""The analytical model: FLOPs, global-memory bytes under the no-cache model, intensity, roofline bounds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.config import Config
+from tuner.family import get_family
+
+
+@dataclass(frozen=True)
+class MachineModel:
+    """An analytical machine drawn as roofline ceilings (e.g. Fermi-like: 1000 GFLOP/s, 150 GB/s)."""
+
+    name: str
+    peak_gflops: dict[str, float]  # per dtype
+    bandwidth_gbs: float
+
+    def ridge_point(self, dtype: str) -> float | None:
+        """Intensity (FLOP/B) where the bandwidth slope meets the compute ceiling."""
+        peak = self.peak_gflops.get(dtype)
+        return None if peak is None else peak / self.bandwidth_gbs
+
+    def bound_gflops(self, dtype: str, intensity: float) -> float:
+        """Attainable GFLOP/s at this intensity: min(compute peak, bandwidth × intensity)."""
+        memory_bound = self.bandwidth_gbs * intensity
+        peak = self.peak_gflops.get(dtype)
+        return memory_bound if peak is None else min(peak, memory_bound)
+
+
+@dataclass(frozen=True)
+class Cost:
+    flops: int
+    global_bytes: int
+    extra_intensities: dict[str, float]
+
+    @property
+    def intensity(self) -> float:
+        """Compute-to-global-memory-access ratio in FLOP per byte."""
+        return self.flops / self.global_bytes
+
+
+def cost(config: Config) -> Cost:
+    family = get_family(config.family)
+    params = config.param_dict
+    return Cost(
+        flops=config.problem.flops,
+        global_bytes=family.global_bytes(params, config.problem, config.element_bytes),
+        extra_intensities=family.extra_intensities(params, config.element_bytes),
+    )
+
+
+def gflops(flops: float, seconds: float) -> float:
+    return flops / seconds / 1e9
