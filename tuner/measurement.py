@@ -86,6 +86,8 @@ class Backend(Protocol):
     """Evaluates configurations: the PyCUDA backend on the GPU, the replay backend from a recording."""
 
     name: str
+    busy_seconds: float
+    """Time the device spent verifying and timing so far (for the run's GPU-busy fraction)."""
 
     def prefetch(self, configs: list[Config]) -> None:
         """A hint: these configurations are likely next (a backend may compile them ahead)."""
@@ -93,6 +95,10 @@ class Backend(Protocol):
     def evaluate(self, config: Config) -> Measurement: ...
 
     def metadata(self) -> dict[str, Any]:
-        """Device, versions and method, recorded with every measurement of the run."""
+        """The environment of this backend's measurements: device, ceilings, versions, git, method.
+
+        Keys: backend, device, peaks ({"theoretical": {...}, "measured": {...}} with ``<dtype>_gflops`` and
+        ``bandwidth_gbs``), versions, git, measure, compile, templates, created_utc.
+        """
 
     def close(self) -> None: ...
