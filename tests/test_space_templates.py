@@ -1,0 +1,73 @@
+"""The search space and template rendering."""
+
+import pytest
+
+from tuner.config import Config, Problem
+from tuner.experiment import KernelSpec, load_experiment
+from tuner.family import families, get_family
+from tuner.space import count_valid, experiment_space, kernel_space, valid_configs, violations
+from tuner.templates import launch, render, template_hash
+
+ODD = Problem(1000, 777, 333)
+
+
+def test_families_are_registered():
+    assert {"naive", "tiled"} <= set(families())
+
+
+def test_thread_limit_rejects_large_blocks():
+    naive = get_family("naive")
+    assert violations(naive, {"BLOCK_X": 64, "BLOCK_Y": 32}, "float32") == ["threads per block ≤ 1024"]
+    assert violations(naive, {"BLOCK_X": 32, "BLOCK_Y": 32}, "float32") == []
+
+
+def test_space_counts_before_and_after_constraints():
+    spec = KernelSpec("naive", {"BLOCK_X": (16, 64), "BLOCK_Y": (16, 32)}, ("float32", "float64"))
+    total, valid, reasons = count_valid(spec)
+    assert (total, valid) == (8, 6)
+    assert reasons == {"threads per block ≤ 1024": 2}
+    space = kernel_space(spec, ODD)
+    assert (space.size_before, space.size_after) == (8, 6)
+    assert all(config.problem == ODD for config in space.valid)
+
+
+def test_fermi_like_space(root):
+    experiment = load_experiment(root / "experiments/fermi_like.yaml")
+    spaces = experiment_space(experiment)
+    assert len(spaces) == len(experiment.problems) * len(experiment.kernels)
+    assert {s.problem.label for s in spaces} >= {"4096x4096x4096", "1000x777x333"}
+    assert any(p.M % 32 for p in experiment.problems)
+    tiled = [s for s in spaces if s.family == "tiled"][0]
+    assert sorted(c["TILE_WIDTH"] for c in tiled.valid) == [8, 16, 32]
+    naive = [s for s in spaces if s.family == "naive"][0]
+    assert naive.size_before > naive.size_after  # 64×32 threads is rejected
+    configs = valid_configs(experiment)
+    assert len(configs) == len(set(configs)) == sum(s.size_after for s in spaces)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_rendering_is_deterministic_and_labelled(dtype):
+    config = Config.make(ODD, "tiled", dtype, {"TILE_WIDTH": 16})
+    source = render(config)
+    assert source == render(config)
+    first_lines = "\n".join(source.splitlines()[:2])
+    assert "family 'tiled'" in first_lines and f"dtype={dtype}" in first_lines and "TILE_WIDTH=16" in first_lines
+    assert template_hash("tiled") in first_lines
+    assert {"float32": "typedef float real_t", "float64": "typedef double real_t",
+            "int32": "typedef int real_t"}[dtype] in source
+
+
+def test_launch_geometry_covers_the_matrix():
+    geometry = launch(Config.make(ODD, "naive", "float32", {"BLOCK_X": 32, "BLOCK_Y": 8}))
+    assert geometry.block == (32, 8, 1)
+    assert geometry.grid == (-(-777 // 32), -(-1000 // 8), 1)
+    tiled = launch(Config.make(ODD, "tiled", "float32", {"TILE_WIDTH": 16}))
+    assert tiled.block == (16, 16, 1) and tiled.grid == (49, 63, 1)
+    assert tiled.dynamic_shared_bytes == 0
+
+
+def test_config_key_and_row():
+    config = Config.make(ODD, "tiled", "float32", {"TILE_WIDTH": 16})
+    assert config.key == "1000x777x333/tiled/float32/TILE_WIDTH=16"
+    row = config.as_row()
+    assert row["p_TILE_WIDTH"] == 16 and row["M"] == 1000 and row["family"] == "tiled"

@@ -1,0 +1,203 @@
+"""The ``space`` command: an experiment's search space as tables, and optionally the compiler's resource
+report for every valid configuration."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TextIO
+
+from tuner.config import Config
+from tuner.experiment import Experiment, KernelSpec
+from tuner.family import get_family
+from tuner.space import KernelSpace, kernel_space, violations
+from tuner.templates import launch
+
+if TYPE_CHECKING:
+    from tuner.compile import CompileResult
+
+_LOG_LINES = 20  # of a compiler message shown under the resource table
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = (),
+                 indent: str = "  ") -> str:
+    """Columns aligned on their widest cell; the columns numbered in ``right`` are right-aligned."""
+    cells = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = []
+    for row in cells:
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        lines.append(indent + "  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def _values(spec: KernelSpec) -> str:
+    return "  ".join(f"{name}={','.join(str(v) for v in values)}" for name, values in spec.values.items())
+
+
+def _rejections(space: KernelSpace) -> str:
+    family = get_family(space.family)
+    rules: Counter[str] = Counter()
+    for config, _ in space.rejected:
+        rules.update(violations(family, config.param_dict, config.dtype))
+    return "; ".join(f"{n}× {rule}" for rule, n in rules.items()) or "-"
+
+
+def _space_section(experiment: Experiment) -> tuple[str, list[Config]]:
+    """The size table and the distinct valid kernels (one per family, dtype and parameters)."""
+    rows = []
+    kernels: dict[tuple, Config] = {}
+    before = after = 0
+    for problem in experiment.problems:
+        for spec in experiment.kernels:
+            space = kernel_space(spec, problem)
+            rows.append([problem.label, spec.family, _values(spec), ",".join(spec.dtypes),
+                         space.size_before, space.size_after, _rejections(space)])
+            before += space.size_before
+            after += space.size_after
+            for config in space.valid:
+                kernels.setdefault((config.family, config.dtype, config.params), config)
+    table = format_table(
+        ("problem", "template", "parameters and values searched", "dtypes", "before", "after",
+         "rejected by the static constraints"),
+        rows, right=(4, 5),
+    )
+    total = (f"{after} of {before} configurations satisfy the static constraints over {len(experiment.problems)} "
+             f"problem(s); {len(kernels)} distinct kernels (the source does not depend on the problem size)")
+    return f"{table}\n\n{total}", list(kernels.values())
+
+
+class _ProgressLine:
+    """``compiling 12/33 ...`` on stderr: rewritten in place on a terminal, one line each otherwise."""
+
+    def __init__(self, stream: TextIO, quiet: bool):
+        self.stream, self.quiet = stream, quiet
+        self.in_place = stream.isatty()
+        self.width = 0
+
+    def __call__(self, done: int, total: int, config: Config) -> None:
+        if self.quiet:
+            return
+        values = ",".join(f"{k}={v}" for k, v in config.params)
+        text = f"compiling {done}/{total} {config.family} {config.dtype} {values}"
+        if self.in_place:
+            self.stream.write("\r" + text.ljust(self.width))
+            self.width = len(text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.in_place and self.width and not self.quiet:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
+def _params(config: Config, omit: frozenset[str] = frozenset()) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.params if k not in omit)
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _fixed_params(kernels: list[Config]) -> dict[str, dict[str, object]]:
+    """Per family with several kernels, the parameters that take one value in all of them."""
+    values: dict[str, dict[str, set]] = {}
+    count: Counter[str] = Counter(c.family for c in kernels)
+    for config in kernels:
+        for name, value in config.params:
+            values.setdefault(config.family, {}).setdefault(name, set()).add(value)
+    return {
+        family: {name: next(iter(seen)) for name, seen in params.items() if len(seen) == 1}
+        for family, params in values.items() if count[family] > 1
+    }
+
+
+def _resource_table(kernels: list[Config], results: dict[Config, CompileResult]) -> list[str]:
+    fixed = _fixed_params(kernels)
+    dynamic = any(get_family(c.family).dynamic_shared for c in kernels)
+    header = ["family", "dtype", "parameters", "registers", "shared B", *(["dynamic shared B"] * dynamic),
+              "local B", "spill stores B", "spill loads B", "status", "seconds", "cached"]
+    rows = []
+    for config in kernels:
+        result, res = results[config], results[config].resources
+        rows.append([
+            config.family, config.dtype, _params(config, frozenset(fixed.get(config.family, ()))),
+            _number(res.registers), _number(res.shared_bytes),
+            *([launch(config).dynamic_shared_bytes] * dynamic),
+            _number(res.local_bytes), _number(res.spill_store_bytes), _number(res.spill_load_bytes),
+            "ok" if result.ok else "error", f"{result.seconds:.2f}", "yes" if result.cached else "no",
+        ])
+    numeric = [i for i, name in enumerate(header) if name.endswith(" B") or name in ("registers", "seconds")]
+    lines = [format_table(header, rows, right=numeric)]
+    for family, params in fixed.items():
+        if params:
+            same = " ".join(f"{k}={v}" for k, v in params.items())
+            lines.append(f"  {family}, the same in every row: {same}")
+    return lines
+
+
+def _failures(kernels: list[Config], results: dict[Config, CompileResult]) -> list[str]:
+    """The compiler's messages, each once, under the kernels that produced it."""
+    by_message: dict[str, list[Config]] = {}
+    for config in kernels:
+        if not results[config].ok:
+            by_message.setdefault(results[config].log, []).append(config)
+    lines = []
+    for message, configs in by_message.items():
+        names = "every kernel" if len(configs) == len(kernels) else ", ".join(
+            f"{c.family} {c.dtype} {_params(c)}" for c in configs)
+        shown = message.splitlines()
+        more = [f"    ... {len(shown) - _LOG_LINES} more lines"] if len(shown) > _LOG_LINES else []
+        lines += ["", f"failed to compile ({len(configs)}): {names}:", *(f"    {line}" for line in shown[:_LOG_LINES]),
+                  *more]
+    return lines
+
+
+def _compile_section(experiment: Experiment, kernels: list[Config], arch: str, quiet: bool) -> str:
+    from tuner.compile import compile_configs, nvcc_version
+
+    settings = experiment.compile
+    workers = settings.workers or os.cpu_count() or 1
+    progress = _ProgressLine(sys.stderr, quiet)
+    try:
+        results = compile_configs(kernels, arch=arch, options=settings.options, workers=workers, progress=progress)
+    finally:
+        progress.close()
+    failed = sum(not r.ok for r in results.values())
+    cached = sum(r.cached for r in results.values())
+    options = " ".join(settings.options) or "no options"
+    lines = [
+        f"Compiler's resource report per kernel for {arch} (nvcc {nvcc_version()}, {options}, {workers} workers; "
+        "registers, local and spill bytes per thread; shared bytes per block):",
+        *_resource_table(kernels, results),
+        "",
+        f"{len(kernels)} kernels: {len(kernels) - failed} compiled, {failed} failed, {cached} from the cache",
+        *_failures(kernels, results),
+    ]
+    return "\n".join(lines)
+
+
+def print_space(experiment: Experiment, compile_: bool = False, arch: str | None = None, quiet: bool = False) -> None:
+    """Print the experiment's space per problem and kernel entry; with ``compile_``, compile every distinct
+    valid kernel for ``arch`` (default: the experiment's) and add the compiler's resource table."""
+    target = arch or experiment.compile.arch
+    if compile_:
+        from tuner.compile import check_arch, find_nvcc
+
+        check_arch(target)  # before any output, so that a mistake is the only thing printed
+        find_nvcc()
+    where = f" ({experiment.path})" if experiment.path else ""
+    print(f"Experiment {experiment.name}{where}")
+    if experiment.description:
+        print(experiment.description)
+    print()
+    sizes, kernels = _space_section(experiment)
+    print("Search space per problem and kernel entry:")
+    print(sizes)
+    if compile_:
+        print(flush=True)
+        print(_compile_section(experiment, kernels, target, quiet))
