@@ -1,0 +1,94 @@
+"""Every family and dtype computes the right product, at a square size, an awkward one and 1×1×1."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tests.gpu.support import float32_config
+from tuner.config import Config, Problem
+from tuner.family import families
+from tuner.measurement import Status
+from tuner.space import violations
+from tuner.verify import tolerance
+
+pytestmark = pytest.mark.gpu
+
+PROBLEMS = (Problem(1000, 1000, 1000), Problem(77, 1000, 333), Problem(1, 1, 1))
+DTYPES = ("float32", "float64", "int32")
+
+
+def small_parameter_sets(family_name: str, dtype: str) -> list[dict]:
+    """The first and the last valid combination of the family's default values."""
+    family = families()[family_name]
+    names = family.parameter_names
+    combos = [dict(zip(names, values, strict=True))
+              for values in itertools.product(*(p.default for p in family.parameters))]
+    valid = [c for c in combos if not violations(family, c, dtype)]
+    return [valid[0], valid[-1]] if len(valid) > 1 else valid
+
+
+CONFIGS = [
+    Config.make(problem, name, dtype, params)
+    for name in families()
+    for dtype in DTYPES if dtype in families()[name].dtypes
+    for params in small_parameter_sets(name, dtype)
+    for problem in PROBLEMS
+]
+
+
+@pytest.fixture(scope="module")
+def prefetched(backend):
+    backend.prefetch(CONFIGS)
+    return backend
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.key)
+def test_family_is_correct(prefetched, config: Config):
+    result = prefetched.evaluate(config)
+    assert result.status is Status.OK, result.reason
+    assert result.error is not None and result.error <= tolerance(config.dtype, config.problem.K)
+    assert result.timing is not None and result.timing.count >= 3
+    assert result.compile_time_s is not None and result.resources.registers
+
+
+WRONG_SOURCE = r"""
+extern "C" __global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    float acc = 0;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc + (row == 3 && col == 5 ? 0.01f : 0.0f);  // one element off by 1e-2
+}
+"""
+
+UNWRITTEN_SOURCE = r"""
+extern "C" __global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M - 1 || col >= N) return;  // forgets the last row
+    float acc = 0;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = acc;
+}
+"""
+
+
+def test_a_wrong_result_is_caught_and_not_timed(backend):
+    result = backend.evaluate(float32_config(), source=WRONG_SOURCE)
+    assert result.status is Status.WRONG and result.timing is None
+    assert result.error > tolerance("float32", 160), result.reason
+
+
+def test_an_unwritten_row_is_caught(backend):
+    result = backend.evaluate(float32_config(), source=UNWRITTEN_SOURCE)
+    assert result.status is Status.WRONG and result.timing is None
+    assert "192 of 49152 elements of C were never written" in result.reason
+
+
+def test_busy_time_accumulates(backend):
+    before = backend.busy_seconds
+    assert backend.evaluate(float32_config(Problem(64, 64, 64))).status is Status.OK
+    assert backend.busy_seconds > before

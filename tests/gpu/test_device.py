@@ -1,0 +1,52 @@
+"""The device description, its ceilings (sane for an H100), the metadata and ``python -m tuner device``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tuner.metadata import metadata_id
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def summary(backend):
+    return backend.device()
+
+
+def test_the_device_is_described(summary):
+    device = summary["device"]
+    assert device["multiprocessors"] > 0 and device["sm_clock_mhz"] > 0 and device["l2_bytes"] > 0
+    assert device["shared_per_block_optin_bytes"] >= device["shared_per_block_bytes"]
+    assert summary["versions"]["pycuda"] and summary["versions"]["cuda"]
+
+
+def test_h100_ceilings_are_in_sane_ranges(summary):
+    if "H100" not in summary["device"]["name"]:
+        pytest.skip(f"the ranges are an H100's; this is a {summary['device']['name']}")
+    measured, theoretical = summary["peaks"]["measured"], summary["peaks"]["theoretical"]
+    assert 1500 <= measured["bandwidth_gbs"] <= 3500
+    assert 20_000 <= measured["float32_gflops"] <= 70_000
+    assert 10_000 <= measured["float64_gflops"] <= 35_000
+    assert 0 < measured["int32_gflops"] <= 70_000
+    assert theoretical["bandwidth_gbs"] == pytest.approx(3350, rel=0.05)
+    assert theoretical["float32_gflops"] == pytest.approx(2 * theoretical["float64_gflops"])
+
+
+def test_metadata_holds_the_environment(backend):
+    env = backend.metadata()
+    assert env["backend"] == "pycuda" and env["device"]["name"]
+    assert env["peaks"]["measured"]["float32_gflops"] > 0
+    assert env["versions"]["pycuda"] and env["versions"]["nvcc"]
+    assert env["compile"]["arch"] == "sm_90" and env["templates"]
+    assert metadata_id(env) == metadata_id(backend.metadata())
+
+
+def test_the_device_command_prints_the_gpu_and_its_ceilings(summary):
+    done = subprocess.run([sys.executable, "-m", "tuner", "device"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert summary["device"]["name"] in done.stdout
+    assert "DRAM bandwidth" in done.stdout and "double data rate" in done.stdout

@@ -1,0 +1,129 @@
+"""The environment of a run's measurements: device, peaks, versions, git state, method and compile settings.
+
+``environment()`` builds the dict a backend's ``metadata()`` returns; ``metadata_id()`` names it by a short
+hash, so results rows can point at the environment they were measured in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import platform
+import re
+import shutil
+import subprocess
+import tomllib
+from dataclasses import asdict
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tuner.experiment import CompileSettings, MeasureSettings
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def nvcc_version() -> str | None:
+    """nvcc's release and build (e.g. ``13.0.88``), or None where nvcc is not on the PATH."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    try:
+        text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"V(\d+\.\d+\.\d+)", text)
+    return match.group(1) if match else text.strip().splitlines()[-1] if text.strip() else None
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def tuner_version() -> str | None:
+    """The installed version, or the one in pyproject.toml when running from a checkout."""
+    installed = _version("tuner")
+    if installed:
+        return installed
+    try:
+        return tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
+
+
+def python_versions() -> dict[str, str | None]:
+    return {
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "optuna": _version("optuna"),
+        "tuner": tuner_version(),
+    }
+
+
+def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """{commit, dirty} of the checkout holding the tuner, or Nones outside a git repository."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"commit": None, "dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit.strip(), "dirty": None if status is None else bool(status.strip())}
+
+
+def environment(backend: str, device_summary: dict[str, Any] | None, measure: MeasureSettings,
+                compile_settings: CompileSettings) -> dict[str, Any]:
+    """The metadata dict of ``Backend.metadata()``.
+
+    Keys: backend, device, peaks {"theoretical", "measured"}, ceilings (how and when they were measured),
+    versions (driver, cuda, nvcc, pycuda, python, numpy, optuna, tuner), git {commit, dirty},
+    measure (settings + method), compile {arch, options}, templates {family: hash}, created_utc.
+    """
+    from tuner.family import families
+    from tuner.measure import describe_method
+    from tuner.templates import template_hash
+
+    summary = device_summary or {}
+    empty = {"float32_gflops": None, "float64_gflops": None, "int32_gflops": None, "bandwidth_gbs": None}
+    peaks = summary.get("peaks") or {"theoretical": dict(empty), "measured": dict(empty)}
+    device_versions = summary.get("versions") or {}
+    versions = {
+        "driver": device_versions.get("driver"),
+        "cuda_driver_api": device_versions.get("cuda_driver_api"),
+        "cuda": device_versions.get("cuda"),
+        "nvcc": nvcc_version(),
+        "pycuda": device_versions.get("pycuda"),
+        **python_versions(),
+    }
+    ceilings = summary.get("ceilings") or {}
+    return {
+        "backend": backend,
+        "device": summary.get("device") or {},
+        "peaks": peaks,
+        "ceilings": {"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc")},
+        "versions": versions,
+        "git": git_state(),
+        "measure": {**asdict(measure), "method": describe_method(measure)},
+        "compile": {"arch": compile_settings.arch, "options": list(compile_settings.options),
+                    "compiler": "nvcc through PyCUDA (SourceModule, no_extern_c)"},
+        "templates": {name: template_hash(name) for name in families()},
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def metadata_id(env: dict[str, Any]) -> str:
+    """A short stable hash of the environment, ignoring when it was created."""
+    stable = {key: value for key, value in env.items() if key != "created_utc"}
+    text = json.dumps(stable, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
