@@ -10,12 +10,6 @@ Public API::
 """
 
 from tuner.experiment import Experiment, load_experiment
+from tuner.tuning import RunResult, run
 
-__all__ = ["Experiment", "load_experiment", "run"]
-
-
-def run(experiment: Experiment, **options):  # noqa: ANN201 - the type lives in tuner.tuning
-    """Tune ``experiment``; see :func:`tuner.tuning.run` for the options."""
-    from tuner.tuning import run as _run
-
-    return _run(experiment, **options)
+__all__ = ["Experiment", "RunResult", "load_experiment", "run"]

@@ -1,0 +1,89 @@
+"""A scripted stand-in for a GPU backend, for testing the logic around it (search, records, resume, replay).
+
+Its outcomes are fixed by the configuration's parameters; it counts every call so that tests can check what
+reached the backend. None of its numbers is a measurement and none is shipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuner.config import Config, Problem
+from tuner.measurement import Measurement, Resources, Status, Timing
+
+ENVIRONMENT: dict[str, Any] = {
+    "backend": "scripted",
+    "device": {"name": "scripted stand-in (test double)"},
+    "peaks": {"theoretical": {"float32_gflops": 2000.0, "bandwidth_gbs": 200.0},
+              "measured": {"float32_gflops": 1000.0, "bandwidth_gbs": 100.0}},
+    "created_utc": "2000-01-01T00:00:00+00:00",
+}
+
+
+def scripted_gflops(config: Config) -> float:
+    """The speed the script gives an ``ok`` configuration (an arbitrary, distinct number per config)."""
+    params = config.param_dict
+    if config.family == "tiled":
+        return 100.0 * int(params["TILE_WIDTH"])
+    return float(sum(int(v) for v in params.values()))
+
+
+def scripted_outcome(config: Config) -> Measurement:
+    """ok, or the one failure the script assigns to a handful of fermi_like configurations."""
+    params = config.param_dict
+    if config.family == "tiled" and params.get("TILE_WIDTH") == 8:
+        return Measurement(Status.COMPILE_ERROR, reason="ptxas fatal: scripted compile error", compile_time_s=0.5)
+    if config.family == "naive" and (params.get("BLOCK_X"), params.get("BLOCK_Y")) == (8, 4):
+        return Measurement(Status.WRONG, reason="‖C − ref‖/‖ref‖ = 0.5 above tolerance", error=0.5,
+                           compile_time_s=0.25)
+    if config.family == "naive" and (params.get("BLOCK_X"), params.get("BLOCK_Y")) == (8, 8):
+        return Measurement(Status.CRASHED, reason="scripted: an illegal memory access was encountered")
+    if config.family == "naive" and (params.get("BLOCK_X"), params.get("BLOCK_Y")) == (64, 16):
+        return Measurement(Status.INVALID, reason="scripted: too many resources requested for launch")
+    median_ms = config.problem.flops / (scripted_gflops(config) * 1e6)
+    samples = (median_ms * 0.99, median_ms, median_ms * 1.02)
+    timing = Timing(median_ms=median_ms, mean_ms=sum(samples) / 3, min_ms=samples[0], stdev_ms=median_ms * 0.015,
+                    samples_ms=samples, throttled_samples=1, sm_clock_mhz_before=1980.0, sm_clock_mhz_after=1965.0)
+    return Measurement(Status.OK, timing=timing, error=1e-7, compile_time_s=0.125,
+                       resources=Resources(registers=32, shared_bytes=0, local_bytes=0, spill_store_bytes=4,
+                                           spill_load_bytes=8))
+
+
+class ScriptedBackend:
+    """Answers from ``scripted_outcome``; raises KeyboardInterrupt on evaluation number ``interrupt_at``."""
+
+    name = "scripted"
+
+    def __init__(self, interrupt_at: int | None = None, with_baseline: bool = True):
+        self.interrupt_at = interrupt_at
+        self.calls: list[str] = []
+        self.baselines: list[tuple[str, str]] = []
+        self.prefetched: list[list[str]] = []
+        self.busy_seconds = 0.0
+        self.closed = False
+        if not with_baseline:
+            self.baseline = None
+
+    def prefetch(self, configs: list[Config]) -> None:
+        self.prefetched.append([c.key for c in configs])
+
+    def evaluate(self, config: Config) -> Measurement:
+        self.calls.append(config.key)
+        if self.interrupt_at is not None and len(self.calls) == self.interrupt_at:
+            raise KeyboardInterrupt
+        outcome = scripted_outcome(config)
+        if outcome.timing is not None:
+            self.busy_seconds += sum(outcome.timing.samples_ms) / 1e3
+        return outcome
+
+    def baseline(self, problem: Problem, dtype: str) -> Measurement:
+        self.baselines.append((problem.label, dtype))
+        median_ms = problem.flops / 5e9
+        timing = Timing(median_ms, median_ms, median_ms, 0.0, (median_ms,) * 3)
+        return Measurement(Status.OK, timing=timing, error=1e-7)
+
+    def metadata(self) -> dict[str, Any]:
+        return dict(ENVIRONMENT)
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,93 @@
+"""``python -m tuner run``: the files it writes, the same table as the API, its exit codes and messages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from scripted_backend import ScriptedBackend
+
+import tuner
+from tuner import cli, results, tuning
+from tuner.experiment import load_experiment
+
+ROOT = Path(__file__).resolve().parent.parent
+FERMI = ROOT / "experiments" / "fermi_like.yaml"
+TIME_COLUMNS = ["wall_offset_s", "measured_at"]
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory) -> Path:
+    """Every valid fermi_like configuration answered by the scripted stand-in: a fixture for replay."""
+    out = tmp_path_factory.mktemp("recording")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tuning, "_report_writer", lambda: None)
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="grid", trials=100, out=out, quiet=True)
+    return out
+
+
+def tuner_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_cli_replay_run_writes_the_folder_and_matches_the_api(recording, tmp_path, monkeypatch):
+    out = tmp_path / "cli"
+    done = tuner_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--replay", str(recording),
+                     "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    for name in ("results.parquet", "results.csv", "metadata.json"):
+        assert (out / name).is_file()
+    assert f"results: {out}" in done.stdout
+    assert "fermi_like/4096x4096x4096/float32" in done.stderr  # progress
+    written, metadata = results.load(out)
+    assert metadata["runs"][0]["backend"] == "replay" and metadata["runs"][0]["sampler"] == "tpe"
+
+    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
+    api = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, out=tmp_path / "api", quiet=True)
+    pd.testing.assert_frame_equal(api.df, results.load(tmp_path / "api")[0])
+    pd.testing.assert_frame_equal(api.df.drop(columns=TIME_COLUMNS), written.drop(columns=TIME_COLUMNS))
+
+
+def test_quiet_silences_the_progress_not_the_summary(recording, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
+    code = cli.main(["run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--out",
+                     str(tmp_path / "cli"), "--trials", "2", "--quiet"])
+    assert code == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "GFLOP/s" in captured.out and f"results: {tmp_path / 'cli'}" in captured.out
+
+
+def test_a_broken_storage_url_exits_2_naming_it(tmp_path):
+    done = tuner_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--replay", str(tmp_path),
+                     "--storage", "nosuchdb://here", "--out", str(tmp_path / "cli"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: cannot open the Optuna storage 'nosuchdb://here'")
+    assert "Traceback" not in done.stderr
+
+
+def test_replay_without_a_recording_exits_2(tmp_path):
+    experiment = tmp_path / "other.yaml"
+    experiment.write_text(FERMI.read_text().replace("name: fermi_like", "name: other"))
+    done = tuner_cli("run", str(experiment), "--backend", "replay", "--out", str(tmp_path / "cli"))
+    assert done.returncode == 2
+    assert "--backend replay needs --replay PATH" in done.stderr
+
+
+def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
+    monkeypatch.setattr(tuning, "open_backend", lambda backend, experiment, replay: ScriptedBackend(interrupt_at=4))
+    out = tmp_path / "cli"
+    code = cli.main(["run", str(FERMI), "--sampler", "grid", "--out", str(out), "--quiet"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert f"python -m tuner run {FERMI} --backend pycuda --sampler grid --out {out}" in err
+    df, metadata = results.load(out)
+    assert metadata["runs"][-1]["interrupted"] is True
+    assert len(df[df["family"] != "cublas"]) == 3

@@ -1,0 +1,259 @@
+"""tuner.run: the results folder, rows and derived columns, baselines, resume after an interruption, reports."""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import json
+import os
+import signal
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+from optuna.trial import TrialState
+from scripted_backend import ENVIRONMENT, ScriptedBackend, scripted_gflops, scripted_outcome
+
+import tuner
+from tuner import results, tuning
+from tuner.errors import TunerError
+from tuner.experiment import load_experiment
+from tuner.metadata import metadata_id
+from tuner.study import RECORD_ATTR, open_storage, study_spaces
+
+ROOT = Path(__file__).resolve().parent.parent
+FERMI = ROOT / "experiments" / "fermi_like.yaml"
+VALID_PER_PROBLEM = 18
+
+
+@pytest.fixture(autouse=True)
+def no_report(monkeypatch):
+    """Reports are another module's work; here the writer is only called, never run."""
+    calls: list[Path] = []
+    monkeypatch.setattr(tuning, "_report_writer", lambda: calls.append)
+    return calls
+
+
+def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner.RunResult:
+    options = {"sampler": "grid", "trials": 100, "quiet": True, **options}
+    return tuner.run(load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
+
+
+def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
+    result = sweep(tmp_path / "run")
+    out = tmp_path / "run"
+    assert result.out == out
+    assert {p.name for p in out.iterdir()} >= {"results.parquet", "results.csv", "metadata.json", "study.db"}
+    saved, metadata = results.load(out)
+    pd.testing.assert_frame_equal(result.df, saved)
+    assert len(pd.read_csv(out / "results.csv")) == len(saved)
+    assert metadata == json.loads(json.dumps(result.metadata, default=str))
+    assert metadata["experiment"]["name"] == "fermi_like"
+    assert metadata["experiment"]["source"] == FERMI.read_text()
+    assert metadata["experiment"]["machine_models"] == [
+        {"name": "Fermi-like", "peak_gflops": {"float32": 1000, "float64": 500}, "bandwidth_gbs": 150}]
+    assert metadata["environments"] == {metadata_id(ENVIRONMENT): ENVIRONMENT}
+    run, = metadata["runs"]
+    assert run["backend"] == "scripted" and run["sampler"] == "grid" and run["trials"] == 100
+    assert run["interrupted"] is False and run["evaluations"] == len(saved)
+    assert run["wall_s"] > 0
+    assert run["gpu_busy_fraction"] == pytest.approx(run["device_busy_s"] / run["wall_s"], rel=1e-2)
+    assert no_report == [out]
+    summary = capsys.readouterr().out
+    assert "tiled TILE_WIDTH=32" in summary and f"results: {out}" in summary
+
+
+def test_rows_carry_the_schema_and_the_derived_columns(tmp_path):
+    df = sweep(tmp_path / "run").df
+    assert list(df.columns[:14]) == list(results.BASE_COLUMNS)
+    assert set(results.MEASURE_COLUMNS) <= set(df.columns)
+    kernels = df[df["family"] != "cublas"]
+    assert len(kernels) == 3 * VALID_PER_PROBLEM
+    assert kernels["config_key"].is_unique
+    assert (kernels["metadata_id"] == metadata_id(ENVIRONMENT)).all()
+    ok = kernels[kernels["status"] == "ok"]
+    assert ok["gflops"].to_numpy() == pytest.approx((ok["flops"] / (ok["time_median_ms"] * 1e6)).to_numpy())
+    assert ok["pct_flops_ceiling"].to_numpy() == pytest.approx((ok["gflops"] / 10).to_numpy())
+    assert ok["bandwidth_gbs"].to_numpy() == pytest.approx((ok["bytes_model"] / (ok["time_median_ms"] * 1e6))
+                                                           .to_numpy())
+    assert ok["pct_bandwidth_ceiling"].to_numpy() == pytest.approx(ok["bandwidth_gbs"].to_numpy())
+    row = ok[ok["config_key"] == "1000x777x333/tiled/float32/TILE_WIDTH=16"].iloc[0]
+    assert row["gflops"] == pytest.approx(1600.0)
+    assert (row["block"], row["grid"]) == ("16×16×1", "49×63×1")
+    assert (row["spill_bytes"], row["spill_store_bytes"], row["spill_load_bytes"], row["registers"]) == (12, 4, 8, 32)
+    assert json.loads(row["samples_ms"]) == list(scripted_outcome(_config(row)).timing.samples_ms)
+    assert row["intensity"] == pytest.approx(row["flops"] / row["bytes_model"])
+    assert row["device_s"] == pytest.approx(sum(json.loads(row["samples_ms"])) / 1e3)
+    failed = kernels[kernels["status"] != "ok"]
+    assert set(failed["status"]) == {"invalid", "compile_error", "wrong", "crashed"}
+    assert failed["reason"].str.len().gt(0).all() and failed["gflops"].isna().all()
+
+
+def _config(row):
+    problem = tuner.config.Problem(int(row["M"]), int(row["N"]), int(row["K"]))
+    params = {c[2:]: int(row[c]) for c in row.index if c.startswith("p_") and pd.notna(row[c])}
+    return tuner.config.Config.make(problem, row["family"], row["dtype"], params)
+
+
+def test_cublas_baselines_are_rows_measured_once_per_problem(tmp_path):
+    backend = ScriptedBackend()
+    result = sweep(tmp_path / "run", backend)
+    baselines = result.df[result.df["family"] == "cublas"]
+    assert backend.baselines == [("4096x4096x4096", "float32"), ("1024x1024x1024", "float32"),
+                                 ("1000x777x333", "float32")]
+    assert list(baselines["study"].unique()) == ["baseline"] and list(baselines["sampler"].unique()) == ["baseline"]
+    assert (baselines["trial"] == -1).all() and baselines["gflops"].tolist() == pytest.approx([5000.0] * 3)
+    assert baselines["config_key"].tolist() == [f"{p}/cublas/float32/" for p, _ in backend.baselines]
+    again = ScriptedBackend()
+    sweep(tmp_path / "run", again)
+    assert again.baselines == [] and again.calls == []
+
+
+def test_best_is_the_fastest_ok_row_per_problem(tmp_path):
+    best = sweep(tmp_path / "run").best
+    assert best["config_key"].tolist() == [f"{p}/tiled/float32/TILE_WIDTH=32"
+                                           for p in ("1000x777x333", "1024x1024x1024", "4096x4096x4096")]
+
+
+def test_the_table_is_rebuilt_from_the_storage(tmp_path):
+    first = sweep(tmp_path / "run", trials=8).df
+    for name in ("results.parquet", "results.csv", "metadata.json"):
+        (tmp_path / "run" / name).unlink()
+    backend = ScriptedBackend()
+    second = sweep(tmp_path / "run", backend, trials=8).df
+    assert backend.calls == []
+    pd.testing.assert_frame_equal(first, second)
+
+
+def test_an_interrupted_run_continues_without_measuring_twice_or_losing_anything(tmp_path, capsys):
+    out = tmp_path / "run"
+    interrupted = ScriptedBackend(interrupt_at=7)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(out, interrupted)
+    saved, metadata = results.load(out)
+    assert metadata["runs"][-1]["interrupted"] is True
+    measured_first = set(interrupted.calls[:-1])
+    assert set(saved.loc[saved["family"] != "cublas", "config_key"]) == measured_first
+    message = capsys.readouterr().err
+    assert "to continue, run:" in message
+    assert f"python -m tuner run {FERMI} --trials 100 --sampler grid --out {out}" in message
+
+    resumed = ScriptedBackend()
+    result = sweep(out, resumed)
+    assert not measured_first & set(resumed.calls)
+    assert interrupted.calls[-1] == resumed.calls[0]  # the abandoned evaluation is retried first
+    kernels = result.df[result.df["family"] != "cublas"]
+    assert kernels["config_key"].is_unique and len(kernels) == 3 * VALID_PER_PROBLEM
+    assert set(saved["config_key"]) <= set(result.df["config_key"])
+    assert [r["interrupted"] for r in result.metadata["runs"]] == [True, False]
+    assert len(resumed.baselines) == 2  # the first problem's was measured before the interruption
+
+
+def test_a_trial_left_running_by_a_dead_process_is_retried(tmp_path):
+    out = tmp_path / "run"
+    sweep(out, trials=3)
+    experiment = load_experiment(FERMI)
+    space = study_spaces(experiment)[0]
+    storage = open_storage(f"sqlite:///{out / 'study.db'}")
+    study = optuna.load_study(study_name=space.name, storage=storage)
+    left = space.valid[10]
+    study.enqueue_trial(space.params(left))
+    dead = study.ask()
+    space.suggest(dead)
+    storage.engine.dispose()
+
+    backend = ScriptedBackend()
+    result = sweep(out, backend, trials=4)
+    assert backend.calls[0] == left.key
+    trials = {t.number: t for t in optuna.load_study(study_name=space.name, storage=f"sqlite:///{out / 'study.db'}")
+              .get_trials()}
+    assert trials[dead.number].state == TrialState.FAIL
+    assert left.key in set(result.df["config_key"])
+
+
+def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
+    out = tmp_path / "run"
+    sweep(out, trials=3)
+    space = study_spaces(load_experiment(FERMI))[0]
+    storage = open_storage(f"sqlite:///{out / 'study.db'}")
+    study = optuna.load_study(study_name=space.name, storage=storage)
+    measured = space.valid[10]
+    study.enqueue_trial(space.params(measured))
+    trial = study.ask()
+    space.suggest(trial)
+    record = results.Record("fermi_like", space.name, "grid", trial.number, measured, scripted_outcome(measured),
+                            metadata_id(ENVIRONMENT), 1.0, "2000-01-01T00:00:01+00:00", 0.5)
+    trial.set_user_attr(RECORD_ATTR, record.attrs())
+    storage.engine.dispose()
+
+    backend = ScriptedBackend()
+    df = sweep(out, backend, trials=4).df
+    assert measured.key not in backend.calls
+    row = df[df["config_key"] == measured.key].iloc[0]
+    assert row["gflops"] == pytest.approx(scripted_gflops(measured)) and row["trial"] == trial.number
+
+
+def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatch, capsys):
+    def broken(out):
+        raise RuntimeError("no figures today")
+
+    monkeypatch.setattr(tuning, "_report_writer", lambda: broken)
+    result = sweep(tmp_path / "run", trials=2)
+    assert "warning: the report could not be written (RuntimeError: no figures today)" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(results.load(tmp_path / "run")[0], result.df)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"trials": 0}, "--trials must be a whole number of at least 1"),
+    ({"timeout": -1.0}, "--timeout must be a positive number"),
+    ({"sampler": "annealing"}, "unknown sampler 'annealing'"),
+    ({"seed": -3}, "--seed must be a whole number"),
+    ({"backend": "opencl"}, "unknown backend 'opencl'"),
+    ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),
+    ({"storage": "notadb://x"}, "cannot open the Optuna storage 'notadb://x'"),
+])
+def test_bad_options_are_explained(tmp_path, options, message):
+    with pytest.raises(TunerError, match=message):
+        tuner.run(load_experiment(FERMI), **{"backend": ScriptedBackend(), "out": tmp_path / "run", **options})
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is installed here")
+def test_the_pycuda_backend_without_pycuda_is_explained(tmp_path):
+    with pytest.raises(TunerError, match="the pycuda backend"):
+        tuner.run(load_experiment(FERMI), backend="pycuda", out=tmp_path / "run")
+
+
+def test_two_runs_cannot_write_one_folder(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    held = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(TunerError, match="another run is writing to this output folder"):
+            sweep(out)
+    finally:
+        os.close(held)
+    sweep(out, trials=1)
+
+
+class TerminatedBackend(ScriptedBackend):
+    """Receives SIGTERM (as from ``timeout``) while evaluating its third configuration."""
+
+    def evaluate(self, config):
+        if len(self.calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return super().evaluate(config)
+
+
+def test_sigterm_stops_the_run_cleanly_like_ctrl_c(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        sweep(tmp_path / "run", TerminatedBackend())
+    df, metadata = results.load(tmp_path / "run")
+    assert metadata["runs"][-1]["interrupted"] is True
+    assert len(df[df["family"] != "cublas"]) == 2
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_tuner_run_is_the_tuning_run():
+    assert tuner.run is tuning.run

@@ -1,0 +1,104 @@
+"""The replay backend: answers every evaluation from a recorded results table, never inventing a number.
+
+A recording is a previous run's output folder (or its results.parquet). Each configuration is answered with
+the row recorded for its key: status, reason, compile time, timing (the raw samples too), verification error
+and resources; ``baseline()`` answers the recorded cuBLAS row of a problem and dtype, or None when the
+recording has none. A configuration the recording lacks is a TunerError naming it and the recording.
+
+Rows keep the environment they were measured in: ``metadata_id_of(config)`` is the recorded row's
+``metadata_id`` and ``environments`` the recorded environments; ``metadata()`` is the one most rows share
+(and the environment of statically invalid configurations, which no backend sees).
+``busy_seconds`` adds each replayed row's recorded device time (``device_s``), so a replayed run reports the
+GPU time its choices cost on the recording's device.
+
+The default recording of the ``fermi_like`` experiment is ``experiments/data/fermi_like_h100`` (a brute-force
+run recorded on an H100): ``--backend replay`` without ``--replay`` uses it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow
+
+from tuner import results
+from tuner.config import Config, Problem
+from tuner.errors import TunerError
+from tuner.measurement import Measurement
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RECORDINGS: dict[str, Path] = {
+    "fermi_like": PROJECT_ROOT / "experiments" / "data" / "fermi_like_h100",
+}
+
+
+def default_recording(experiment_name: str) -> Path | None:
+    """The recording shipped for an experiment, where there is one."""
+    return DEFAULT_RECORDINGS.get(experiment_name)
+
+
+class ReplayBackend:
+    name = "replay"
+
+    def __init__(self, recording: str | Path):
+        self.path = Path(recording)
+        if not self.path.exists():
+            raise TunerError(f"{self.path}: no such recording (give a run folder holding "
+                             f"{results.RESULTS_PARQUET}, or the file itself)")
+        try:
+            df, metadata = results.load(self.path)
+        except (OSError, ValueError, pyarrow.ArrowException) as exc:
+            raise TunerError(f"{self.path}: the recording cannot be read ({exc})") from None
+        missing = [c for c in ("config_key", "status", "metadata_id") if c not in df.columns]
+        if missing:
+            raise TunerError(f"{self.path}: the recording lacks the column(s) {', '.join(missing)} of the "
+                             f"results table")
+        self._rows: dict[str, dict[str, Any]] = {}
+        for data in df.to_dict("records"):
+            self._rows.setdefault(str(data["config_key"]), data)
+        recorded = metadata.get("environments") or {}
+        used = Counter(str(d["metadata_id"]) for d in self._rows.values() if pd.notna(d["metadata_id"]))
+        self.environments: dict[str, dict[str, Any]] = {i: recorded[i] for i in used if i in recorded}
+        self._main_id = next((i for i, _ in used.most_common() if i in recorded), None)
+        self.busy_seconds = 0.0
+
+    def _row(self, key: str, what: str) -> dict[str, Any]:
+        data = self._rows.get(key)
+        if data is None:
+            raise TunerError(f"the recording {self.path} has no measurement of {what} '{key}'; replay only "
+                             f"the configurations it holds (record them on the GPU with --backend pycuda)")
+        return data
+
+    def prefetch(self, configs: list[Config]) -> None:
+        """Nothing to compile: every answer is recorded."""
+
+    def evaluate(self, config: Config) -> Measurement:
+        data = self._row(config.key, "the configuration")
+        device_s = data.get("device_s")
+        if device_s is not None and pd.notna(device_s):
+            self.busy_seconds += float(device_s)
+        return results.measurement_from_row(data)
+
+    def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
+        key = results.baseline_config(problem, dtype).key
+        return self.evaluate(results.baseline_config(problem, dtype)) if key in self._rows else None
+
+    def metadata_id_of(self, config: Config) -> str:
+        """The environment of the recorded row (the main one for what never reached a device)."""
+        data = self._rows.get(config.key)
+        if data is not None and pd.notna(data["metadata_id"]):
+            return str(data["metadata_id"])
+        self.metadata()
+        return str(self._main_id)
+
+    def metadata(self) -> dict[str, Any]:
+        if self._main_id is None:
+            raise TunerError(f"{self.path}: the recording has no {results.METADATA_JSON} describing the "
+                             f"environment of its rows, so its numbers cannot be replayed with their origin")
+        return self.environments[self._main_id]
+
+    def close(self) -> None:
+        """Nothing to release."""

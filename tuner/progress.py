@@ -1,0 +1,142 @@
+"""What a person sees of a run: one progress line per study on stderr, and the summary table on stdout.
+
+On a terminal the line of the running study is rewritten in place; elsewhere (a log file, CI) a plain line
+is printed every few seconds and when the study ends. ``quiet`` silences the progress, not the summary.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TYPE_CHECKING, TextIO
+
+import pandas as pd
+
+from tuner.config import Config
+from tuner.measurement import Status
+from tuner.results import BASELINE_FAMILY, best_rows
+
+if TYPE_CHECKING:
+    from tuner.tuning import RunResult
+
+PLAIN_INTERVAL_S = 5.0
+
+
+def describe(config: Config) -> str:
+    """``tiled TILE_WIDTH=16``: a configuration in a few words."""
+    values = " ".join(f"{k}={v}" for k, v in config.params)
+    return f"{config.family} {values}".strip()
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class Progress:
+    """The progress line of the study being searched."""
+
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None):
+        self.quiet = quiet
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._name = ""
+        self._budget = 0
+        self._timeout: float | None = None
+        self._started = time.monotonic()
+        self._last_plain = 0.0
+        self._line = ""
+
+    def study_started(self, name: str, budget: int, timeout_s: float | None) -> None:
+        self._name, self._budget, self._timeout = name, budget, timeout_s
+        self._started = time.monotonic()
+        self._last_plain = 0.0
+
+    def evaluated(self, done: int, new: int, best: tuple[float, Config] | None) -> None:
+        elapsed = time.monotonic() - self._started
+        parts = [self._name, f"{done}/{self._budget}"]
+        parts.append(f"best {best[0]:.1f} GFLOP/s ({describe(best[1])})" if best else "best -")
+        parts.append(f"elapsed {duration(elapsed)}")
+        left = self._time_left(done, new, elapsed)
+        if left is not None:
+            parts.append(f"~{duration(left)} left")
+        self._line = "  ".join(parts)
+        if self.tty:
+            self._write(f"\r{self._line}\x1b[K")
+        elif time.monotonic() - self._last_plain >= PLAIN_INTERVAL_S:
+            self._last_plain = time.monotonic()
+            self._write(f"{self._line}\n")
+
+    def _time_left(self, done: int, new: int, elapsed: float) -> float | None:
+        remaining = max(0, self._budget - done)
+        estimate = elapsed / new * remaining if new else None
+        if self._timeout is not None:
+            budget_left = max(0.0, self._timeout - elapsed)
+            estimate = budget_left if estimate is None else min(estimate, budget_left)
+        return estimate if remaining else 0.0
+
+    def study_finished(self, reason: str) -> None:
+        end = f"  [{reason}]"
+        self._write(f"\r{self._line}{end}\x1b[K\n" if self.tty else f"{self._line}{end}\n")
+
+    def note(self, text: str) -> None:
+        """A line of its own (e.g. a baseline measured, a warning)."""
+        self._write(f"{text}\n")
+
+    def _write(self, text: str) -> None:
+        if not self.quiet:
+            self.stream.write(text)
+            self.stream.flush()
+
+
+def summary_table(df: pd.DataFrame, duplicates: dict[tuple[str, str], int]) -> pd.DataFrame:
+    """Per problem and dtype: the best configuration, its speed against the ceilings and cuBLAS, status counts."""
+    tuned = df[df["family"] != BASELINE_FAMILY]
+    best = best_rows(df).set_index(["problem", "dtype"])
+    baseline = df[(df["family"] == BASELINE_FAMILY) & (df["status"] == Status.OK.value)]
+    cublas = baseline.set_index(["problem", "dtype"])["gflops"]
+    counts = tuned.groupby(["problem", "dtype"], sort=False)["status"].value_counts().unstack(fill_value=0)
+    rows = []
+    for (problem, dtype), _ in tuned.groupby(["problem", "dtype"], sort=False):
+        key = (problem, dtype)
+        row = {"problem": problem, "dtype": dtype}
+        if key in best.index:
+            b = best.loc[key]
+            values = " ".join(f"{c[2:]}={int(b[c])}" for c in best.columns if c.startswith("p_") and pd.notna(b[c]))
+            row.update({
+                "best": f"{b['family']} {values}".strip(),
+                "GFLOP/s": round(float(b["gflops"]), 1),
+                "% FMA peak": _rounded(b["pct_flops_ceiling"]),
+                "% DRAM BW": _rounded(b["pct_bandwidth_ceiling"]),
+            })
+        else:
+            row.update({"best": "(nothing ok)", "GFLOP/s": None, "% FMA peak": None, "% DRAM BW": None})
+        row["cuBLAS GFLOP/s"] = round(float(cublas[key]), 1) if key in cublas.index else None
+        for status in Status:
+            row[status.value] = int(counts.loc[key, status.value]) if status.value in counts.columns else 0
+        row["duplicates"] = duplicates.get(key, 0)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _rounded(value: object) -> float | None:
+    return None if pd.isna(value) else round(float(value), 1)
+
+
+def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
+    stream = stream if stream is not None else sys.stdout
+    table = summary_table(result.df, result.duplicates)
+    if table.empty:
+        print("nothing was evaluated", file=stream)
+    else:
+        print(table.to_string(index=False, na_rep="-"), file=stream)
+    run = result.metadata["runs"][-1]
+    busy = run.get("gpu_busy_fraction")
+    if busy is not None:
+        print(f"GPU busy: {100 * busy:.0f}% of {duration(run['wall_s'])} wall time", file=stream)
+    elif run.get("device_busy_s") is not None:
+        print(f"GPU busy: {run['device_busy_s']:.1f} s of recorded device time (replayed in "
+              f"{duration(run['wall_s'])})", file=stream)
+    print(f"results: {result.out}", file=stream)

@@ -1,0 +1,83 @@
+"""Reports of a run folder, made from its stored results alone (no GPU): PNG figures and one HTML page.
+
+    from tuner.report import write_report
+    paths = write_report("reports/fermi_like")   # roofline.png, convergence.png, params_*.png, ..., report.html
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from tuner.report.convergence import convergence_figure
+from tuner.report.html import Image, render_html
+from tuner.report.importances import importances_figure, param_importances
+from tuner.report.parameters import parameter_figures
+from tuner.report.roofline import roofline_figures
+from tuner.report.run_folder import load_run
+
+__all__ = ["write_report"]
+
+REPORT_HTML = "report.html"
+DPI = 120
+
+
+def _save(figure: Figure, path: Path, quiet: bool) -> Path:
+    if not quiet:
+        print(f"report: {path.name}", file=sys.stderr)
+    partial = path.with_name(f".{path.name}.partial")
+    figure.savefig(partial, dpi=DPI, format="png")
+    partial.replace(path)
+    return path
+
+
+def write_report(run_dir: str | Path, *, quiet: bool = False) -> list[Path]:
+    """Write the figures and report.html into ``run_dir``; returns the paths written, the page last.
+
+    Raises TunerError when the folder holds no readable results.parquet."""
+    run = load_run(run_dir)
+    folder = run.path
+    written: list[Path] = []
+    images: dict[str, list[Image]] = {"roofline": [], "convergence": [], "parameters": [], "importances": []}
+    notes: dict[str, list[str]] = {}
+
+    for name, figure in roofline_figures(run).items():
+        path = _save(figure, folder / name, quiet)
+        scope = "overview" if name == "roofline.png" else name.removeprefix("roofline_").removesuffix(".png")
+        scope = scope.replace("_", ", ")
+        images["roofline"].append(Image.embed(path, f"Roofline, {scope}", "Log-log: achieved GFLOP/s against "
+                                              "analytical intensity; colour = kernel class, ring = best."))
+        written.append(path)
+
+    path = _save(convergence_figure(run), folder / "convergence.png", quiet)
+    images["convergence"].append(Image.embed(path, "Best so far", "Best GFLOP/s found so far per study, by trial "
+                                             "number (left) and by wall time since the run started (right); faint "
+                                             "points are the individual successful trials."))
+    written.append(path)
+
+    for name, figure in parameter_figures(run).items():
+        path = _save(figure, folder / name, quiet)
+        family = name.removeprefix("params_").removesuffix(".png")
+        images["parameters"].append(Image.embed(path, f"Parameters of {family}", "Best GFLOP/s reached with each "
+                                                "parameter value (grey cells and red labels: never ok)."))
+        written.append(path)
+
+    studies = sorted(s for s in run.kernels["study"].unique() if s)
+    found, notes["importances"] = param_importances(folder, studies)
+    if found:
+        path = _save(importances_figure(found), folder / "importances.png", quiet)
+        images["importances"].append(Image.embed(path, "Parameter importances", "PED-ANOVA importances of the "
+                                                 "parameters for each Optuna study, per set of trials sharing "
+                                                 "their parameters."))
+        written.append(path)
+
+    page = folder / REPORT_HTML
+    partial = page.with_name(f".{REPORT_HTML}.partial")
+    partial.write_text(render_html(run, images, notes), encoding="utf-8")
+    partial.replace(page)
+    if not quiet:
+        print(f"report: {REPORT_HTML}", file=sys.stderr)
+    written.append(page)
+    return written

@@ -1,0 +1,84 @@
+"""Convergence: the best GFLOP/s found so far against trial number and against wall time, per study, one line
+per sampler (a study continued with another sampler gets a line for each)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from tuner.report.formatting import number, rate_unit
+from tuner.report.run_folder import Run
+
+BASELINE_SCALE = 2.0
+"""A cuBLAS line more than this many times the best trial is named in the corner instead of squashing the curves."""
+TRIAL_LABEL = "trial number (the sampler's evaluations in the study, in order)"
+SAMPLER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
+
+
+def best_so_far(rows: pd.DataFrame) -> pd.DataFrame:
+    """One sampler's evaluations in a study, in trial order, with ``evaluation`` (1 for its first) and ``best``
+    (the best ok GFLOP/s up to each one; NaN before the first success)."""
+    rows = rows.sort_values(["trial", "wall_offset_s"]).copy()
+    rows["evaluation"] = range(1, len(rows) + 1)
+    rows["best"] = rows["gflops"].where(rows["status"] == "ok").cummax().ffill()
+    return rows
+
+
+def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[str, str],
+                baseline: float | None) -> None:
+    lines = [(str(study), str(sampler), r)
+             for (study, sampler), r in rows.groupby(["study", "sampler"], dropna=False, sort=True)]
+    several_studies = len({study for study, _, _ in lines}) > 1
+    for study, sampler, line_rows in lines:
+        progress = best_so_far(line_rows)
+        label = f"{sampler} ({study})" if several_studies else sampler
+        ok = progress[progress["status"] == "ok"]
+        for ax, x in ((ax_trial, "evaluation"), (ax_wall, "wall_offset_s")):
+            if progress[x].notna().any():
+                ax.step(progress[x], progress["best"], where="post", color=colors[sampler], linewidth=2,
+                        label=label, gid="best-so-far")
+                ax.scatter(ok[x], ok["gflops"], s=10, color=colors[sampler], alpha=0.3, linewidths=0, gid="trials")
+    top = float(rows.loc[rows["status"] == "ok", "gflops"].max()) if (rows["status"] == "ok").any() else 0.0
+    for ax in (ax_trial, ax_wall):
+        if baseline is not None and baseline <= BASELINE_SCALE * max(top, 1e-9):
+            ax.axhline(baseline, color="#444444", linestyle="--", linewidth=1.2,
+                       label=f"cuBLAS {number(baseline)}", gid="cublas")
+            top = max(top, baseline)
+        elif baseline is not None:
+            ax.text(0.99, 0.98, f"cuBLAS {number(baseline)} GFLOP/s (above this scale)", transform=ax.transAxes,
+                    ha="right", va="top", fontsize=8, color="#444444", gid="cublas")
+        ax.set_ylim(0, top * 1.15 if top > 0 else 1)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.grid(True, alpha=0.3)
+    ax_trial.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_trial.legend(fontsize=8, loc="lower right")
+
+
+def convergence_figure(run: Run) -> Figure:
+    """One row of two panels (by trial, by wall time) per dtype and problem; one line per study and sampler."""
+    searched = run.kernels[run.kernels["trial"].notna() & (run.kernels["trial"] >= 0)]
+    searched = searched.assign(study=searched["study"].fillna("?").astype(str),
+                               sampler=searched["sampler"].fillna("?").astype(str))
+    slices = [(d, p) for d, p in run.slices() if ((searched["dtype"] == d) & (searched["problem"] == p)).any()]
+    fig = Figure(figsize=(11, 1.2 + 3.1 * max(1, len(slices))), layout="constrained")
+    if not slices:
+        ax = fig.subplots()
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "no searched trials in this run", ha="center", va="center", fontsize=12)
+        return fig
+    axes = fig.subplots(len(slices), 2, squeeze=False)
+    samplers = sorted(searched["sampler"].unique())
+    colors = {s: SAMPLER_COLORS[i % len(SAMPLER_COLORS)] for i, s in enumerate(samplers)}
+    for (dtype, problem), (ax_trial, ax_wall) in zip(slices, axes, strict=True):
+        rows = searched[(searched["dtype"] == dtype) & (searched["problem"] == problem)]
+        base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
+        _draw_panel(ax_trial, ax_wall, rows, colors, float(base["gflops"].max()) if not base.empty else None)
+        ax_trial.set_title(f"{problem}, {dtype}: best so far by trial", fontsize=10)
+        ax_wall.set_title(f"{problem}, {dtype}: best so far by wall time", fontsize=10)
+        ax_trial.set_ylabel(f"best {rate_unit(dtype)}")
+        ax_trial.set_xlabel(TRIAL_LABEL)
+        ax_wall.set_xlabel("wall time since the run started (s)")
+    fig.suptitle(f"Convergence of the search: {run.experiment_name}", fontsize=12)
+    return fig

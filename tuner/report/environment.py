@@ -1,0 +1,115 @@
+"""What the report says about the run itself: the experiment, the runs, the device and its ceilings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from tuner.config import DTYPES
+from tuner.report.formatting import fixed, number, percent
+from tuner.report.run_folder import Run
+from tuner.report.tables import Table
+
+PEAK_KEYS = (*(f"{d}_gflops" for d in DTYPES), "bandwidth_gbs")
+
+
+def _description(run: Run) -> str:
+    source = (run.metadata.get("experiment") or {}).get("source")
+    if not isinstance(source, str):
+        return ""
+    try:
+        document = yaml.safe_load(source)
+    except yaml.YAMLError:
+        return ""
+    return str(document.get("description", "")) if isinstance(document, dict) else ""
+
+
+def summary_items(run: Run) -> list[tuple[str, str]]:
+    experiment = run.metadata.get("experiment") or {}
+    kernels = run.kernels
+    items = [("experiment", run.experiment_name)]
+    if description := _description(run):
+        items.append(("description", description))
+    if experiment.get("path"):
+        items.append(("experiment file", str(experiment["path"])))
+    items += [
+        ("run folder", str(run.path)),
+        ("evaluations", f"{len(kernels)} of tuned kernels ({kernels['config_key'].nunique()} distinct "
+                        f"configurations), {len(run.baselines)} cuBLAS baseline(s)"),
+        ("problems", ", ".join(dict.fromkeys(p for _, p in run.slices()))),
+        ("kernel families", ", ".join(sorted(kernels["family"].astype(str).unique()))),
+        ("dtypes", ", ".join(sorted(kernels["dtype"].astype(str).unique()))),
+    ]
+    searched = kernels[kernels["trial"] >= 0] if "trial" in kernels else kernels
+    if "sampler" in searched and not searched.empty:
+        items.append(("samplers", ", ".join(sorted(searched["sampler"].astype(str).unique()))))
+    if "study" in searched and not searched.empty:
+        items.append(("studies", str(searched["study"].nunique())))
+    return items
+
+
+def runs_table(run: Run) -> Table:
+    """Each run (and resume) of the experiment into this folder, as metadata.json lists them."""
+    table = Table(["started (UTC)", "finished (UTC)", "backend", "sampler", "trials", "evaluations", "wall s",
+                   "GPU busy", "interrupted"], numeric={4, 5, 6, 7})
+    for entry in run.metadata.get("runs") or []:
+        if not isinstance(entry, dict):
+            continue
+        ended = "yes" if entry.get("interrupted") else "no"
+        if entry.get("error"):
+            ended = f"error: {entry['error']}"
+        table.rows.append([str(entry.get("started_utc") or "—"), str(entry.get("finished_utc") or "—"),
+                           str(entry.get("backend") or "—"), str(entry.get("sampler") or "—"),
+                           str(entry.get("trials") or "—"), str(entry.get("evaluations") or "—"),
+                           fixed(entry.get("wall_s"), 1), percent(entry.get("gpu_busy_fraction"), 0, scale=100),
+                           ended])
+    return table
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, dict):
+        items = []
+        for key, inner in value.items():
+            items += _flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+        return items
+    if isinstance(value, list | tuple):
+        return [(prefix, " ".join(str(v) for v in value))]
+    return [(prefix, "—" if value is None else str(value))]
+
+
+def environment_items(env: dict[str, Any]) -> list[tuple[str, str]]:
+    """The environment as (key, value) lines: device, versions, commit, method, compiler settings, templates."""
+    shown = {k: v for k, v in env.items() if k != "peaks"}
+    order = ("backend", "device", "versions", "git", "compile", "measure", "templates", "created_utc")
+    ordered = [k for k in order if k in shown] + sorted(k for k in shown if k not in order)
+    items = []
+    for key in ordered:
+        items += _flatten(shown[key], key)
+    return items
+
+
+def ceilings_table(env: dict[str, Any]) -> Table:
+    """Measured against theoretical ceilings of one environment."""
+    peaks = env.get("peaks") or {}
+    theoretical, measured = peaks.get("theoretical") or {}, peaks.get("measured") or {}
+    table = Table(["ceiling", "theoretical", "measured", "measured / theoretical"], numeric={1, 2, 3})
+    for key in [*PEAK_KEYS, *sorted((set(theoretical) | set(measured)) - set(PEAK_KEYS))]:
+        if key not in theoretical and key not in measured:
+            continue
+        unit = "GB/s" if key.endswith("_gbs") else ("GOP/s" if key.startswith("int32") else "GFLOP/s")
+        name = key.removesuffix("_gflops").removesuffix("_gbs").replace("bandwidth", "DRAM bandwidth")
+        t, m = theoretical.get(key), measured.get(key)
+        ratio = m / t if isinstance(t, int | float) and isinstance(m, int | float) and t else None
+        table.rows.append([f"{name} ({unit})", number(t), number(m), percent(ratio, 0, scale=100)])
+    return table
+
+
+def machine_models_table(run: Run) -> Table:
+    dtypes = sorted({d for m in run.machine_models for d in m.peak_gflops})
+    table = Table(["machine model", *(f"{d} GFLOP/s" for d in dtypes), "bandwidth GB/s",
+                   *(f"ridge {d} FLOP/B" for d in dtypes)], numeric=set(range(1, 2 * len(dtypes) + 2)))
+    for model in run.machine_models:
+        table.rows.append([model.name, *(number(model.peak_gflops.get(d)) for d in dtypes),
+                           number(model.bandwidth_gbs), *(number(model.ridge_point(d)) for d in dtypes)])
+    return table

@@ -1,0 +1,97 @@
+"""Analytical classes of configurations: a family together with the parameters that change its global traffic.
+
+All configurations of a class share one arithmetic intensity (for a given problem and dtype) and so one
+analytical bound: the naive kernel is one class whatever its block shape, the tiled kernel one class per
+TILE_WIDTH. The figures colour by class (hue by family, shade by the key parameter) and the tables compare
+each class's bound with what it achieved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import matplotlib as mpl
+import pandas as pd
+
+from tuner.config import DTYPE_BYTES, ParamValue, Problem
+from tuner.family import families
+
+FAMILY_COLORMAPS = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys", "YlOrBr", "PuRd")
+
+
+@dataclass(frozen=True, order=True)
+class Group:
+    family: str
+    key: tuple[tuple[str, ParamValue], ...] = ()
+
+    @property
+    def label(self) -> str:
+        values = ", ".join(f"{name}={value}" for name, value in self.key)
+        return f"{self.family} {values}" if values else self.family
+
+
+def sort_value(value: ParamValue) -> tuple[int, float | str]:
+    return (0, float(value)) if isinstance(value, int | float) else (1, str(value))
+
+
+def _problems(rows: pd.DataFrame) -> list[Problem]:
+    sizes = rows[["M", "N", "K"]].dropna().drop_duplicates()
+    return [Problem(int(m), int(n), int(k)) for m, n, k in sizes.itertuples(index=False)]
+
+
+def key_parameters(family: str, rows: pd.DataFrame) -> tuple[str, ...]:
+    """The parameters of ``family`` whose value changes its global-memory bytes (in the rows' problems)."""
+    param_sets = [dict(p) for p in rows["params"]]
+    names = sorted({name for params in param_sets for name in params})
+    values = {n: sorted({p[n] for p in param_sets if n in p}, key=sort_value) for n in names}
+    known = families().get(family)
+    if known is None:
+        return tuple(n for n in names if _varies_in_data(rows, n, names))
+    distinct = list({tuple(sorted(p.items())): p for p in param_sets}.values())
+    problems = _problems(rows)
+    sizes = {DTYPE_BYTES[d] for d in rows["dtype"].unique() if d in DTYPE_BYTES}
+    key = []
+    for name in names:
+        if any(known.global_bytes({**params, name: value}, problem, size) != known.global_bytes(params, problem, size)
+               for params in distinct if set(params) == set(names)
+               for problem in problems for size in sizes for value in values[name]):
+            key.append(name)
+    return tuple(key)
+
+
+def _varies_in_data(rows: pd.DataFrame, name: str, names: list[str]) -> bool:
+    """For an unregistered family: do rows that differ only in ``name`` record different bytes?"""
+    if "bytes_model" not in rows:
+        return False
+    others = [n for n in names if n != name]
+    keys = rows.apply(lambda r: (r["problem"], r["dtype"], *(r["params"].get(n) for n in others)), axis=1)
+    return bool((rows.groupby(keys)["bytes_model"].nunique() > 1).any())
+
+
+def assign_groups(kernels: pd.DataFrame) -> pd.Series:
+    """The Group of each kernel row (index-aligned with ``kernels``)."""
+    groups = pd.Series([None] * len(kernels), index=kernels.index, dtype=object)
+    for family, rows in kernels.groupby("family"):
+        key = key_parameters(str(family), rows)
+        for index, params in rows["params"].items():
+            groups[index] = Group(str(family), tuple((n, params[n]) for n in key if n in params))
+    return groups
+
+
+def sorted_groups(groups: Iterable[Group]) -> list[Group]:
+    return sorted(set(groups), key=lambda g: (g.family, [sort_value(v) for _, v in g.key]))
+
+
+def group_colors(groups: Iterable[Group]) -> dict[Group, tuple[float, float, float, float]]:
+    """One colour per class: each family its own hue, its classes shades of it (darker = larger key value)."""
+    ordered = sorted_groups(groups)
+    family_names = sorted({g.family for g in ordered})
+    colors = {}
+    for i, family in enumerate(family_names):
+        cmap = mpl.colormaps[FAMILY_COLORMAPS[i % len(FAMILY_COLORMAPS)]]
+        members = [g for g in ordered if g.family == family]
+        for j, group in enumerate(members):
+            shade = 0.65 if len(members) == 1 else 0.45 + 0.5 * j / (len(members) - 1)
+            colors[group] = cmap(shade)
+    return colors

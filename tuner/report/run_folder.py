@@ -1,0 +1,228 @@
+"""A run folder as the reports read it: the results table, its metadata and the machine models.
+
+Only ``results.parquet`` is required; every other piece (metadata, measured ceilings, machine models,
+cuBLAS baselines) may be absent, and the reports then leave out what depends on it, with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow
+
+from tuner import results
+from tuner.config import DTYPES, Config, ParamValue, Problem
+from tuner.errors import TunerError
+from tuner.experiment import parse_experiment
+from tuner.family import families
+from tuner.model import MachineModel, cost
+from tuner.report.groups import assign_groups
+from tuner.results import BASELINE_FAMILY
+
+KEY_COLUMNS = ("experiment", "study", "sampler", "metadata_id", "config_key", "problem", "family", "dtype", "status")
+REQUIRED_COLUMNS = ("problem", "M", "N", "K", "family", "dtype", "status", "gflops")
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """A device roofline: compute peak for one dtype and DRAM bandwidth, either of which may be unknown."""
+
+    kind: str  # "measured" or "theoretical"
+    gflops: float | None
+    bandwidth_gbs: float | None
+
+    def bound_gflops(self, intensity: float) -> float | None:
+        if self.bandwidth_gbs is None:
+            return self.gflops
+        memory_bound = self.bandwidth_gbs * intensity
+        return memory_bound if self.gflops is None else min(self.gflops, memory_bound)
+
+    @property
+    def ridge_point(self) -> float | None:
+        if self.gflops is None or self.bandwidth_gbs is None:
+            return None
+        return self.gflops / self.bandwidth_gbs
+
+
+@dataclass
+class Run:
+    """Everything a report needs from one run folder."""
+
+    path: Path
+    df: pd.DataFrame
+    """Every row of the results table, plus ``params`` (the row's parameter values as a dict) and ``group``
+    (its analytical class, see tuner.report.groups; None for baselines)."""
+    metadata: dict[str, Any]
+    machine_models: tuple[MachineModel, ...]
+    notes: list[str] = field(default_factory=list)
+    """What is missing from the folder and which parts of the report it leaves out."""
+
+    @property
+    def experiment_name(self) -> str:
+        name = (self.metadata.get("experiment") or {}).get("name")
+        if name:
+            return str(name)
+        names = [n for n in self.df["experiment"].unique() if n] if "experiment" in self.df else []
+        return str(names[0]) if names else self.path.name
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        """Rows of the tuned kernel families (every status), without the cuBLAS baselines."""
+        return self.df[self.df["family"] != BASELINE_FAMILY]
+
+    @cached_property
+    def ok(self) -> pd.DataFrame:
+        """Successful evaluations of the tuned kernels: the points of the figures."""
+        kernels = self.kernels
+        return kernels[(kernels["status"] == "ok") & kernels["gflops"].notna()]
+
+    @cached_property
+    def baselines(self) -> pd.DataFrame:
+        base = self.df[(self.df["family"] == BASELINE_FAMILY) & (self.df["status"] == "ok")]
+        return base[base["gflops"].notna()]
+
+    def slices(self) -> list[tuple[str, str]]:
+        """The (dtype, problem) pairs of the kernel rows, largest problem first."""
+        pairs = self.kernels[["dtype", "problem", "M", "N", "K"]].drop_duplicates(["dtype", "problem"])
+        pairs = pairs.assign(size=pairs["M"] * pairs["N"] * pairs["K"])
+        pairs = pairs.sort_values(["dtype", "size", "problem"], ascending=[True, False, True])
+        return list(zip(pairs["dtype"], pairs["problem"], strict=True))
+
+    @property
+    def environments(self) -> dict[str, dict[str, Any]]:
+        envs = self.metadata.get("environments")
+        return {str(k): v for k, v in envs.items() if isinstance(v, dict)} if isinstance(envs, dict) else {}
+
+    def environment(self, rows: pd.DataFrame) -> dict[str, Any]:
+        """The environment most of these rows were measured in ({} when the metadata has none)."""
+        envs = self.environments
+        if "metadata_id" in rows:
+            counts = Counter(str(m) for m in rows["metadata_id"].dropna() if str(m) in envs)
+            if counts:
+                return envs[counts.most_common(1)[0][0]]
+        return next(iter(envs.values())) if len(envs) == 1 else {}
+
+    def device_ceilings(self, dtype: str, rows: pd.DataFrame) -> list[Ceiling]:
+        """The device's measured and theoretical rooflines for ``dtype`` (only those with a known number)."""
+        peaks = self.environment(rows).get("peaks") or {}
+        ceilings = []
+        for kind in ("measured", "theoretical"):
+            values = peaks.get(kind) or {}
+            ceiling = Ceiling(kind, _positive(values.get(f"{dtype}_gflops")), _positive(values.get("bandwidth_gbs")))
+            if ceiling.gflops is not None or ceiling.bandwidth_gbs is not None:
+                ceilings.append(ceiling)
+        return ceilings
+
+    def device_name(self, rows: pd.DataFrame) -> str:
+        device = self.environment(rows).get("device") or {}
+        return str(device.get("name") or "the device")
+
+
+def _positive(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def param_value(value: Any) -> ParamValue | None:
+    """A parameter cell as the family declares it: int (parquet stores NaN-able ints as floats) or text."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, str):
+        return value
+    number = float(value)
+    if math.isnan(number):
+        return None
+    return int(number) if number.is_integer() else value
+
+
+def row_params(row: pd.Series, columns: list[str]) -> dict[str, ParamValue]:
+    """The parameters of one row: its non-empty ``p_`` columns, without the prefix."""
+    params = {}
+    for column in columns:
+        value = param_value(row[column])
+        if value is not None:
+            params[column[2:]] = value
+    return params
+
+
+def _machine_models(metadata: dict[str, Any], notes: list[str]) -> tuple[MachineModel, ...]:
+    experiment = metadata.get("experiment") or {}
+    listed = experiment.get("machine_models")
+    if isinstance(listed, list):
+        models = []
+        for item in listed:
+            try:
+                peaks = {str(k): float(v) for k, v in item["peak_gflops"].items()}
+                models.append(MachineModel(str(item["name"]), peaks, float(item["bandwidth_gbs"])))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                notes.append(f"a machine model in metadata.json could not be read and is left out: {item!r}")
+        return tuple(models)
+    source = experiment.get("source")
+    if isinstance(source, str):
+        try:
+            return parse_experiment(source, str(experiment.get("path") or "the recorded experiment")).machine_models
+        except TunerError as exc:
+            notes.append(f"machine models left out: the recorded experiment could not be read ({exc})")
+            return ()
+    notes.append("metadata.json names no machine models: the rooflines show the device only")
+    return ()
+
+
+def _intensity(row: pd.Series) -> float:
+    """The row's recorded intensity, or the analytical one of its configuration where none was recorded."""
+    recorded = row.get("intensity")
+    if recorded is not None and math.isfinite(recorded):
+        return float(recorded)
+    if row["family"] not in families() or row["dtype"] not in DTYPES:
+        return math.nan
+    problem = Problem(int(row["M"]), int(row["N"]), int(row["K"]))
+    try:
+        return cost(Config.make(problem, row["family"], row["dtype"], row["params"])).intensity
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return math.nan
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """Read a run folder; a folder without a readable results.parquet raises TunerError naming it."""
+    path = Path(run_dir)
+    table = path / results.RESULTS_PARQUET
+    if not path.is_dir():
+        raise TunerError(f"{path}: no such run folder (a run folder is what `python -m tuner run` writes, "
+                         f"holding {results.RESULTS_PARQUET} and {results.METADATA_JSON})")
+    if not table.is_file():
+        raise TunerError(f"{path}: this folder has no {results.RESULTS_PARQUET}, so there is nothing to report; "
+                         f"pass the output folder of `python -m tuner run`")
+    try:
+        df, metadata = results.load(path)
+    except (OSError, ValueError, pyarrow.ArrowException) as exc:
+        raise TunerError(f"{table} (or its {results.METADATA_JSON}) cannot be read: {exc}") from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise TunerError(f"{table}: the results table lacks the column(s) {', '.join(missing)}; "
+                         f"it does not follow the schema of tuner.results")
+    if df.empty:
+        raise TunerError(f"{table}: the results table has no rows, so there is nothing to report")
+    notes: list[str] = []
+    if not metadata:
+        notes.append(f"{results.METADATA_JSON} is missing: no device description, ceilings or machine models")
+    df = df.reset_index(drop=True)
+    columns = results.param_columns(df)
+    df["params"] = [row_params(row, columns) for _, row in df.iterrows()]
+    for column in ("gflops", "intensity", "bandwidth_gbs", "time_median_ms", "wall_offset_s", "trial", "M", "N", "K"):
+        if column in df:
+            df[column] = pd.to_numeric(df[column], errors="coerce")
+    for column in KEY_COLUMNS:
+        if column in df:  # plain text, "" where missing, so that comparisons are never NA
+            df[column] = df[column].astype("string").fillna("").astype(object)
+    df["intensity"] = [_intensity(row) for _, row in df.iterrows()]
+    df["group"] = assign_groups(df[df["family"] != BASELINE_FAMILY])
+    return Run(path, df, metadata, _machine_models(metadata, notes), notes)

@@ -1,0 +1,103 @@
+"""The best kernels' CUDA source, re-rendered from their family's template, with their launch geometry."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import jinja2
+import pandas as pd
+
+from tuner.config import Config, Problem
+from tuner.family import families
+from tuner.report.formatting import params_text
+from tuner.report.run_folder import Run
+from tuner.templates import launch, render, template_hash
+
+
+@dataclass(frozen=True)
+class LaunchLine:
+    problem: str
+    block: str
+    grid: str
+    dynamic_shared_bytes: int
+    gflops: float
+
+
+@dataclass
+class KernelSource:
+    title: str
+    source: str | None
+    launches: list[LaunchLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def problems(self) -> str:
+        return ", ".join(line.problem for line in self.launches)
+
+
+def _dims(text: object) -> tuple[int, ...]:
+    return tuple(int(d) for d in re.findall(r"\d+", str(text)))
+
+
+def _dim3(dims: tuple[int, ...]) -> str:
+    return "×".join(str(d) for d in dims)
+
+
+def _recorded(row: pd.Series, column: str, fallback: tuple[int, ...]) -> str:
+    value = row.get(column)
+    return str(value) if isinstance(value, str) and value.strip() else _dim3(fallback)
+
+
+def best_sources(run: Run) -> list[KernelSource]:
+    """One entry per distinct best configuration (the best of several problems may share one source)."""
+    entries: dict[tuple, KernelSource] = {}
+    for dtype, problem in run.slices():
+        ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
+        if ok.empty:
+            continue
+        row = ok.loc[ok["gflops"].idxmax()]
+        family, params = str(row["family"]), row["params"]
+        identity = (family, dtype, tuple(sorted(params.items())))
+        config = Config.make(Problem(int(row["M"]), int(row["N"]), int(row["K"])), family, dtype, params)
+        entry = entries.get(identity)
+        if entry is None:
+            entry = entries[identity] = _render(run, row, config)
+        geometry = _geometry(config, entry)
+        block = _recorded(row, "block", geometry[0] if geometry else ())
+        grid = _recorded(row, "grid", geometry[1] if geometry else ())
+        if geometry and (_dims(block), _dims(grid)) != geometry[:2]:
+            entry.notes.append(f"{problem}: the launch recorded in the run ({block}, {grid}) differs from the current "
+                               f"family's geometry ({_dim3(geometry[0])}, {_dim3(geometry[1])})")
+        entry.launches.append(LaunchLine(problem, block, grid, geometry[2] if geometry else 0, float(row["gflops"])))
+    return list(entries.values())
+
+
+def _geometry(config: Config, entry: KernelSource) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    if config.family not in families():
+        return None
+    try:
+        geometry = launch(config)
+    except (KeyError, TypeError, ValueError) as exc:
+        entry.notes.append(f"the launch geometry could not be computed ({exc})")
+        return None
+    return tuple(geometry.block), tuple(geometry.grid), geometry.dynamic_shared_bytes
+
+
+def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
+    title = f"{config.family} {params_text(config.param_dict)}, {config.dtype}"
+    if config.family not in families():
+        return KernelSource(title, None, notes=[f"the family '{config.family}' is not among this checkout's "
+                                                f"templates, so its source cannot be shown"])
+    try:
+        source = render(config)
+    except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:
+        return KernelSource(title, None, notes=[f"the template could not render this configuration ({exc})"])
+    entry = KernelSource(title, source)
+    recorded = (run.environment(run.ok[run.ok["config_key"] == row["config_key"]]).get("templates") or {})
+    recorded_hash = recorded.get(config.family)
+    current = template_hash(config.family)
+    if recorded_hash and recorded_hash != current:
+        entry.notes.append(f"the template of '{config.family}' changed since this run (recorded hash {recorded_hash}, "
+                           f"now {current}): the source shown is rendered from the current template")
+    return entry

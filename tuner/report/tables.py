@@ -1,0 +1,127 @@
+"""The report's tables of results: best and top configurations, outcomes and failures, predicted vs achieved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from tuner.report.bounds import class_bounds, fraction
+from tuner.report.formatting import fixed, integer, number, params_text, percent
+from tuner.report.run_folder import Run
+
+TOP = 10
+STATUSES = ("ok", "invalid", "compile_error", "wrong", "crashed")
+REASON_CHARS = 400
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    numeric: set[int] = field(default_factory=set)
+    """Indices of the right-aligned (numeric) columns."""
+    caption: str = ""
+
+
+def _text(value: object) -> str:
+    return "—" if value is None or (isinstance(value, float) and value != value) or value is pd.NA else str(value)
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:,.0f} %"
+
+
+def best_per_problem(run: Run) -> Table:
+    table = Table(["problem", "dtype", "best configuration", "GFLOP/s", "% measured compute", "cuBLAS GFLOP/s",
+                   "best / cuBLAS"], numeric={3, 4, 5, 6})
+    for dtype, problem in run.slices():
+        ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
+        base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
+        cublas = float(base["gflops"].max()) if not base.empty else None
+        if ok.empty:
+            table.rows.append([problem, dtype, "no successful evaluation", "—", "—", number(cublas), "—"])
+            continue
+        best = ok.loc[ok["gflops"].idxmax()]
+        table.rows.append([problem, dtype, f"{best['family']} {params_text(best['params'])}", number(best["gflops"]),
+                           percent(best.get("pct_flops_ceiling")), number(cublas),
+                           _ratio(fraction(float(best["gflops"]), cublas) if cublas else None)])
+    return table
+
+
+def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
+    """(heading, table) per problem and dtype: the fastest configurations, then the cuBLAS baseline."""
+    tables = []
+    columns = ["#", "family", "parameters", "block", "grid", "median ms", "CV", "GFLOP/s", "GB/s (model)",
+               "% compute peak", "% bandwidth peak", "compile s", "registers", "spill B"]
+    for dtype, problem in run.slices():
+        ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
+        fastest = ok.sort_values("gflops", ascending=False).drop_duplicates("config_key")
+        table = Table(columns, numeric={0, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+                      caption=f"the {min(count, len(fastest))} fastest of {len(fastest)} configurations that ran "
+                              f"successfully ({len(ok)} successful evaluations; a configuration evaluated more "
+                              f"than once is listed with its fastest)")
+        for rank, (_, row) in enumerate(fastest.head(count).iterrows(), start=1):
+            table.rows.append([
+                str(rank), row["family"], params_text(row["params"]), _text(row.get("block")), _text(row.get("grid")),
+                fixed(row.get("time_median_ms"), 4), percent(row.get("time_cv"), 2, scale=100),
+                number(row["gflops"]), number(row.get("bandwidth_gbs")), percent(row.get("pct_flops_ceiling")),
+                percent(row.get("pct_bandwidth_ceiling")), fixed(row.get("compile_time_s"), 2),
+                integer(row.get("registers")), integer(row.get("spill_bytes")),
+            ])
+        base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
+        for _, row in base.iterrows():
+            table.rows.append([
+                "—", "cuBLAS (baseline)", "—", "—", "—", fixed(row.get("time_median_ms"), 4),
+                percent(row.get("time_cv"), 2, scale=100), number(row["gflops"]),
+                number(row.get("bandwidth_gbs")), percent(row.get("pct_flops_ceiling")),
+                percent(row.get("pct_bandwidth_ceiling")), "—", "—", "—",
+            ])
+        tables.append((f"{problem}, {dtype}", table))
+    return tables
+
+
+def status_counts(run: Run) -> Table:
+    seen = [s for s in STATUSES if (run.kernels["status"] == s).any()]
+    seen += sorted(set(run.kernels["status"].astype(str)) - set(STATUSES))
+    table = Table(["problem", "dtype", *seen, "total"], numeric=set(range(2, len(seen) + 3)))
+    for dtype, problem in run.slices():
+        rows = run.kernels[(run.kernels["dtype"] == dtype) & (run.kernels["problem"] == problem)]
+        counts = rows["status"].astype(str).value_counts()
+        table.rows.append([problem, dtype, *(str(int(counts.get(s, 0))) for s in seen), str(len(rows))])
+    return table
+
+
+def failure_reasons(run: Run) -> Table:
+    """Each distinct reason of a failed evaluation, how often it occurred and a few configurations it hit."""
+    failed = run.kernels[run.kernels["status"] != "ok"].copy()
+    table = Table(["status", "family", "reason", "count", "for example"], numeric={3})
+    if failed.empty:
+        return table
+    failed["reason_text"] = failed["reason"].map(_text).str.strip().str.slice(0, REASON_CHARS)
+    for (status, family, reason), rows in failed.groupby(["status", "family", "reason_text"], sort=True):
+        examples = ", ".join(dict.fromkeys(str(k) for k in rows["config_key"].head(3)))
+        table.rows.append([str(status), str(family), reason or "—", str(len(rows)), examples])
+    return table
+
+
+def predicted_vs_achieved(run: Run) -> Table:
+    """Each class's analytical bound on every machine model and device roofline, and the best it achieved."""
+    models = [m.name for m in run.machine_models]
+    device = sorted({kind for b in class_bounds(run) for kind, _ in b.device_bounds}, key=["measured",
+                                                                                           "theoretical"].index)
+    columns = ["problem", "dtype", "class", "intensity FLOP/B", *(f"{m} bound" for m in models),
+               *(f"device {k} bound" for k in device), "best achieved", *(f"achieved / {m}" for m in models),
+               *(f"achieved / device {k}" for k in device), "ok / evaluated"]
+    table = Table(columns, numeric=set(range(3, len(columns))))
+    for b in class_bounds(run):
+        model_bounds, device_bounds = dict(b.model_bounds), dict(b.device_bounds)
+        table.rows.append([
+            b.problem, b.dtype, b.group.label, f"{b.intensity:.3g}",
+            *(number(model_bounds.get(m)) for m in models), *(number(device_bounds.get(k)) for k in device),
+            number(b.best_gflops),
+            *(_ratio(fraction(b.best_gflops, model_bounds[m])) if m in model_bounds else "—" for m in models),
+            *(_ratio(fraction(b.best_gflops, device_bounds[k])) if k in device_bounds else "—" for k in device),
+            f"{b.ok} / {b.evaluations}",
+        ])
+    return table

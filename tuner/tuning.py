@@ -1,0 +1,433 @@
+"""A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
+
+``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
+cuBLAS baseline once (float32/float64, when the backend offers ``baseline``; kept in the study's user
+attribute ``baseline`` so a resumed run does not measure it again), then searches the study
+(:mod:`tuner.study`).
+
+Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.db`` (unless ``storage``
+names another), ``results.parquet`` and ``results.csv`` (:mod:`tuner.results`, rebuilt from the storage and
+saved every few seconds and at the end) and ``metadata.json``::
+
+    {"experiment": {"name", "path", "source" (the YAML text), "machine_models": [...]},
+     "environments": {metadata_id: the backend's environment dict},
+     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "trials", "timeout_s", "seed",
+               "gpu_busy_fraction", "device_busy_s", "wall_s", "evaluations", "interrupted", "error",
+               "recording"}, ...]}
+
+The runs and environments live in the storage too (user attributes of the study ``<experiment>/runs``), so
+the folder can always be rebuilt from it. ``wall_s`` is the wall time of the search (after the backend has
+described its device) and ``gpu_busy_fraction`` the backend's device time over it; a replayed run has no
+fraction (its ``device_busy_s`` is the recorded device time of what it replayed).
+
+Running the same command again continues the same studies. Ctrl-C abandons the evaluation in progress,
+saves everything, writes the report and re-raises KeyboardInterrupt after printing the command that continues.
+At the end the report is written (``tuner.report.write_report``) where that module exists; a failing report
+is a warning, never a loss of results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import importlib.util
+import logging
+import os
+import shlex
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pandas as pd
+from optuna.trial import TrialState
+
+from tuner import results
+from tuner.backends.replay import ReplayBackend, default_recording
+from tuner.config import Config
+from tuner.errors import TunerError
+from tuner.experiment import SAMPLERS, Experiment, load_experiment
+from tuner.measurement import Backend, Measurement
+from tuner.metadata import metadata_id
+from tuner.progress import Progress, print_summary
+from tuner.results import BASELINE, Record
+from tuner.study import (
+    DUPLICATE_ATTR,
+    Budget,
+    StudySearch,
+    StudySpace,
+    is_evaluation,
+    open_storage,
+    open_study,
+    study_spaces,
+    trial_record,
+)
+
+BACKENDS = ("pycuda", "replay")
+BASELINE_DTYPES = ("float32", "float64")
+SAVE_INTERVAL_S = 2.0
+STORAGE_FILE = "study.db"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    df: pd.DataFrame
+    """Every evaluation of the experiment's studies, one row each (the saved results table)."""
+    out: Path
+    metadata: dict[str, Any]
+    """What metadata.json holds: the experiment, the environments and the runs."""
+    duplicates: dict[tuple[str, str], int]
+    """(problem, dtype) -> repeated suggestions that were not measured again."""
+
+    @property
+    def best(self) -> pd.DataFrame:
+        """The best ``ok`` row per problem and dtype (cuBLAS rows aside)."""
+        return results.best_rows(self.df)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
+class Ledger:
+    """The run records and environments of an experiment, kept in the study ``<experiment>/runs``."""
+
+    def __init__(self, storage: optuna.storages.RDBStorage, experiment: str):
+        self.study = optuna.create_study(storage=storage, study_name=f"{experiment}/runs", direction="maximize",
+                                         load_if_exists=True)
+        attrs = self.study.user_attrs
+        if "first_started_utc" not in attrs:
+            self.study.set_user_attr("first_started_utc", _iso(_now()))
+            attrs = self.study.user_attrs
+        self.first_started = datetime.fromisoformat(attrs["first_started_utc"])
+        self.environments: dict[str, dict[str, Any]] = dict(attrs.get("environments", {}))
+        self.runs: list[dict[str, Any]] = list(attrs.get("runs", []))
+
+    def add_environments(self, environments: dict[str, dict[str, Any]]) -> None:
+        new = {k: v for k, v in environments.items() if k not in self.environments}
+        if new:
+            self.environments.update(new)
+            self.study.set_user_attr("environments", self.environments)
+
+    def start_run(self, run: dict[str, Any]) -> None:
+        self.runs.append(run)
+        self.study.set_user_attr("runs", self.runs)
+
+    def update_run(self, run: dict[str, Any]) -> None:
+        self.runs[-1] = run
+        self.study.set_user_attr("runs", self.runs)
+
+
+def stored_records(storage: optuna.storages.RDBStorage, experiment: str) -> list[Record]:
+    """Every evaluation and baseline of the experiment's studies, rebuilt from their user attributes."""
+    records = []
+    for frozen in storage.get_all_studies():
+        if not frozen.study_name.startswith(f"{experiment}/") or "dtype" not in frozen.user_attrs:
+            continue
+        if "baseline" in frozen.user_attrs:
+            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs["baseline"]))
+        study_id = storage.get_study_id_from_name(frozen.study_name)
+        for trial in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,)):
+            if is_evaluation(trial):
+                records.append(trial_record(experiment, frozen.study_name, trial))
+    return records
+
+
+class Table:
+    """The results rows of the run folder, saved every few seconds; also the studies' Recorder."""
+
+    def __init__(self, experiment: Experiment, out: Path, ledger: Ledger, backend: Backend, environment_id: str):
+        self.experiment, self.out, self.ledger, self.backend = experiment, out, ledger, backend
+        self.environment_id = environment_id
+        self.rows: list[dict[str, Any]] = []
+        self.last_save = 0.0
+        try:
+            self.source = Path(experiment.path).read_text(encoding="utf-8") if experiment.path else ""
+        except OSError:
+            self.source = ""
+
+    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+               device_s: float | None) -> Record:
+        recorded_id = getattr(self.backend, "metadata_id_of", None)
+        moment = _now()
+        return Record(
+            experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
+            measurement=measurement,
+            metadata_id=recorded_id(config) if recorded_id else self.environment_id,
+            wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
+            measured_at=_iso(moment), device_s=device_s,
+        )
+
+    def add(self, record: Record) -> None:
+        self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
+        if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
+            self.save()
+
+    def frame(self) -> pd.DataFrame:
+        df = results.to_frame(self.rows)
+        return df.sort_values("wall_offset_s", kind="stable").reset_index(drop=True)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "experiment": {"name": self.experiment.name, "path": self.experiment.path, "source": self.source,
+                           "machine_models": [asdict(m) for m in self.experiment.machine_models]},
+            "environments": self.ledger.environments,
+            "runs": self.ledger.runs,
+        }
+
+    def save(self) -> pd.DataFrame:
+        df = self.frame()
+        results.save(df, self.metadata(), self.out)
+        self.last_save = time.monotonic()
+        return df
+
+
+# --- choosing the pieces ----------------------------------------------------------------------------------
+
+
+def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
+    if not isinstance(backend, str):
+        return backend
+    if backend == "replay":
+        recording = replay if replay is not None else default_recording(experiment.name)
+        if recording is None:
+            raise TunerError(f"--backend replay needs --replay PATH: a recorded run folder or results.parquet "
+                             f"(experiment '{experiment.name}' has no shipped recording)")
+        return ReplayBackend(recording)
+    if replay is not None:
+        raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
+    if backend != "pycuda":
+        raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+    try:
+        from tuner.backends.pycuda_backend import PycudaBackend
+    except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
+        raise TunerError(f"the pycuda backend cannot be loaded ({type(exc).__name__}: {exc}); it needs PyCUDA "
+                         f"and a CUDA GPU (pip install 'tuner[cuda]'); without a GPU, replay a recorded run "
+                         f"with --backend replay --replay PATH") from None
+    try:
+        return PycudaBackend(experiment.measure, experiment.compile)
+    except TunerError:
+        raise
+    except Exception as exc:  # driver errors when no device can be opened
+        raise TunerError(f"the pycuda backend cannot start ({type(exc).__name__}: {exc}); check that a CUDA "
+                         f"GPU and its driver are available") from None
+
+
+def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: str | None,
+              seed: int | None) -> tuple[str, Budget, int]:
+    search = experiment.search
+    sampler = sampler if sampler is not None else search.sampler
+    if sampler not in SAMPLERS:
+        raise TunerError(f"unknown sampler '{sampler}'; choose one of {', '.join(SAMPLERS)}")
+    trials = trials if trials is not None else search.trials
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise TunerError(f"--trials must be a whole number of at least 1, not {trials!r}")
+    timeout = timeout if timeout is not None else search.timeout_s
+    if timeout is not None and not timeout > 0:
+        raise TunerError(f"--timeout must be a positive number of seconds, not {timeout!r}")
+    seed = seed if seed is not None else search.seed
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TunerError(f"--seed must be a whole number ≥ 0, not {seed!r}")
+    return sampler, Budget(trials, timeout), seed
+
+
+def _lock(out: Path) -> int:
+    """Create the output folder and hold a lock on it (one run per folder): its file descriptor."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(out, os.O_RDONLY)
+    except OSError as exc:
+        raise TunerError(f"{out}: the output folder cannot be created or opened ({exc})") from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise TunerError(f"{out}: another run is writing to this output folder; wait for it to finish or "
+                         f"choose another folder with --out") from None
+    return descriptor
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (e.g. from ``timeout``) stops the run as Ctrl-C does: cleanly, with everything saved."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _resume_command(experiment: Experiment, options: dict[str, Any]) -> str:
+    words = ["python", "-m", "tuner", "run", str(experiment.path)]
+    for name, value in options.items():
+        if value is not None:
+            words += [f"--{name}", str(value)]
+    return shlex.join(words)
+
+
+def _report_writer() -> Any:
+    """``tuner.report.write_report`` where that module exists and exposes it, else None."""
+    if importlib.util.find_spec("tuner.report") is None:
+        return None
+    return getattr(importlib.import_module("tuner.report"), "write_report", None)
+
+
+def _write_report(out: Path, progress: Progress) -> None:
+    write_report = _report_writer()
+    if write_report is None:
+        return
+    try:
+        write_report(out)
+    except Exception as exc:  # the report must never cost the results
+        print(f"warning: the report could not be written ({type(exc).__name__}: {exc}); the results are saved "
+              f"in {out}; retry with: python -m tuner report {shlex.quote(str(out))}", file=sys.stderr)
+    else:
+        progress.note(f"report written in {out}")
+
+
+# --- the run ----------------------------------------------------------------------------------------------
+
+
+def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: Table, progress: Progress) -> None:
+    measure = getattr(backend, "baseline", None)
+    if measure is None or space.dtype not in BASELINE_DTYPES or "baseline" in study.user_attrs:
+        return
+    progress.note(f"{space.name}: measuring the cuBLAS baseline")
+    busy_before = backend.busy_seconds
+    measurement = measure(space.problem, space.dtype)
+    if measurement is None:
+        return
+    config = results.baseline_config(space.problem, space.dtype)
+    record = table.record(BASELINE, -1, BASELINE, config, measurement, backend.busy_seconds - busy_before)
+    study.set_user_attr("baseline", record.attrs())
+    table.add(record)
+
+
+def _duplicates(studies: dict[StudySpace, optuna.Study]) -> dict[tuple[str, str], int]:
+    return {
+        (space.problem.label, space.dtype): sum(
+            DUPLICATE_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        for space, study in studies.items()
+    }
+
+
+def run(
+    experiment: Experiment | str | os.PathLike[str],
+    backend: str | Backend = "pycuda",
+    replay: str | os.PathLike[str] | None = None,
+    trials: int | None = None,
+    timeout: float | None = None,
+    sampler: str | None = None,
+    seed: int | None = None,
+    storage: str | None = None,
+    out: str | os.PathLike[str] | None = None,
+    quiet: bool = False,
+) -> RunResult:
+    """Tune an experiment and return its results table.
+
+    ``backend``: "pycuda" (measure on the GPU), "replay" (answer from ``replay``, a recorded run folder or
+    results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
+    ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
+    ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
+    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr (not the summary on stdout).
+    """
+    if not isinstance(experiment, Experiment):
+        experiment = load_experiment(experiment)
+    sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
+    out_dir = Path(out) if out is not None else Path("reports") / experiment.name
+    lock = _lock(out_dir)
+    try:
+        store = open_storage(storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}")
+        try:
+            chosen = open_backend(backend, experiment, replay)
+            resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay, "trials": trials,
+                      "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage, "out": out_dir}
+            with _terminate_as_interrupt():
+                return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet,
+                            _resume_command(experiment, resume))
+        finally:
+            store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
+    finally:
+        os.close(lock)
+
+
+def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
+         budget: Budget, seed: int, out: Path, quiet: bool, resume_command: str) -> RunResult:
+    optuna_logger = optuna.logging.get_logger("optuna")
+    verbosity = optuna_logger.level
+    optuna.logging.set_verbosity(logging.WARNING)
+    progress = Progress(quiet=quiet)
+    started = _now()
+    interrupted, error = False, None
+    try:
+        recorded_envs = getattr(backend, "environments", None)  # a backend answering from recordings
+        replayed = recorded_envs is not None
+        environment = backend.metadata()
+        environment_id = metadata_id(environment)
+        ledger = Ledger(store, experiment.name)
+        ledger.add_environments(recorded_envs if replayed else {environment_id: environment})
+        studies = {space: open_study(store, space, sampler, seed) for space in study_spaces(experiment)}
+        table = Table(experiment, out, ledger, backend, environment_id)
+        for record in stored_records(store, experiment.name):
+            table.rows.append(results.row(record, ledger.environments.get(record.metadata_id)))
+        run_record: dict[str, Any] = {
+            "started_utc": _iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
+            "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
+            "recording": str(backend.path) if isinstance(backend, ReplayBackend) else None,
+            "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
+            "interrupted": False, "error": None,
+        }
+        ledger.start_run(run_record)
+        rows_before = len(table.rows)
+        clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
+        try:
+            for space, study in studies.items():
+                _baseline(space, study, backend, table, progress)
+                StudySearch(study, space, backend, budget, sampler, table, progress).run()
+                table.save()
+        except KeyboardInterrupt:
+            interrupted = True
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            wall = time.monotonic() - clock
+            busy = backend.busy_seconds
+            run_record.update({
+                "finished_utc": _iso(_now()), "wall_s": round(wall, 3), "evaluations": len(table.rows) - rows_before,
+                "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
+                "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
+            })
+            ledger.update_run(run_record)
+            df = table.save()
+            _write_report(out, progress)
+    finally:
+        try:
+            backend.close()
+        finally:
+            optuna_logger.setLevel(verbosity)
+    result = RunResult(df, out, table.metadata(), _duplicates(studies))
+    if interrupted:
+        print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",
+              file=sys.stderr)
+        raise KeyboardInterrupt
+    print_summary(result)
+    return result
