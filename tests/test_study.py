@@ -258,3 +258,12 @@ def test_changed_parameter_values_of_an_existing_study_are_explained(storage):
 
 def test_problem_of_a_space_is_its_own():
     assert fermi_space(2).problem == Problem(1000, 777, 333)
+
+
+def test_a_repeating_sampler_is_moved_on_to_unevaluated_configurations(storage):
+    space = fermi_space()
+    budget = space.size - 2
+    outcome, records, backend, study = search(storage, space, "tpe", Budget(budget))
+    assert outcome.stopped == f"{budget} configurations evaluated"
+    assert len(records) == len({r.config.key for r in records}) == budget
+    assert len(backend.calls) == len(set(backend.calls))

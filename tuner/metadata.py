@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import re
 import shutil
@@ -67,7 +68,11 @@ def python_versions() -> dict[str, str | None]:
 
 
 def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """{commit, dirty} of the checkout holding the tuner, or Nones outside a git repository."""
+    """{commit, dirty} of the checkout holding the tuner.
+
+    A copy of the tree without its ``.git`` (shipped to a GPU host, say) is described by the environment
+    variables TUNER_GIT_COMMIT and TUNER_GIT_DIRTY (``1`` or ``0``) when they are set, else by Nones.
+    """
     def git(*args: str) -> str | None:
         try:
             done = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=30)
@@ -77,7 +82,9 @@ def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     if commit is None:
-        return {"commit": None, "dirty": None}
+        dirty = os.environ.get("TUNER_GIT_DIRTY")
+        return {"commit": os.environ.get("TUNER_GIT_COMMIT") or None,
+                "dirty": None if dirty is None else dirty.strip() not in ("", "0", "false")}
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit.strip(), "dirty": None if status is None else bool(status.strip())}
 

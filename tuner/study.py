@@ -26,7 +26,10 @@ already in the study, so a resumed study does not replay the random draws of its
 Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes).
 Statically invalid suggestions count as evaluations: they are recorded with status ``invalid`` and the rule's
 text and never reach the backend. A study also stops when every valid configuration has been evaluated, when
-its wall-time budget runs out and when the sampler repeats itself ``max_repeats`` times in a row. A repeated
+its wall-time budget runs out and when the sampler repeats itself ``max_repeats`` times in a row. Small
+discrete spaces make model-based samplers such as TPE repeat their favourite: after ``EXPLORE_AFTER`` repeats
+in a row the study enqueues an unevaluated valid configuration drawn at random (seeded), so the budget buys
+distinct evaluations and the sampler's model still sees every result. A repeated
 suggestion is never measured again: it is told the recorded value and marked ``duplicate_of=<trial number>``;
 duplicates are not rows of the results table.
 
@@ -44,6 +47,7 @@ One run at a time may use a study.
 from __future__ import annotations
 
 import importlib.util
+import random
 import time
 import warnings
 import zlib
@@ -71,6 +75,8 @@ if TYPE_CHECKING:
 LOOKAHEAD = 3
 """Valid configurations asked ahead of the one being measured (the current one included)."""
 MAX_REPEATS = 50
+EXPLORE_AFTER = 5
+"""Repeated suggestions in a row after which an unevaluated configuration is enqueued."""
 """Duplicate suggestions in a row after which a study stops."""
 FAMILY_PARAM = "family"
 RECORD_ATTR = "record"
@@ -342,6 +348,7 @@ class StudySearch:
         self.repeats_waiting: dict[str, list[Trial]] = {}
         self.remaining_valid = {c.key for c in space.valid} - set(self.done)
         self.repeats_in_a_row = 0
+        self.explorer = random.Random(zlib.crc32(f"{space.name}/{len(self.done)}".encode()))
         self.new = 0
         self.started = time.monotonic()
 
@@ -408,22 +415,37 @@ class StudySearch:
             trial = self.study.ask()
             config = self.space.suggest(trial)
             key = config.key
-            if key in self.done:
-                self.repeats_in_a_row += 1
-                number, value = self.done[key]
-                self._tell_duplicate(trial, number, value)
-            elif any(key == c.key for _, c in self.pending):
-                self.repeats_in_a_row += 1
-                self.repeats_waiting.setdefault(key, []).append(trial)
+            if key in self.done or any(key == c.key for _, c in self.pending):
+                self._repeat(trial, key)
+                continue
+            self.repeats_in_a_row = 0
+            reason = self.space.rejection(config)
+            if reason is None:
+                self.pending.append((trial, config))
+                self.remaining_valid.discard(key)
             else:
-                self.repeats_in_a_row = 0
-                reason = self.space.rejection(config)
-                if reason is None:
-                    self.pending.append((trial, config))
-                    self.remaining_valid.discard(key)
-                else:
-                    self._store(trial, config, Measurement(Status.INVALID, reason=reason), None)
+                self._store(trial, config, Measurement(Status.INVALID, reason=reason), None)
         return None
+
+    def _repeat(self, trial: Trial, key: str) -> None:
+        """A suggestion already evaluated (told its value now) or waiting (told once it is measured)."""
+        self.repeats_in_a_row += 1
+        if key in self.done:
+            number, value = self.done[key]
+            self._tell_duplicate(trial, number, value)
+        else:
+            self.repeats_waiting.setdefault(key, []).append(trial)
+        if self.repeats_in_a_row % EXPLORE_AFTER == 0:
+            self._explore()
+
+    def _explore(self) -> None:
+        """Enqueue an unevaluated valid configuration, drawn at random, unless one is queued already."""
+        if self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            return
+        candidates = sorted(self.remaining_valid)
+        if candidates:
+            key = self.explorer.choice(candidates)
+            enqueue(self.study, self.space, next(c for c in self.space.valid if c.key == key))
 
     def _feed_grid(self) -> None:
         """Keep the next unevaluated valid configuration, in file order, enqueued."""
