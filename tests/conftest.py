@@ -3,6 +3,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted_backend import ScriptedBackend
+from tuner.errors import TunerError
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -17,3 +20,27 @@ def run_cli(*args: str, cwd: Path = ROOT, timeout: float = 600):
 
     return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> str:
+    from tuner.compile import find_nvcc
+
+    try:
+        return find_nvcc()
+    except TunerError as exc:
+        pytest.skip(f"nvcc is not installed here, so nothing can be compiled: {exc}")
+
+
+@pytest.fixture(scope="session")
+def recording(tmp_path_factory) -> Path:
+    """Every valid fermi_like configuration answered by the scripted stand-in: a fixture of the replay logic."""
+    import tuner
+    from tuner import tuning
+
+    out = tmp_path_factory.mktemp("recording")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tuning, "_report_writer", lambda: None)
+        tuner.run(tuner.load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(),
+                  sampler="grid", trials=100, out=out, quiet=True)
+    return out

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from scripted_backend import ScriptedBackend
 
 import tuner
@@ -18,16 +17,6 @@ from tuner.experiment import load_experiment
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 TIME_COLUMNS = ["wall_offset_s", "measured_at"]
-
-
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory) -> Path:
-    """Every valid fermi_like configuration answered by the scripted stand-in: a fixture for replay."""
-    out = tmp_path_factory.mktemp("recording")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tuning, "_report_writer", lambda: None)
-        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="grid", trials=100, out=out, quiet=True)
-    return out
 
 
 def tuner_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

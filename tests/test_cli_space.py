@@ -7,11 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tuner.compile import find_nvcc
-from tuner.errors import TunerError
-
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = "experiments/fermi_like.yaml"
 PROBLEMS = ("4096x4096x4096", "1024x1024x1024", "1000x777x333")
@@ -42,14 +37,6 @@ def resource_rows(text: str) -> dict[tuple[str, ...], dict[str, str]]:
         if cells[:1] in (["naive"], ["tiled"]) and len(cells) > len(names) + 2:
             rows[tuple(cells[:-len(names)])] = dict(zip(names, cells[-len(names):], strict=True))
     return rows
-
-
-@pytest.fixture(scope="module")
-def nvcc() -> str:
-    try:
-        return find_nvcc()
-    except TunerError as exc:
-        pytest.skip(f"nvcc is not installed here, so nothing can be compiled: {exc}")
 
 
 def test_space_prints_sizes_and_parameters_per_problem_and_kernel() -> None:

@@ -55,14 +55,6 @@ extern "C" __global__ void spill(float* out, int n) {
 """
 
 
-@pytest.fixture(scope="module")
-def nvcc() -> str:
-    try:
-        return find_nvcc()
-    except TunerError as exc:
-        pytest.skip(f"nvcc is not installed here, so nothing can be compiled: {exc}")
-
-
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc: str) -> Path:
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path))

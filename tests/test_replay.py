@@ -32,16 +32,6 @@ def no_report(monkeypatch):
     monkeypatch.setattr(tuning, "_report_writer", lambda: None)
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory) -> Path:
-    """A sweep of every valid fermi_like configuration by the scripted stand-in: a fixture of the replay logic."""
-    out = tmp_path_factory.mktemp("recording")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tuning, "_report_writer", lambda: None)
-        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="grid", trials=100, out=out, quiet=True)
-    return out
-
-
 def valid_configs() -> list[Config]:
     return [c for space in study_spaces(load_experiment(FERMI)) for c in space.valid]
 
