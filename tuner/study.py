@@ -187,7 +187,7 @@ class _ExhaustiveSampler(optuna.samplers.BruteForceSampler):
         return None
 
 
-_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", "pip install torch")}
+_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", "pip install 'tuner[gp]'")}
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:

@@ -68,7 +68,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False) -> list[Path]:
     found, notes["importances"] = param_importances(folder, studies)
     if found:
         path = _save(importances_figure(found), folder / "importances.png", quiet)
-        images["importances"].append(Image.embed(path, "Parameter importances", "PED-ANOVA importances of the "
+        images["importances"].append(Image.embed(path, "Parameter importances", "fANOVA importances of the "
                                                  "parameters for each Optuna study, per set of trials sharing "
                                                  "their parameters."))
         written.append(path)

@@ -1,5 +1,6 @@
-"""Optuna parameter importances per study (PED-ANOVA, Optuna's default evaluator), read from the run folder's
-Optuna storage (study.db).
+"""Optuna parameter importances per study (fANOVA: the variance of a random-forest fit that each parameter
+explains), read from the run folder's Optuna storage (study.db). fANOVA rather than Optuna's default PED-ANOVA,
+which compares the top decile with the rest and so rests on one or two trials in a kernel study of a few dozen.
 
 Only trials that hold an evaluation count (tuner.study.is_evaluation: not the repeated suggestions). A study
 that searches several families has a conditional space (naive.BLOCK_X exists only in naive trials), so
@@ -18,7 +19,7 @@ import numpy as np
 import optuna
 import sqlalchemy.exc
 from matplotlib.figure import Figure
-from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
+from optuna.importance import FanovaImportanceEvaluator, get_param_importances
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.study import is_evaluation
@@ -65,7 +66,7 @@ def _evaluate(study_name: str, subset: str, trials: list[FrozenTrial], names: li
     sub = optuna.create_study(directions=directions)
     sub.add_trials(trials)
     try:
-        values = get_param_importances(sub, evaluator=PedAnovaImportanceEvaluator(), params=names)
+        values = get_param_importances(sub, evaluator=FanovaImportanceEvaluator(seed=0), params=names)
     except (ValueError, RuntimeError) as exc:
         notes.append(f"study {study_name}, {subset}: importances could not be computed ({exc})")
         return None
@@ -136,7 +137,7 @@ def importances_figure(importances: list[Importances]) -> Figure:
             ax.text(value, y, f" {value:.2f}", va="center", fontsize=8)
         ax.set_xlim(0, 1.1)
         ax.set_title(f"{entry.study}\n{entry.subset} ({entry.trials} trials)", fontsize=9)
-        ax.set_xlabel("importance (PED-ANOVA; they sum to 1)")
+        ax.set_xlabel("importance (fANOVA; they sum to 1)")
         ax.grid(True, axis="x", alpha=0.3)
     for ax in axes[len(importances):]:
         ax.set_axis_off()
