@@ -31,7 +31,7 @@ VALID_PER_PROBLEM = 18
 def no_report(monkeypatch):
     """Reports are another module's work; here the writer is only called, never run."""
     calls: list[Path] = []
-    monkeypatch.setattr(tuning, "_report_writer", lambda: calls.append)
+    monkeypatch.setattr(tuning, "_report_writer", lambda: lambda out, quiet: calls.append(out))
     return calls
 
 
@@ -195,7 +195,7 @@ def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
 
 
 def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatch, capsys):
-    def broken(out):
+    def broken(out, quiet):
         raise RuntimeError("no figures today")
 
     monkeypatch.setattr(tuning, "_report_writer", lambda: broken)

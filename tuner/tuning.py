@@ -22,16 +22,14 @@ fraction (its ``device_busy_s`` is the recorded device time of what it replayed)
 
 Running the same command again continues the same studies. Ctrl-C abandons the evaluation in progress,
 saves everything, writes the report and re-raises KeyboardInterrupt after printing the command that continues.
-At the end the report is written (``tuner.report.write_report``) where that module exists; a failing report
-is a warning, never a loss of results.
+At the end the report is written (``tuner.report.write_report``); a failing report is a warning, never a loss
+of results.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
-import importlib.util
 import logging
 import os
 import shlex
@@ -284,10 +282,10 @@ def _resume_command(experiment: Experiment, options: dict[str, Any]) -> str:
 
 
 def _report_writer() -> Any:
-    """``tuner.report.write_report`` where that module exists and exposes it, else None."""
-    if importlib.util.find_spec("tuner.report") is None:
-        return None
-    return getattr(importlib.import_module("tuner.report"), "write_report", None)
+    """``tuner.report.write_report``, imported only when needed (matplotlib is slow to import)."""
+    from tuner.report import write_report
+
+    return write_report
 
 
 def _write_report(out: Path, progress: Progress) -> None:
@@ -295,7 +293,7 @@ def _write_report(out: Path, progress: Progress) -> None:
     if write_report is None:
         return
     try:
-        write_report(out)
+        write_report(out, quiet=progress.quiet)
     except Exception as exc:  # the report must never cost the results
         print(f"warning: the report could not be written ({type(exc).__name__}: {exc}); the results are saved "
               f"in {out}; retry with: python -m tuner report {shlex.quote(str(out))}", file=sys.stderr)
