@@ -10,20 +10,19 @@ Prints the table and writes it, with the rows and the environment metadata, to
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
+from benchmarks.reporting import DEFAULT_OUT, tflops, write  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.experiment import CompileSettings, MeasureSettings  # noqa: E402
 from tuner.measure import describe_method  # noqa: E402
-from tuner.measurement import Measurement, Status  # noqa: E402
+from tuner.measurement import Measurement  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
 
 KERNELS = (
@@ -33,19 +32,6 @@ KERNELS = (
     ("tiled 32", "tiled", {"TILE_WIDTH": 32}),
 )
 DTYPES = ("float32", "float64")
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
-
-
-def gpu_slug(name: str) -> str:
-    """A short file-name tag for a GPU, e.g. 'h100' for 'NVIDIA H100 80GB HBM3'."""
-    match = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Z]?)\b", name)
-    return (match.group(1) if match else re.sub(r"[^A-Za-z0-9]+", "_", name)).lower()
-
-
-def tflops(problem: Problem, result: Measurement) -> float | None:
-    if result.status is not Status.OK or result.timing is None:
-        return None
-    return problem.flops / (result.timing.median_ms * 1e-3) / 1e12
 
 
 def row(label: str, dtype: str, problem: Problem, result: Measurement, cublas: float | None) -> dict[str, Any]:
@@ -137,13 +123,9 @@ def run(size: int, out: Path) -> Path:
             rows.append(row("cuBLAS", dtype, problem, baseline, cublas))
     text = table(problem, rows, env)
     print(text)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"seed_kernels_{gpu_slug(env['device']['name'])}"
-    stem.with_suffix(".txt").write_text(text + "\n")
     record = {"problem": problem.label, "method": describe_method(measure), "rows": rows,
-              "metadata_id": metadata_id(env), "metadata": env}
-    stem.with_suffix(".json").write_text(json.dumps(record, indent=2, default=str) + "\n")
-    return stem
+              "metadata_id": metadata_id(env)}
+    return write(out, "seed_kernels", env, text, record)
 
 
 def main(argv: list[str] | None = None) -> int:

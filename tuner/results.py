@@ -139,6 +139,13 @@ def config_from_dict(data: Mapping[str, Any]) -> Config:
     return Config.make(Problem(data["M"], data["N"], data["K"]), data["family"], data["dtype"], data["params"])
 
 
+def config_of_row(row: Mapping[str, Any]) -> Config:
+    """The configuration a results row describes (its ``p_`` columns that hold a value are its parameters)."""
+    params = {k.removeprefix("p_"): int(v) for k, v in row.items() if k.startswith("p_") and not pd.isna(v)}
+    problem = Problem(int(row["M"]), int(row["N"]), int(row["K"]))
+    return Config.make(problem, str(row["family"]), str(row["dtype"]), params)
+
+
 def baseline_config(problem: Problem, dtype: str) -> Config:
     """The configuration standing for cuBLAS on one problem: family ``cublas``, no parameters."""
     return Config.make(problem, BASELINE_FAMILY, dtype, {})

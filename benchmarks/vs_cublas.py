@@ -1,0 +1,140 @@
+"""The best tuned kernel of each problem and dtype of a run, timed side by side with cuBLAS in one process, on
+the same buffers and by the same method, in alternating rounds; prints kernel / cuBLAS ratios.
+
+    python benchmarks/vs_cublas.py RUN_DIR [--rounds 3] [--out DIR]
+
+RUN_DIR is a tuning run's output folder (e.g. reports/h100_sgemm). The float64 rows also give the kernel's
+share of the device's measured FP64 multiply-add ceiling, since cuBLAS DGEMM runs on the FP64 tensor cores of
+Hopper GPUs, which a CUDA-core kernel cannot use. Writes ``DIR/vs_cublas_<gpu>.txt`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from benchmarks.reporting import DEFAULT_OUT, tflops, write  # noqa: E402
+from tuner import results  # noqa: E402
+from tuner.backends import PycudaBackend  # noqa: E402
+from tuner.config import Config  # noqa: E402
+from tuner.errors import TunerError  # noqa: E402
+from tuner.experiment import CompileSettings, MeasureSettings  # noqa: E402
+from tuner.measure import describe_method  # noqa: E402
+from tuner.metadata import metadata_id  # noqa: E402
+
+MEASURE = MeasureSettings(min_samples=20, max_samples=400, max_time_s=3.0)
+
+
+def best_configs(run_dir: Path) -> tuple[list[Config], CompileSettings]:
+    """The fastest ok configuration per problem and dtype, and the compile settings the run used."""
+    if not (run_dir / results.RESULTS_PARQUET).is_file():
+        raise TunerError(f"{run_dir}: no {results.RESULTS_PARQUET} here; give the output folder of a tuning run")
+    try:
+        df, metadata = results.load(run_dir)
+    except (OSError, ValueError) as exc:
+        raise TunerError(f"{run_dir}: cannot read the run's results ({exc})") from None
+    configs = [results.config_of_row(row) for _, row in results.best_rows(df).iterrows()]
+    if not configs:
+        raise TunerError(f"{run_dir}: the run has no ok evaluation to compare with cuBLAS")
+    compiled = [env.get("compile", {}) for env in metadata.get("environments", {}).values()]
+    options = next((tuple(c["options"]) for c in compiled if c.get("options")), CompileSettings().options)
+    arch = next((c["arch"] for c in compiled if c.get("arch")), CompileSettings().arch)
+    return configs, CompileSettings(arch=arch, options=options)
+
+
+def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, Any]:
+    """Alternate kernel and cuBLAS (each round swaps who goes first) and summarise the rounds."""
+    kernel_rates, cublas_rates, ratios, errors = [], [], [], []
+    for round_ in range(rounds):
+        order = ("kernel", "cublas") if round_ % 2 == 0 else ("cublas", "kernel")
+        measured = {}
+        for who in order:
+            result = backend.evaluate(config) if who == "kernel" else backend.baseline(config.problem, config.dtype)
+            if tflops(config.problem, result) is None:
+                return {"config": config.key, "status": f"{who}: {result.status.value}", "reason": result.reason}
+            measured[who] = result
+        kernel_rates.append(tflops(config.problem, measured["kernel"]))
+        cublas_rates.append(tflops(config.problem, measured["cublas"]))
+        ratios.append(kernel_rates[-1] / cublas_rates[-1])
+        errors.append(measured["kernel"].error)
+    return {
+        "config": config.key, "status": "ok", "problem": config.problem.label, "dtype": config.dtype,
+        "family": config.family, "params": config.param_dict,
+        "kernel_tflops": statistics.median(kernel_rates), "cublas_tflops": statistics.median(cublas_rates),
+        "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+        "rounds": {"kernel_tflops": kernel_rates, "cublas_tflops": cublas_rates, "ratio": ratios},
+        "verify_error": max(errors),
+    }
+
+
+def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds: int) -> str:
+    device, versions, measured = env["device"], env["versions"], env["peaks"]["measured"]
+    lines = [
+        f"Best tuned kernels of {run_dir.name} against cuBLAS on {device['name']} (driver {versions['driver']}, "
+        f"CUDA {versions['cuda']}, nvcc {versions['nvcc']}, PyCUDA {versions['pycuda']}); {rounds} alternating "
+        "rounds, medians",
+        f"method: {env['measure']['method']}",
+        "",
+        f"{'problem':<16}{'dtype':<9}{'kernel TFLOP/s':>15}{'cuBLAS TFLOP/s':>16}{'ratio':>8}{'range':>14}"
+        f"{'% FMA ceiling':>15}  configuration",
+    ]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['config']}: {r['status']} {r['reason']}")
+            continue
+        ceiling = measured.get(f"{r['dtype']}_gflops")
+        share = f"{100 * r['kernel_tflops'] * 1e3 / ceiling:.1f}" if ceiling else "—"
+        params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        lines.append(f"{r['problem']:<16}{r['dtype']:<9}{r['kernel_tflops']:>15.2f}{r['cublas_tflops']:>16.2f}"
+                     f"{r['ratio']:>8.3f}{r['ratio_min']:>7.3f}–{r['ratio_max']:<6.3f}{share:>15}  "
+                     f"{r['family']} {params}")
+    lines += [
+        "",
+        "ratio = kernel TFLOP/s / cuBLAS TFLOP/s (median of the rounds' ratios); % FMA ceiling = kernel against the "
+        "device's measured multiply-add ceiling of the dtype "
+        + ", ".join(f"{d} {measured[f'{d}_gflops'] / 1e3:.2f} TFLOP/s" for d in ("float32", "float64")
+                    if measured.get(f"{d}_gflops")),
+        "cuBLAS float64 (DGEMM) runs on the FP64 tensor cores of sm_90, which the multiply-add ceiling does not count",
+        f"metadata_id {metadata_id(env)}",
+    ]
+    return "\n".join(lines)
+
+
+def run(run_dir: Path, rounds: int, out: Path) -> Path:
+    configs, compile_settings = best_configs(run_dir)
+    with PycudaBackend(MEASURE, compile_settings) as backend:
+        backend.prefetch(configs)
+        env = backend.metadata()
+        rows = []
+        for config in configs:
+            print(f"{config.key} against cuBLAS…", file=sys.stderr, flush=True)
+            rows.append(compare(backend, config, rounds))
+    text = table(rows, env, run_dir, rounds)
+    print(text)
+    record = {"run": str(run_dir), "rounds": rounds, "method": describe_method(MEASURE), "rows": rows,
+              "metadata_id": metadata_id(env)}
+    return write(out, "vs_cublas", env, text, record)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path, help="a tuning run's output folder")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating kernel/cuBLAS rounds (default 3)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt and .json files")
+    args = parser.parse_args(argv)
+    try:
+        stem = run(args.run_dir, args.rounds, args.out)
+    except TunerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {stem}.txt and {stem}.json", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,233 @@
+"""Register blocking: a BM×BN block tile staged through shared memory, TM×TN of it accumulated per thread.
+
+The block reads BK-deep slices of A (BM×BK) and B (BK×BN) into shared memory; each thread then takes a
+column of TM values of A and a row of TN values of B per step of k and adds their outer product to its
+TM×TN accumulators in registers. Two levels of reuse follow. Global memory: every element brought into
+shared memory is used BN (for A) or BM (for B) times, so a block tile moves s·(M·K·⌈N/BN⌉ + K·N·⌈M/BM⌉ + M·N)
+bytes, about 2·BM·BN/((BM+BN)·s) FLOP per byte. Shared memory: each value a thread loads from it feeds TN
+or TM multiply-adds, 2·TM·TN/((TM+TN)·s) FLOP per byte.
+
+Tunable besides the tiles: the warp's shape over the thread tiles (WARP_N lanes along N), A's layout in
+shared memory (transposed, so fragments are 16-byte loads, and padded against bank conflicts), 128-bit
+global accesses (chosen at run time where K, N and the pointers allow it), double buffering through
+registers or a cp.async pipeline of STAGES slices, the unroll of the k loop and the blocks per SM the
+compiler must make room for.
+"""
+
+from collections.abc import Callable
+
+from tuner.config import DTYPE_BYTES, Problem
+from tuner.family import Constraint, Family, Parameter, Params, ceil_div
+
+REGISTERS_PER_SM = 65536
+MAX_REGISTERS_PER_THREAD = 255
+MAX_THREADS_PER_SM = 2048
+SHARED_PER_SM = 228 * 1024
+SHARED_RESERVED_PER_BLOCK = 1024  # the runtime keeps 1 KB of each block's shared memory for itself
+REGISTERS_BESIDE_TILE = 40
+
+
+def _p(params: Params, name: str) -> int:
+    return int(params[name])
+
+
+def vector_width(size: int) -> int:
+    """Elements in one 128-bit access."""
+    return 16 // size
+
+
+def threads(params: Params) -> int:
+    """Threads per block, (BM/TM)·(BN/TN); 0 where a tile size is not positive."""
+    if not _positive(params):
+        return 0
+    return (_p(params, "BM") // _p(params, "TM")) * (_p(params, "BN") // _p(params, "TN"))
+
+
+def _positive(params: Params) -> bool:
+    return all(_p(params, n) >= 1 for n in ("BM", "BN", "BK", "TM", "TN", "WARP_N", "UNROLL", "MIN_BLOCKS"))
+
+
+def shared_bytes(params: Params, size: int) -> int:
+    BM, BN, BK, PAD = (_p(params, n) for n in ("BM", "BN", "BK", "PAD"))
+    a_stage = BK * (BM + PAD) if _p(params, "A_T") else BM * (BK + PAD)
+    return _p(params, "STAGES") * (a_stage + BK * BN) * size
+
+
+def global_bytes(params: Params, problem: Problem, size: int) -> int:
+    BM, BN = _p(params, "BM"), _p(params, "BN")
+    M, N, K = problem.M, problem.N, problem.K
+    # Each block row of C reads its BM rows of A once per block column, each block column its BN columns of B
+    # once per block row; C is written once.
+    return size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM) + M * N)
+
+
+def extra_intensities(params: Params, size: int) -> dict[str, float]:
+    BM, BN, TM, TN = (_p(params, n) for n in ("BM", "BN", "TM", "TN"))
+    return {
+        "shared_intensity": 2 * TM * TN / ((TM + TN) * size),
+        "block_intensity": 2 * BM * BN / ((BM + BN) * size),
+    }
+
+
+def estimated_registers(params: Params, size: int) -> int:
+    """The fewest registers a thread gets by with: its accumulators, the slice it stages when loading
+    through registers, and about 40 more for fragments in flight, addresses and indices (ptxas reports of
+    this template: 8×8 float64 tiles fit 168 registers, 8×8 float32 tiles 128, without spilling)."""
+    words = size // 4
+    BM, BN, BK, TM, TN = (_p(params, n) for n in ("BM", "BN", "BK", "TM", "TN"))
+    staged = 0 if _p(params, "ASYNC") else (BM * BK + BK * BN) // threads(params) * words
+    return TM * TN * words + staged + REGISTERS_BESIDE_TILE
+
+
+def register_budget(params: Params) -> int:
+    """Registers per thread that __launch_bounds__(threads, MIN_BLOCKS) leaves (allocated in units of 8)."""
+    per_thread = REGISTERS_PER_SM // (threads(params) * _p(params, "MIN_BLOCKS"))
+    return min(MAX_REGISTERS_PER_THREAD, per_thread // 8 * 8)
+
+
+def _piece_widths(params: Params, dtype: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Elements per global access the template may use for A and for B: 1 always (the path for unaligned
+    shapes), the 128-bit vector too with VECTOR=1, except for A copied by cp.async into its transposed layout."""
+    vector = vector_width(DTYPE_BYTES[dtype])
+    use_vector = bool(_p(params, "VECTOR"))
+    a_vector = use_vector and not (_p(params, "ASYNC") and _p(params, "A_T"))
+    return ((1, vector) if a_vector else (1,)), ((1, vector) if use_vector else (1,))
+
+
+def a_group(params: Params, size: int) -> int:
+    """Elements of a row of A copied together: a 32-byte sector when A is transposed, else the whole slice row."""
+    sector = 32 // size
+    BK = _p(params, "BK")
+    return sector if _p(params, "A_T") and sector < BK else BK
+
+
+def _slices(params: Params, dtype: str) -> list[tuple[int, int, int, int]]:
+    """(rows, columns, group, width) of every way the template hands out a slice of A or B."""
+    widths_a, widths_b = _piece_widths(params, dtype)
+    BM, BN, BK = _p(params, "BM"), _p(params, "BN"), _p(params, "BK")
+    group = a_group(params, DTYPE_BYTES[dtype])
+    return [(BM, BK, group, w) for w in widths_a] + [(BK, BN, BN, w) for w in widths_b]
+
+
+def _loads_integral(params: Params, dtype: str) -> bool:
+    t = threads(params)
+    return all((rows * cols) % (t * w) == 0 for rows, cols, _, w in _slices(params, dtype))
+
+
+def _pieces_spread(params: Params, dtype: str) -> bool:
+    """Each thread's pieces of a slice form a fixed pattern: per-thread offset plus compile-time steps
+    (the template's Pieces), which needs threads, groups and rows that divide one another."""
+    t = threads(params)
+    for rows, cols, group, w in _slices(params, dtype):
+        if cols % group or group % w:
+            return False
+        pieces = group // w
+        if t % pieces == 0:
+            per_round = t // pieces
+            if per_round % rows and rows % per_round:
+                return False
+        elif pieces % t:
+            return False
+    return True
+
+
+def _warp_layout(params: Params) -> bool:
+    lanes_n = _p(params, "WARP_N")
+    if lanes_n <= 0 or 32 % lanes_n:
+        return False
+    return (_p(params, "BN") // _p(params, "TN")) % lanes_n == 0 and (_p(params, "BM") // _p(params, "TM")) % (
+        32 // lanes_n
+    ) == 0
+
+
+def _stages_fit_pipeline(params: Params) -> bool:
+    stages = _p(params, "STAGES")
+    return 2 <= stages <= 4 if _p(params, "ASYNC") else stages in (1, 2)
+
+
+def _blocks_fit_sm(params: Params, dtype: str) -> bool:
+    blocks = _p(params, "MIN_BLOCKS")
+    per_block = shared_bytes(params, DTYPE_BYTES[dtype]) + SHARED_RESERVED_PER_BLOCK
+    return blocks * threads(params) <= MAX_THREADS_PER_SM and blocks * per_block <= SHARED_PER_SM
+
+
+def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str], bool]:
+    """A rule that only speaks once the sizes it divides by are positive (another rule rejects them)."""
+    return lambda p, d: not _positive(p) or check(p, d)
+
+
+def _vector_multiple(p: Params, d: str) -> bool:
+    width = vector_width(DTYPE_BYTES[d])
+    return _p(p, "TM") % width == 0 and _p(p, "TN") % width == 0
+
+
+CONSTRAINTS = (
+    Constraint("BM, BN, BK, TM, TN, WARP_N, UNROLL and MIN_BLOCKS ≥ 1", lambda p, d: _positive(p)),
+    Constraint(
+        "BM divisible by TM and BN by TN",
+        _if_positive(lambda p, d: _p(p, "BM") % _p(p, "TM") == 0 and _p(p, "BN") % _p(p, "TN") == 0),
+    ),
+    Constraint("TM and TN multiples of the 128-bit vector (4 float32/int32 or 2 float64 elements)",
+               _if_positive(_vector_multiple)),
+    Constraint("threads per block a multiple of 32", _if_positive(lambda p, d: threads(p) % 32 == 0)),
+    Constraint("WARP_N divides 32 and BN/TN, and 32/WARP_N divides BM/TM", _if_positive(lambda p, d: _warp_layout(p))),
+    Constraint(
+        "loads per thread integral: BM·BK and BK·BN divisible by threads (× vector width for 128-bit loads)",
+        _if_positive(_loads_integral),
+    ),
+    Constraint(
+        "threads, slice rows and copy groups divide one another (each thread's share of a slice is a fixed pattern)",
+        _if_positive(_pieces_spread),
+    ),
+    Constraint(
+        "VECTOR=1 needs BK a multiple of the vector width",
+        lambda p, d: not _p(p, "VECTOR") or _p(p, "BK") % vector_width(DTYPE_BYTES[d]) == 0,
+    ),
+    Constraint(
+        "PAD keeps shared rows 16-byte aligned (PAD·element size a multiple of 16)",
+        lambda p, d: (_p(p, "PAD") * DTYPE_BYTES[d]) % 16 == 0,
+    ),
+    Constraint(
+        "A_T, VECTOR and ASYNC are 0 or 1", lambda p, d: all(_p(p, n) in (0, 1) for n in ("A_T", "VECTOR", "ASYNC"))
+    ),
+    Constraint("STAGES 1 or 2 without cp.async (ASYNC=0), 2 to 4 with it", lambda p, d: _stages_fit_pipeline(p)),
+    Constraint(
+        "UNROLL divides BK, or is a multiple of it (the whole slice unrolled)",
+        _if_positive(lambda p, d: _p(p, "BK") % _p(p, "UNROLL") == 0 or _p(p, "UNROLL") % _p(p, "BK") == 0),
+    ),
+    Constraint(
+        "MIN_BLOCKS blocks fit one SM (2048 threads, 228 KB shared memory)",
+        _if_positive(_blocks_fit_sm),
+    ),
+    Constraint(
+        "estimated registers fit the budget of __launch_bounds__(threads, MIN_BLOCKS) without spilling",
+        _if_positive(lambda p, d: threads(p) > 0 and estimated_registers(p, DTYPE_BYTES[d]) <= register_budget(p)),
+    ),
+)
+
+FAMILY = Family(
+    name="regblock",
+    description="BM×BN block tiles in BK slices through shared memory, TM×TN register tiles per thread",
+    parameters=(
+        Parameter("BM", "rows of C per block", (64, 128)),
+        Parameter("BN", "columns of C per block", (128, 256)),
+        Parameter("BK", "depth of the slice of A and B staged in shared memory", (16, 32)),
+        Parameter("TM", "rows of C per thread (register tile)", (8,)),
+        Parameter("TN", "columns of C per thread (register tile)", (8, 16)),
+        Parameter("WARP_N", "lanes of a warp laid along N; the other 32/WARP_N go along M", (4, 16)),
+        Parameter("A_T", "1: A transposed in shared memory ([BK][BM+PAD]), 0: as in global ([BM][BK+PAD])", (1,)),
+        Parameter("PAD", "elements added to each shared row of A against bank conflicts", (4,)),
+        Parameter("VECTOR", "1: 128-bit global accesses where K, N and the pointers allow it", (1,)),
+        Parameter("ASYNC", "1: cp.async global→shared copies; 0: through registers", (1,)),
+        Parameter("STAGES", "shared-memory slices: 1, 2 (double buffering) or up to 4 with cp.async", (2, 4)),
+        Parameter("UNROLL", "unroll factor of the loop over a slice's k; BK or more unrolls it whole", (32,)),
+        Parameter("MIN_BLOCKS", "blocks per SM asked of the compiler in __launch_bounds__", (1, 2)),
+    ),
+    block=lambda p: (threads(p), 1, 1),
+    grid=lambda p, pr: (ceil_div(pr.N, _p(p, "BN")), ceil_div(pr.M, _p(p, "BM")), 1),
+    shared_bytes=shared_bytes,
+    global_bytes=global_bytes,
+    constraints=CONSTRAINTS,
+    dynamic_shared=True,
+    extra_intensities=extra_intensities,
+)

@@ -1,0 +1,200 @@
+"""The regblock family: its analytical model, its static constraints, and the H100 experiment's space."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernel_templates import regblock
+from tuner.config import Config, Problem
+from tuner.experiment import load_experiment
+from tuner.family import get_family
+from tuner.model import cost
+from tuner.space import valid_configs, violations
+from tuner.templates import launch, render
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = ROOT / "experiments" / "h100_sgemm.yaml"
+FAMILY = get_family("regblock")
+
+BASE = dict(BM=128, BN=128, BK=32, TM=8, TN=8, WARP_N=8, A_T=1, PAD=4, VECTOR=1, ASYNC=1, STAGES=2, UNROLL=32,
+            MIN_BLOCKS=2)
+
+# The fastest configurations exploratory sweeps found on the H100 (4096³, same-run cuBLAS ratios in
+# the comments); the experiment's space must hold them and they must compile without spilling.
+BEST = [
+    ("float32", dict(BASE, BN=256, TN=16, WARP_N=16, STAGES=4, MIN_BLOCKS=1)),  # 0.92 of cuBLAS SGEMM
+    ("float32", dict(BASE, WARP_N=16)),  # 0.91
+    ("float64", dict(BASE, WARP_N=4, PAD=2, MIN_BLOCKS=1)),  # 21.6 TFLOP/s
+    ("float64", dict(BASE, BM=64, BK=8, WARP_N=4, PAD=2, MIN_BLOCKS=1)),  # 21.5 TFLOP/s
+]
+
+
+SQUARE = Problem(4096, 4096, 4096)
+
+
+def config(dtype: str = "float32", problem: Problem = SQUARE, **changes: int) -> Config:
+    return Config.make(problem, "regblock", dtype, {**BASE, **changes})
+
+
+# --- analytical model ----------------------------------------------------------------------------------------
+
+
+def test_global_bytes_count_each_block_row_and_column_once():
+    c = config(BM=128, BN=64)
+    M = N = K = 4096
+    expected = 4 * (M * K * (N // 64) + K * N * (M // 128) + M * N)
+    assert cost(c).global_bytes == expected
+    assert cost(c).intensity == pytest.approx(2 * M * N * K / expected)
+
+
+def test_global_bytes_round_partial_tiles_up():
+    c = config("float64", Problem(1000, 777, 333), BM=64, BN=128)
+    expected = 8 * (1000 * 333 * 7 + 333 * 777 * 16 + 1000 * 777)  # ⌈777/128⌉ = 7, ⌈1000/64⌉ = 16
+    assert cost(c).global_bytes == expected
+
+
+@pytest.mark.parametrize(("dtype", "BM", "BN", "size"), [("float32", 128, 128, 4), ("float32", 128, 256, 4),
+                                                          ("float64", 64, 128, 8)])
+def test_intensity_tends_to_the_block_tile_formula(dtype, BM, BN, size):
+    big = Problem(4 * BM, 4 * BN, 1 << 20)  # deep enough that writing C adds nothing
+    c = config(dtype, big, BM=BM, BN=BN)
+    limit = 2 * BM * BN / ((BM + BN) * size)
+    assert cost(c).intensity == pytest.approx(limit, rel=1e-3)
+    assert cost(c).extra_intensities["block_intensity"] == pytest.approx(limit)
+
+
+def test_float32_block_intensity_is_bm_bn_over_twice_the_sum():
+    assert cost(config()).extra_intensities["block_intensity"] == pytest.approx(128 * 128 / (2 * 256))  # 32
+
+
+@pytest.mark.parametrize(("dtype", "TM", "TN", "expected"), [("float32", 8, 8, 2.0), ("float32", 8, 16, 8 / 3),
+                                                              ("float32", 4, 4, 1.0), ("float64", 8, 8, 1.0)])
+def test_shared_intensity_of_the_thread_tile(dtype, TM, TN, expected):
+    extra = regblock.extra_intensities({**BASE, "TM": TM, "TN": TN}, 4 if dtype == "float32" else 8)
+    assert extra["shared_intensity"] == pytest.approx(expected)
+    assert extra["shared_intensity"] == pytest.approx(2 * TM * TN / ((TM + TN) * (4 if dtype == "float32" else 8)))
+
+
+def test_h100_roofline_leaves_the_block_tile_compute_bound_and_the_tiled_kernel_memory_bound():
+    experiment = load_experiment(H100)
+    h100 = next(m for m in experiment.machine_models if m.name == "H100 (spec)")
+    tiled = Config.make(SQUARE, "tiled", "float32", {"TILE_WIDTH": 32})
+    assert cost(config()).intensity > h100.ridge_point("float32") > cost(tiled).intensity
+
+
+# --- geometry -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("a_t", "expected"), [(1, 2 * (32 * (128 + 4) + 32 * 128) * 4),
+                                               (0, 2 * (128 * (32 + 4) + 32 * 128) * 4)])
+def test_shared_bytes_per_layout_and_stage(a_t, expected):
+    c = config(A_T=a_t)
+    assert FAMILY.shared_bytes(c.param_dict, 4) == expected
+    assert launch(c).dynamic_shared_bytes == expected
+
+
+def test_launch_covers_a_problem_no_tile_divides():
+    c = config(problem=Problem(4000, 3000, 2000), BN=256, TN=16, STAGES=4, MIN_BLOCKS=1)
+    geometry = launch(c)
+    assert geometry.block == (256, 1, 1)  # (128/8)·(256/16)
+    assert geometry.grid == (12, 32, 1)  # ⌈3000/256⌉, ⌈4000/128⌉
+
+
+# --- constraints ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("dtype", "params"), BEST)
+def test_best_configurations_satisfy_every_constraint(dtype, params):
+    assert violations(FAMILY, params, dtype) == []
+
+
+@pytest.mark.parametrize(("dtype", "changes", "rule"), [
+    ("float32", dict(BM=100), "BM divisible by TM"),
+    ("float32", dict(TM=2, BM=64), "multiples of the 128-bit vector"),
+    ("float32", dict(PAD=2), "16-byte aligned"),
+    ("float32", dict(ASYNC=0, STAGES=3), "STAGES 1 or 2 without cp.async"),
+    ("float32", dict(ASYNC=1, STAGES=1), "STAGES 1 or 2 without cp.async"),
+    ("float32", dict(WARP_N=3), "WARP_N divides 32"),
+    ("float32", dict(BM=64, BN=64, TM=4, TN=4, BK=8, MIN_BLOCKS=1), "loads per thread integral"),
+    ("float32", dict(BM=256, BN=256, TM=4, TN=4), "threads per block ≤ 1024"),
+    ("float32", dict(TM=16, TN=16, BM=256, BN=256, MIN_BLOCKS=1), "estimated registers"),
+    ("float32", dict(BN=256, TN=16), "estimated registers"),  # 8×16 accumulators need one block per SM
+    ("float32", dict(UNROLL=3), "UNROLL divides BK"),
+    ("float64", dict(BK=64, BN=256, TN=16, STAGES=4, MIN_BLOCKS=1), "shared memory per block"),
+    ("float64", dict(MIN_BLOCKS=2, BM=64, BK=32, STAGES=3), "MIN_BLOCKS blocks fit one SM"),
+])
+def test_constraints_reject_bad_combinations(dtype, changes, rule):
+    broken = violations(FAMILY, {**BASE, **changes}, dtype)
+    assert any(rule in b for b in broken), broken
+
+
+def test_padding_rule_follows_the_element_size():
+    assert violations(FAMILY, {**BASE, "PAD": 2, "MIN_BLOCKS": 1}, "float64") == []
+    assert any("16-byte" in b for b in violations(FAMILY, {**BASE, "PAD": 2}, "float32"))
+
+
+def test_scalar_loads_relax_the_vector_divisibility():
+    params = {**BASE, "BM": 64, "BN": 64, "TM": 4, "TN": 4, "BK": 8, "MIN_BLOCKS": 1}
+    assert any("loads per thread" in b for b in violations(FAMILY, params, "float32"))
+    assert violations(FAMILY, {**params, "VECTOR": 0}, "float32") == []
+
+
+@pytest.mark.parametrize("name", ["TM", "BK", "WARP_N", "MIN_BLOCKS", "UNROLL"])
+def test_a_zero_parameter_is_one_clear_violation(name):
+    assert violations(FAMILY, {**BASE, name: 0}, "float32") == [
+        "BM, BN, BK, TM, TN, WARP_N, UNROLL and MIN_BLOCKS ≥ 1"]
+
+
+# --- the H100 experiment -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def h100_configs() -> list[Config]:
+    return valid_configs(load_experiment(H100))
+
+
+def test_h100_space_holds_hundreds_to_thousands_of_configurations_and_the_best(h100_configs):
+    regblock_sets = {(c.dtype, c.params) for c in h100_configs if c.family == "regblock"}
+    assert 500 <= len(regblock_sets) <= 10_000
+    for dtype, params in BEST:
+        assert (dtype, tuple(sorted(params.items()))) in regblock_sets
+
+
+def test_every_configuration_of_the_h100_experiment_renders(h100_configs):
+    seen = set()
+    for c in h100_configs:
+        if (c.family, c.dtype, c.params) in seen:
+            continue
+        seen.add((c.family, c.dtype, c.params))
+        source = render(c)
+        assert source.startswith(f"// tuner kernel family '{c.family}'")
+        assert re.search(r"typedef (float|double) real_t;", source)
+        assert re.search(r'extern "C" __global__ void __launch_bounds__\([^)]*\)\s*matmul\(const real_t\* '
+                         r"__restrict__ A, const real_t\* __restrict__ B, real_t\* __restrict__ C,\s*int M, int N, "
+                         r"int K\)", source)
+
+
+# --- compiling --------------------------------------------------------------------------------------------------
+
+NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if Path(p).exists()), None)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize(("dtype", "params"), BEST)
+def test_best_configurations_compile_for_sm90_without_spilling(dtype, params, tmp_path):
+    c = Config.make(SQUARE, "regblock", dtype, params)
+    source = tmp_path / "kernel.cu"
+    source.write_text(render(c))
+    proc = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"),
+                           str(source)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", proc.stderr)
+    registers = re.search(r"Used (\d+) registers", proc.stderr)
+    assert spills and registers, proc.stderr
+    assert spills.groups() == ("0", "0")
+    assert int(registers.group(1)) <= regblock.register_budget(params)
