@@ -645,3 +645,18 @@ def test_the_report_of_a_folder_that_tuner_run_wrote(tmp_path, capsys):
     assert _texts(roofline_figure(run, "float32", "4096x4096x4096"), "bound-label-Fermi-like-naive") == ["37.5"]
     page = html.unescape((out / "report.html").read_text())
     assert "scripted stand-in (test double)" in page and "<h3>4096x4096x4096, float32</h3>" in page
+
+
+def test_top_configurations_show_the_register_tile_shared_memory_intensity():
+    import pandas as pd
+
+    from tuner.report.tables import intensities_text
+
+    params = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "WARP_N": 4, "A_T": 1, "PAD": 4, "VECTOR": 1,
+              "ASYNC": 1, "STAGES": 2, "UNROLL": 32, "MIN_BLOCKS": 1}
+    row = pd.Series({"M": 4096, "N": 4096, "K": 4096, "family": "regblock", "dtype": "float32", "params": params,
+                     "intensity": 31.5})
+    assert intensities_text(row) == "global 31.5 · shared 2 · block 32"
+    cublas = pd.Series({"M": 8, "N": 8, "K": 8, "family": "cublas", "dtype": "float32", "params": {},
+                        "intensity": 1.0})
+    assert intensities_text(cublas) == "global 1"

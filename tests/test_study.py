@@ -19,6 +19,7 @@ from tuner.progress import Progress
 from tuner.results import Record
 from tuner.study import (
     DUPLICATE_ATTR,
+    LOOKAHEAD,
     RECORD_ATTR,
     Budget,
     StudySearch,
@@ -132,7 +133,7 @@ def test_grid_sweeps_valid_configurations_in_file_order_and_stops_when_all_are_d
     outcome, records, backend, _ = search(storage, space, "grid", Budget(1000))
     assert backend.calls == [c.key for c in space.valid]
     assert outcome.stopped == "every valid configuration evaluated"
-    assert backend.prefetched[0] == [c.key for c in space.valid[:3]]
+    assert backend.prefetched[0] == [c.key for c in space.valid[:LOOKAHEAD]]
 
 
 def test_repeated_suggestions_are_told_the_recorded_value_and_never_measured_again(storage):

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from tuner.config import Config, Problem
+from tuner.model import cost
 from tuner.report.bounds import class_bounds, fraction
 from tuner.report.formatting import fixed, integer, number, params_text, percent
 from tuner.report.run_folder import Run
@@ -49,22 +51,35 @@ def best_per_problem(run: Run) -> Table:
     return table
 
 
+def intensities_text(row: pd.Series) -> str:
+    """The row's global-memory intensity and its family's further analytical ratios (e.g. a register tile's
+    shared-memory intensity), in FLOP/B."""
+    parts = [f"global {number(row.get('intensity'))}"] if pd.notna(row.get("intensity")) else []
+    try:
+        extra = cost(Config.make(Problem(int(row["M"]), int(row["N"]), int(row["K"])), str(row["family"]),
+                                 str(row["dtype"]), row["params"])).extra_intensities
+    except KeyError:  # a family this checkout no longer has, or its parameters changed
+        extra = {}
+    parts += [f"{name.removesuffix('_intensity')} {number(value)}" for name, value in extra.items()]
+    return " · ".join(parts) or "—"
+
+
 def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
     """(heading, table) per problem and dtype: the fastest configurations, then the cuBLAS baseline."""
     tables = []
-    columns = ["#", "family", "parameters", "block", "grid", "median ms", "CV", "GFLOP/s", "GB/s (model)",
-               "% compute peak", "% bandwidth peak", "compile s", "registers", "spill B"]
+    columns = ["#", "family", "parameters", "block", "grid", "intensity FLOP/B", "median ms", "CV", "GFLOP/s",
+               "GB/s (model)", "% compute peak", "% bandwidth peak", "compile s", "registers", "spill B"]
     for dtype, problem in run.slices():
         ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
         fastest = ok.sort_values("gflops", ascending=False).drop_duplicates("config_key")
-        table = Table(columns, numeric={0, 5, 6, 7, 8, 9, 10, 11, 12, 13},
+        table = Table(columns, numeric={0, 6, 7, 8, 9, 10, 11, 12, 13, 14},
                       caption=f"the {min(count, len(fastest))} fastest of {len(fastest)} configurations that ran "
                               f"successfully ({len(ok)} successful evaluations; a configuration evaluated more "
                               f"than once is listed with its fastest)")
         for rank, (_, row) in enumerate(fastest.head(count).iterrows(), start=1):
             table.rows.append([
                 str(rank), row["family"], params_text(row["params"]), _text(row.get("block")), _text(row.get("grid")),
-                fixed(row.get("time_median_ms"), 4), percent(row.get("time_cv"), 2, scale=100),
+                intensities_text(row), fixed(row.get("time_median_ms"), 4), percent(row.get("time_cv"), 2, scale=100),
                 number(row["gflops"]), number(row.get("bandwidth_gbs")), percent(row.get("pct_flops_ceiling")),
                 percent(row.get("pct_bandwidth_ceiling")), fixed(row.get("compile_time_s"), 2),
                 integer(row.get("registers")), integer(row.get("spill_bytes")),
@@ -72,7 +87,7 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
         base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
         for _, row in base.iterrows():
             table.rows.append([
-                "—", "cuBLAS (baseline)", "—", "—", "—", fixed(row.get("time_median_ms"), 4),
+                "—", "cuBLAS (baseline)", "—", "—", "—", intensities_text(row), fixed(row.get("time_median_ms"), 4),
                 percent(row.get("time_cv"), 2, scale=100), number(row["gflops"]),
                 number(row.get("bandwidth_gbs")), percent(row.get("pct_flops_ceiling")),
                 percent(row.get("pct_bandwidth_ceiling")), "—", "—", "—",
