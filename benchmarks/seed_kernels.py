@@ -1,10 +1,11 @@
 """The seed kernels on the local GPU: naive (16×16) and tiled 8/16/32 at 4096³ in float32 and float64, next to
 cuBLAS and the device's measured ceilings, all in the same run and by the same timing method.
 
-    python benchmarks/seed_kernels.py [--out DIR] [--size N]
+    python benchmarks/seed_kernels.py [--out DIR] [--size N] [--hot]
 
 Prints the table and writes it, with the rows and the environment metadata, to
-``DIR/seed_kernels_<gpu>.txt`` and ``.json`` (DIR defaults to benchmarks/results).
+``DIR/seed_kernels_<gpu>.txt`` and ``.json`` (DIR defaults to benchmarks/results). Samples are cold (the L2
+flushed before each) unless ``--hot``, which keeps the L2 warm and writes ``seed_kernels_hot_<gpu>.*``.
 """
 
 from __future__ import annotations
@@ -103,9 +104,9 @@ def table(problem: Problem, rows: list[dict[str, Any]], env: dict[str, Any]) -> 
     return "\n".join(lines)
 
 
-def run(size: int, out: Path) -> Path:
+def run(size: int, out: Path, hot: bool = False) -> Path:
     problem = Problem(size, size, size)
-    measure = MeasureSettings()
+    measure = MeasureSettings(flush_l2=not hot)
     with PycudaBackend(measure, CompileSettings()) as backend:
         configs = {(label, dtype): Config.make(problem, family, dtype, params)
                    for dtype in DTYPES for label, family, params in KERNELS}
@@ -125,16 +126,17 @@ def run(size: int, out: Path) -> Path:
     print(text)
     record = {"problem": problem.label, "method": describe_method(measure), "rows": rows,
               "metadata_id": metadata_id(env)}
-    return write(out, "seed_kernels", env, text, record)
+    return write(out, "seed_kernels_hot" if hot else "seed_kernels", env, text, record)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt and .json files")
     parser.add_argument("--size", type=int, default=4096, help="M = N = K (default 4096)")
+    parser.add_argument("--hot", action="store_true", help="keep the L2 warm between samples (no flush)")
     args = parser.parse_args(argv)
     try:
-        stem = run(args.size, args.out)
+        stem = run(args.size, args.out, args.hot)
     except TunerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -111,14 +111,14 @@ def test_fermi_like_replays_its_shipped_recording_by_default():
     assert default_recording("another") is None
 
 
-@pytest.mark.skipif(SHIPPED.exists(), reason="the shipped recording exists")
-def test_without_the_shipped_recording_the_default_replay_names_it(tmp_path):
-    with pytest.raises(TunerError, match="fermi_like_h100"):
+def test_a_missing_default_recording_is_named(tmp_path, monkeypatch):
+    from tuner.backends import replay
+
+    monkeypatch.setitem(replay.DEFAULT_RECORDINGS, "fermi_like", tmp_path / "fermi_like_h100")
+    with pytest.raises(TunerError, match="fermi_like_h100: no such recording"):
         tuner.run(load_experiment(FERMI), backend="replay", out=tmp_path / "run", quiet=True)
 
 
-@pytest.mark.skipif(not SHIPPED.exists(), reason="experiments/data/fermi_like_h100 is not recorded yet (it is "
-                                                 "recorded on the GPU with python -m tuner run --backend pycuda)")
 def test_the_shipped_recording_replays_end_to_end(tmp_path):
     result = tuner.run(load_experiment(FERMI), backend="replay", sampler="tpe", out=tmp_path / "run", quiet=True)
     recorded, metadata = results.load(SHIPPED)
