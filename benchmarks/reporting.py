@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tuner.config import Problem
+from tuner.errors import TunerError
 from tuner.measurement import Measurement, Status
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -32,3 +35,14 @@ def write(out: Path, name: str, env: dict[str, Any], text: str, record: dict[str
     stem.with_suffix(".txt").write_text(text + "\n")
     stem.with_suffix(".json").write_text(json.dumps({**record, "metadata": env}, indent=2, default=str) + "\n")
     return stem
+
+
+def finish(produce: Callable[[], Path]) -> int:
+    """Run a benchmark; 0 with the files it wrote named on stderr, or 2 with the one-paragraph error."""
+    try:
+        stem = produce()
+    except TunerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {stem}.txt and {stem}.json", file=sys.stderr)
+    return 0

@@ -17,10 +17,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from benchmarks.reporting import DEFAULT_OUT, tflops, write  # noqa: E402
+from benchmarks.reporting import DEFAULT_OUT, finish, tflops, write  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
-from tuner.errors import TunerError  # noqa: E402
 from tuner.experiment import CompileSettings, MeasureSettings  # noqa: E402
 from tuner.measure import describe_method  # noqa: E402
 from tuner.measurement import Measurement  # noqa: E402
@@ -135,13 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=4096, help="M = N = K (default 4096)")
     parser.add_argument("--hot", action="store_true", help="keep the L2 warm between samples (no flush)")
     args = parser.parse_args(argv)
-    try:
-        stem = run(args.size, args.out, args.hot)
-    except TunerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {stem}.txt and {stem}.json", file=sys.stderr)
-    return 0
+    return finish(lambda: run(args.size, args.out, args.hot))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from benchmarks.reporting import DEFAULT_OUT, tflops, write  # noqa: E402
+from benchmarks.reporting import DEFAULT_OUT, finish, tflops, write  # noqa: E402
 from tuner import results  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.config import Config  # noqa: E402
@@ -127,13 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating kernel/cuBLAS rounds (default 3)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt and .json files")
     args = parser.parse_args(argv)
-    try:
-        stem = run(args.run_dir, args.rounds, args.out)
-    except TunerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"wrote {stem}.txt and {stem}.json", file=sys.stderr)
-    return 0
+    return finish(lambda: run(args.run_dir, args.rounds, args.out))
 
 
 if __name__ == "__main__":

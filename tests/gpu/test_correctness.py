@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from tests.gpu.support import float32_config
+from tests.test_regblock_model import BEST as REGBLOCK_BEST
 from tuner.config import Config, Problem
 from tuner.family import families
 from tuner.measurement import Status
@@ -36,6 +37,11 @@ CONFIGS = [
     for params in small_parameter_sets(name, dtype)
     for problem in PROBLEMS
 ]
+# The register-blocked family's fastest configurations, also where no tile divides the edges, where K or N rule out
+# 128-bit accesses and past 4096 in every dimension.
+REGBLOCK_PROBLEMS = (*PROBLEMS, Problem(1000, 777, 333), Problem(129, 131, 17), Problem(4097, 4095, 4093))
+CONFIGS += [Config.make(problem, "regblock", dtype, params) for dtype, params in REGBLOCK_BEST
+            for problem in REGBLOCK_PROBLEMS]
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +56,7 @@ def test_family_is_correct(prefetched, config: Config):
     assert result.status is Status.OK, result.reason
     assert result.error is not None and result.error <= tolerance(config.dtype, config.problem.K)
     assert result.timing is not None and result.timing.count >= 3
+    assert result.resources.local_bytes == 0, "no register array may spill to local memory"
     assert result.compile_time_s is not None and result.resources.registers
 
 
