@@ -7,11 +7,14 @@ shared memory is used BN (for A) or BM (for B) times, so a block tile moves s·(
 bytes, about 2·BM·BN/((BM+BN)·s) FLOP per byte. Shared memory: each value a thread loads from it feeds TN
 or TM multiply-adds, 2·TM·TN/((TM+TN)·s) FLOP per byte.
 
-Tunable besides the tiles: the warp's shape over the thread tiles (WARP_N lanes along N), A's layout in
-shared memory (transposed, so fragments are 16-byte loads, and padded against bank conflicts), 128-bit
-global accesses (chosen at run time where K, N and the pointers allow it), double buffering through
-registers or a cp.async pipeline of STAGES slices, the unroll of the k loop and the blocks per SM the
-compiler must make room for.
+Tunable besides the tiles: the warp's shape over the thread tiles (WARP_N lanes along N, optionally swizzled
+2×2 so that pairs of lanes share each fragment load, which shared memory returns at twice the rate), A's
+layout in shared memory (transposed, so fragments are 16-byte loads, element by element or by 16-byte
+vectors, and padded against bank conflicts), 128-bit global accesses (chosen at run time where K, N and the
+pointers allow it), double buffering through registers or a cp.async pipeline of STAGES slices, in which the
+copies of a slice either precede its arithmetic or are spread over the steps of the slice before while the
+fragments alternate between two register sets (COPY_SPREAD), the unroll of the k loop and the blocks per SM
+the compiler must make room for.
 """
 
 from collections.abc import Callable
@@ -47,10 +50,18 @@ def _positive(params: Params) -> bool:
     return all(_p(params, n) >= 1 for n in ("BM", "BN", "BK", "TM", "TN", "WARP_N", "UNROLL", "MIN_BLOCKS"))
 
 
+def a_stage_elements(params: Params, size: int) -> int:
+    """Elements of one stage of A in shared memory: [BM][BK+PAD], [BK][BM+PAD] transposed (A_T=1), or
+    [BK/V][BM·V+PAD] with each row's V-element vectors kept together (A_T=2)."""
+    BM, BK, PAD, layout = (_p(params, n) for n in ("BM", "BK", "PAD", "A_T"))
+    if layout == 2:
+        vector = vector_width(size)
+        return BK // vector * (BM * vector + PAD)
+    return BK * (BM + PAD) if layout else BM * (BK + PAD)
+
+
 def shared_bytes(params: Params, size: int) -> int:
-    BM, BN, BK, PAD = (_p(params, n) for n in ("BM", "BN", "BK", "PAD"))
-    a_stage = BK * (BM + PAD) if _p(params, "A_T") else BM * (BK + PAD)
-    return _p(params, "STAGES") * (a_stage + BK * BN) * size
+    return _p(params, "STAGES") * (a_stage_elements(params, size) + _p(params, "BK") * _p(params, "BN")) * size
 
 
 def global_bytes(params: Params, problem: Problem, size: int) -> int:
@@ -71,12 +82,16 @@ def extra_intensities(params: Params, size: int) -> dict[str, float]:
 
 def estimated_registers(params: Params, size: int) -> int:
     """The fewest registers a thread gets by with: its accumulators, the slice it stages when loading
-    through registers, and about 40 more for fragments in flight, addresses and indices (ptxas reports of
-    this template: 8×8 float64 tiles fit 168 registers, 8×8 float32 tiles 128, without spilling)."""
+    through registers, its fragments beyond one step's TM + TN (A_T=2 loads V steps of A at a time, and the
+    spread pipeline keeps two sets), and about 40 more for fragments in flight, addresses and indices
+    (ptxas reports of this template: 8×8 float64 tiles fit 168 registers, 8×8 float32 tiles 128, without
+    spilling; with the spread pipeline 8×8 float64 tiles take 220-248)."""
     words = size // 4
     BM, BN, BK, TM, TN = (_p(params, n) for n in ("BM", "BN", "BK", "TM", "TN"))
-    staged = 0 if _p(params, "ASYNC") else (BM * BK + BK * BN) // threads(params) * words
-    return TM * TN * words + staged + REGISTERS_BESIDE_TILE
+    staged = 0 if _p(params, "ASYNC") else (BM * BK + BK * BN) // threads(params)
+    a_steps = vector_width(size) if _p(params, "A_T") == 2 else 1
+    fragments = (TM * a_steps + TN) * (2 if _p(params, "COPY_SPREAD") else 1) - (TM + TN)
+    return (TM * TN + staged + fragments) * words + REGISTERS_BESIDE_TILE
 
 
 def register_budget(params: Params) -> int:
@@ -87,10 +102,11 @@ def register_budget(params: Params) -> int:
 
 def _piece_widths(params: Params, dtype: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Elements per global access the template may use for A and for B: 1 always (the path for unaligned
-    shapes), the 128-bit vector too with VECTOR=1, except for A copied by cp.async into its transposed layout."""
+    shapes), the 128-bit vector too with VECTOR=1, except for A copied by cp.async into its element-wise
+    transposed layout (A_T=1)."""
     vector = vector_width(DTYPE_BYTES[dtype])
     use_vector = bool(_p(params, "VECTOR"))
-    a_vector = use_vector and not (_p(params, "ASYNC") and _p(params, "A_T"))
+    a_vector = use_vector and not (_p(params, "ASYNC") and _p(params, "A_T") == 1)
     return ((1, vector) if a_vector else (1,)), ((1, vector) if use_vector else (1,))
 
 
@@ -151,6 +167,17 @@ def _blocks_fit_sm(params: Params, dtype: str) -> bool:
     return blocks * threads(params) <= MAX_THREADS_PER_SM and blocks * per_block <= SHARED_PER_SM
 
 
+def _spread_fits(params: Params, dtype: str) -> bool:
+    """The spread pipeline unrolls whole slices, alternates two fragment sets (an even number of A loads per
+    slice, so that each slice starts on the same set) and issues copies at COPY_SPREAD evenly spaced steps."""
+    spread, BK = _p(params, "COPY_SPREAD"), _p(params, "BK")
+    if spread == 0:
+        return True
+    a_steps = vector_width(DTYPE_BYTES[dtype]) if _p(params, "A_T") == 2 else 1
+    return (bool(_p(params, "ASYNC")) and spread > 0 and BK % spread == 0 and _p(params, "UNROLL") % BK == 0
+            and BK % a_steps == 0 and BK // a_steps % 2 == 0)
+
+
 def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str], bool]:
     """A rule that only speaks once the sizes it divides by are positive (another rule rejects them)."""
     return lambda p, d: not _positive(p) or check(p, d)
@@ -188,13 +215,24 @@ CONSTRAINTS = (
         lambda p, d: (_p(p, "PAD") * DTYPE_BYTES[d]) % 16 == 0,
     ),
     Constraint(
-        "A_T, VECTOR and ASYNC are 0 or 1", lambda p, d: all(_p(p, n) in (0, 1) for n in ("A_T", "VECTOR", "ASYNC"))
+        "A_T is 0, 1 or 2; VECTOR, ASYNC and SWIZZLE 0 or 1; COPY_SPREAD ≥ 0",
+        lambda p, d: _p(p, "A_T") in (0, 1, 2) and all(_p(p, n) in (0, 1) for n in ("VECTOR", "ASYNC", "SWIZZLE"))
+        and _p(p, "COPY_SPREAD") >= 0,
     ),
     Constraint("STAGES 1 or 2 without cp.async (ASYNC=0), 2 to 4 with it", lambda p, d: _stages_fit_pipeline(p)),
     Constraint(
         "UNROLL divides BK, or is a multiple of it (the whole slice unrolled)",
         _if_positive(lambda p, d: _p(p, "BK") % _p(p, "UNROLL") == 0 or _p(p, "UNROLL") % _p(p, "BK") == 0),
     ),
+    Constraint(
+        "COPY_SPREAD ≥ 1 needs cp.async, COPY_SPREAD dividing BK, the whole slice unrolled (UNROLL a multiple of "
+        "BK) and an even number of A fragment loads per slice (BK/V for A_T=2, else BK)",
+        _if_positive(_spread_fits),
+    ),
+    Constraint("A_T=2 needs BK a multiple of the vector width",
+               lambda p, d: _p(p, "A_T") != 2 or _p(p, "BK") % vector_width(DTYPE_BYTES[d]) == 0),
+    Constraint("SWIZZLE=1 needs at least 2 lanes along N and along M (WARP_N 2 to 16)",
+               lambda p, d: not _p(p, "SWIZZLE") or 2 <= _p(p, "WARP_N") <= 16),
     Constraint(
         "MIN_BLOCKS blocks fit one SM (2048 threads, 228 KB shared memory)",
         _if_positive(_blocks_fit_sm),
@@ -215,13 +253,18 @@ FAMILY = Family(
         Parameter("TM", "rows of C per thread (register tile)", (8,)),
         Parameter("TN", "columns of C per thread (register tile)", (8, 16)),
         Parameter("WARP_N", "lanes of a warp laid along N; the other 32/WARP_N go along M", (4, 16)),
-        Parameter("A_T", "1: A transposed in shared memory ([BK][BM+PAD]), 0: as in global ([BM][BK+PAD])", (1,)),
+        Parameter("A_T", "A in shared memory: 0 as in global ([BM][BK+PAD]), 1 transposed ([BK][BM+PAD]), 2 "
+                  "transposed by 16-byte vectors ([BK/V][BM·V+PAD]: V consecutive elements of a row together)", (1,)),
         Parameter("PAD", "elements added to each shared row of A against bank conflicts", (4,)),
         Parameter("VECTOR", "1: 128-bit global accesses where K, N and the pointers allow it", (1,)),
         Parameter("ASYNC", "1: cp.async global→shared copies; 0: through registers", (1,)),
         Parameter("STAGES", "shared-memory slices: 1, 2 (double buffering) or up to 4 with cp.async", (2, 4)),
         Parameter("UNROLL", "unroll factor of the loop over a slice's k; BK or more unrolls it whole", (32,)),
         Parameter("MIN_BLOCKS", "blocks per SM asked of the compiler in __launch_bounds__", (1, 2)),
+        Parameter("COPY_SPREAD", "cp.async pipeline: 0 copies each slice, then computes it; n ≥ 1 double-buffers "
+                  "the fragments across steps and slices and issues the next slice's copies at n evenly spaced steps",
+                  (0,)),
+        Parameter("SWIZZLE", "1: lanes laid 2×2 so that pairs of lanes read each fragment together", (0,)),
     ),
     block=lambda p: (threads(p), 1, 1),
     grid=lambda p, pr: (ceil_div(pr.N, _p(p, "BN")), ceil_div(pr.M, _p(p, "BM")), 1),

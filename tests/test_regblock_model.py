@@ -22,15 +22,17 @@ H100 = ROOT / "experiments" / "h100_sgemm.yaml"
 FAMILY = get_family("regblock")
 
 BASE = dict(BM=128, BN=128, BK=32, TM=8, TN=8, WARP_N=8, A_T=1, PAD=4, VECTOR=1, ASYNC=1, STAGES=2, UNROLL=32,
-            MIN_BLOCKS=2)
+            MIN_BLOCKS=2, COPY_SPREAD=0, SWIZZLE=0)
 
-# The fastest configurations exploratory sweeps found on the H100 (4096³, same-run cuBLAS ratios in
-# the comments); the experiment's space must hold them and they must compile without spilling.
+# The fastest configurations exploratory sweeps found on an H100 and an H200 (4096³, same-run cuBLAS ratios or
+# rates in the comments); the experiment's space must hold them and they must compile without spilling.
 BEST = [
-    ("float32", dict(BASE, BN=256, TN=16, WARP_N=16, STAGES=4, MIN_BLOCKS=1)),  # 0.92 of cuBLAS SGEMM
-    ("float32", dict(BASE, WARP_N=16)),  # 0.91
-    ("float64", dict(BASE, WARP_N=4, PAD=2, MIN_BLOCKS=1)),  # 21.6 TFLOP/s
-    ("float64", dict(BASE, BM=64, BK=8, WARP_N=4, PAD=2, MIN_BLOCKS=1)),  # 21.5 TFLOP/s
+    ("float32", dict(BASE, BN=256, TN=16, WARP_N=16, STAGES=4, MIN_BLOCKS=1, COPY_SPREAD=8)),  # 0.96 of cuBLAS SGEMM
+    ("float32", dict(BASE, BN=256, TN=16, WARP_N=16, STAGES=4, MIN_BLOCKS=1)),  # 0.91-0.92
+    ("float32", dict(BASE, WARP_N=16)),  # 0.91-0.93
+    ("float64", dict(BASE, WARP_N=4, SWIZZLE=1, STAGES=3, MIN_BLOCKS=1, COPY_SPREAD=32)),  # 24.1 TFLOP/s
+    ("float64", dict(BASE, WARP_N=2, STAGES=3, MIN_BLOCKS=1, COPY_SPREAD=8)),  # 23.4-23.8 TFLOP/s
+    ("float64", dict(BASE, WARP_N=2, STAGES=3, MIN_BLOCKS=1)),  # 21.3-22.6 TFLOP/s
 ]
 
 
@@ -90,11 +92,15 @@ def test_h100_roofline_leaves_the_block_tile_compute_bound_and_the_tiled_kernel_
 # --- geometry -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("a_t", "expected"), [(1, 2 * (32 * (128 + 4) + 32 * 128) * 4),
-                                               (0, 2 * (128 * (32 + 4) + 32 * 128) * 4)])
-def test_shared_bytes_per_layout_and_stage(a_t, expected):
-    c = config(A_T=a_t)
-    assert FAMILY.shared_bytes(c.param_dict, 4) == expected
+@pytest.mark.parametrize(("dtype", "a_t", "expected"), [
+    ("float32", 1, 2 * (32 * (128 + 4) + 32 * 128) * 4),
+    ("float32", 0, 2 * (128 * (32 + 4) + 32 * 128) * 4),
+    ("float32", 2, 2 * (32 // 4 * (128 * 4 + 4) + 32 * 128) * 4),  # 8 rows of 128 four-float vectors
+    ("float64", 2, 2 * (32 // 2 * (128 * 2 + 4) + 32 * 128) * 8),  # 16 rows of 128 two-double vectors
+])
+def test_shared_bytes_per_layout_and_stage(dtype, a_t, expected):
+    c = config(dtype, A_T=a_t, MIN_BLOCKS=1)
+    assert FAMILY.shared_bytes(c.param_dict, c.element_bytes) == expected
     assert launch(c).dynamic_shared_bytes == expected
 
 
@@ -127,10 +133,49 @@ def test_best_configurations_satisfy_every_constraint(dtype, params):
     ("float32", dict(UNROLL=3), "UNROLL divides BK"),
     ("float64", dict(BK=64, BN=256, TN=16, STAGES=4, MIN_BLOCKS=1), "shared memory per block"),
     ("float64", dict(MIN_BLOCKS=2, BM=64, BK=32, STAGES=3), "MIN_BLOCKS blocks fit one SM"),
+    ("float32", dict(COPY_SPREAD=8, ASYNC=0), "COPY_SPREAD ≥ 1 needs cp.async"),
+    ("float32", dict(COPY_SPREAD=3), "COPY_SPREAD ≥ 1 needs cp.async"),  # 3 does not divide BK=32
+    ("float32", dict(COPY_SPREAD=8, UNROLL=8), "COPY_SPREAD ≥ 1 needs cp.async"),  # the slice unrolled in part
+    ("float32", dict(COPY_SPREAD=8, BK=12, UNROLL=12, VECTOR=0, A_T=0), "COPY_SPREAD ≥ 1 needs cp.async"),
+    ("float32", dict(COPY_SPREAD=-1), "COPY_SPREAD ≥ 0"),
+    ("float32", dict(A_T=3), "A_T is 0, 1 or 2"),
+    ("float32", dict(A_T=2, BK=6, UNROLL=6, VECTOR=0), "A_T=2 needs BK a multiple of the vector width"),
+    ("float32", dict(SWIZZLE=1, WARP_N=1), "SWIZZLE=1 needs at least 2 lanes"),
+    ("float32", dict(SWIZZLE=2), "SWIZZLE 0 or 1"),
+    ("float32", dict(A_T=2, COPY_SPREAD=8), "estimated registers"),  # two sets of 8×4 A fragments at 2 blocks/SM
 ])
 def test_constraints_reject_bad_combinations(dtype, changes, rule):
     broken = violations(FAMILY, {**BASE, **changes}, dtype)
     assert any(rule in b for b in broken), broken
+
+
+@pytest.mark.parametrize(("dtype", "changes"), [
+    ("float64", dict(COPY_SPREAD=32, SWIZZLE=1, WARP_N=4, STAGES=3, MIN_BLOCKS=1)),  # a copy round every step
+    ("float64", dict(COPY_SPREAD=1, STAGES=3, MIN_BLOCKS=1)),  # every copy at the first step
+    ("float64", dict(COPY_SPREAD=4, A_T=2, STAGES=3, MIN_BLOCKS=1)),
+    ("float32", dict(COPY_SPREAD=8, SWIZZLE=1, WARP_N=16)),
+    ("int32", dict(COPY_SPREAD=16, A_T=0, BK=16, MIN_BLOCKS=1)),
+    ("int32", dict(A_T=2, ASYNC=0, MIN_BLOCKS=1)),
+])
+def test_pipeline_layout_and_lane_options_are_valid(dtype, changes):
+    assert violations(FAMILY, {**BASE, **changes}, dtype) == []
+
+
+def test_spread_pipeline_counts_a_second_set_of_fragments():
+    plain, spread = {**BASE}, {**BASE, "COPY_SPREAD": 8}
+    assert regblock.estimated_registers(spread, 4) - regblock.estimated_registers(plain, 4) == 8 + 8
+    assert regblock.estimated_registers(spread, 8) - regblock.estimated_registers(plain, 8) == 2 * (8 + 8)
+    a_vectors = {**spread, "A_T": 2}  # A fragments for V steps at a time, two sets of them
+    assert regblock.estimated_registers(a_vectors, 4) - regblock.estimated_registers(plain, 4) == 2 * (8 * 4 + 8) - 16
+
+
+@pytest.mark.parametrize(("changes", "pipeline"), [(dict(COPY_SPREAD=0), False), (dict(COPY_SPREAD=8), True),
+                                                   (dict(COPY_SPREAD=8, ASYNC=0, STAGES=2), False)])
+def test_the_spread_pipeline_is_rendered_only_where_asked(changes, pipeline):
+    params = {**BASE, **changes}
+    source = render(Config.make(SQUARE, "regblock", "float32", params))
+    assert ("main_loop<1, V>(" in source) == pipeline
+    assert f"#define COPY_SPREAD {params['COPY_SPREAD']}" in source and "#define SWIZZLE 0" in source
 
 
 def test_padding_rule_follows_the_element_size():
