@@ -77,7 +77,7 @@ LOOKAHEAD = 8
 the compile pool busy while the GPU measures, since a register-blocked kernel takes nvcc one to two seconds and
 its measurement a fraction of one. TPE treats the asked-but-untold trials as constant liars."""
 MAX_REPEATS = 50
-EXPLORE_AFTER = 5
+EXPLORE_AFTER = 2
 """Repeated suggestions in a row after which an unevaluated configuration is enqueued."""
 """Duplicate suggestions in a row after which a study stops."""
 FAMILY_PARAM = "family"
