@@ -11,8 +11,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import re
-import shutil
 import subprocess
 import tomllib
 from dataclasses import asdict
@@ -21,6 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tuner.errors import TunerError
 from tuner.experiment import CompileSettings, MeasureSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -28,16 +27,13 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 @cache
 def nvcc_version() -> str | None:
-    """nvcc's release and build (e.g. ``13.0.88``), or None where nvcc is not on the PATH."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return None
+    """nvcc's release and build (e.g. ``13.0.88``), or None where there is no nvcc."""
+    from tuner.compile import nvcc_version as compiler_version
+
     try:
-        text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
+        return compiler_version()
+    except TunerError:
         return None
-    match = re.search(r"V(\d+\.\d+\.\d+)", text)
-    return match.group(1) if match else text.strip().splitlines()[-1] if text.strip() else None
 
 
 def _version(package: str) -> str | None:
