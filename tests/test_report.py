@@ -655,3 +655,16 @@ def test_top_configurations_show_the_register_tile_shared_memory_intensity():
     cublas = pd.Series({"M": 8, "N": 8, "K": 8, "family": "cublas", "dtype": "float32", "params": {},
                         "intensity": 1.0})
     assert intensities_text(cublas) == "global 1"
+
+
+def test_best_so_far_by_wall_time_follows_the_clock_not_the_trial_numbers():
+    import pandas as pd
+
+    from tuner.report.convergence import best_so_far
+
+    # Trials asked ahead finish out of trial order: trial 2 was measured before trial 1.
+    rows = pd.DataFrame({"trial": [0, 1, 2], "wall_offset_s": [1.0, 3.0, 2.0], "status": ["ok"] * 3,
+                         "gflops": [10.0, 30.0, 20.0]})
+    by_wall = best_so_far(rows, "wall_offset_s")
+    assert list(by_wall["wall_offset_s"]) == [1.0, 2.0, 3.0] and list(by_wall["best"]) == [10.0, 20.0, 30.0]
+    assert list(best_so_far(rows)["best"]) == [10.0, 30.0, 30.0]

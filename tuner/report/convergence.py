@@ -17,10 +17,11 @@ TRIAL_LABEL = "trial number (the sampler's evaluations in the study, in order)"
 SAMPLER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
 
 
-def best_so_far(rows: pd.DataFrame) -> pd.DataFrame:
-    """One sampler's evaluations in a study, in trial order, with ``evaluation`` (1 for its first) and ``best``
-    (the best ok GFLOP/s up to each one; NaN before the first success)."""
-    rows = rows.sort_values(["trial", "wall_offset_s"]).copy()
+def best_so_far(rows: pd.DataFrame, by: str = "trial") -> pd.DataFrame:
+    """One sampler's evaluations in a study, ordered by ``by`` (``trial``, or ``wall_offset_s``: trials asked
+    ahead finish out of trial order), with ``evaluation`` (1 for its first) and ``best`` (the best ok GFLOP/s up to
+    each one; NaN before the first success)."""
+    rows = rows.sort_values([by, "trial" if by != "trial" else "wall_offset_s"]).copy()
     rows["evaluation"] = range(1, len(rows) + 1)
     rows["best"] = rows["gflops"].where(rows["status"] == "ok").cummax().ffill()
     return rows
@@ -32,10 +33,10 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
              for (study, sampler), r in rows.groupby(["study", "sampler"], dropna=False, sort=True)]
     several_studies = len({study for study, _, _ in lines}) > 1
     for study, sampler, line_rows in lines:
-        progress = best_so_far(line_rows)
         label = f"{sampler} ({study})" if several_studies else sampler
-        ok = progress[progress["status"] == "ok"]
-        for ax, x in ((ax_trial, "evaluation"), (ax_wall, "wall_offset_s")):
+        for ax, x, by in ((ax_trial, "evaluation", "trial"), (ax_wall, "wall_offset_s", "wall_offset_s")):
+            progress = best_so_far(line_rows, by)
+            ok = progress[progress["status"] == "ok"]
             if progress[x].notna().any():
                 ax.step(progress[x], progress["best"], where="post", color=colors[sampler], linewidth=2,
                         label=label, gid="best-so-far")
