@@ -13,8 +13,10 @@ layout in shared memory (transposed, so fragments are 16-byte loads, element by 
 vectors, and padded against bank conflicts), 128-bit global accesses (chosen at run time where K, N and the
 pointers allow it), double buffering through registers or a cp.async pipeline of STAGES slices, in which the
 copies of a slice either precede its arithmetic or are spread over the steps of the slice before while the
-fragments alternate between two register sets (COPY_SPREAD), the unroll of the k loop and the blocks per SM
-the compiler must make room for.
+fragments alternate between two register sets (COPY_SPREAD), the unroll of the k loop, the blocks per SM the
+compiler must make room for, and the order of a step's multiply-adds (OUTER_ORDER): row by row, or serpentine,
+so that consecutive ones share an operand across each turn as well and the operand reuse cache rather than the
+register file serves it.
 """
 
 from collections.abc import Callable
@@ -215,9 +217,9 @@ CONSTRAINTS = (
         lambda p, d: (_p(p, "PAD") * DTYPE_BYTES[d]) % 16 == 0,
     ),
     Constraint(
-        "A_T is 0, 1 or 2; VECTOR, ASYNC and SWIZZLE 0 or 1; COPY_SPREAD ≥ 0",
+        "A_T and OUTER_ORDER are 0, 1 or 2; VECTOR, ASYNC and SWIZZLE 0 or 1; COPY_SPREAD ≥ 0",
         lambda p, d: _p(p, "A_T") in (0, 1, 2) and all(_p(p, n) in (0, 1) for n in ("VECTOR", "ASYNC", "SWIZZLE"))
-        and _p(p, "COPY_SPREAD") >= 0,
+        and _p(p, "COPY_SPREAD") >= 0 and int(p.get("OUTER_ORDER", 0)) in (0, 1, 2),
     ),
     Constraint("STAGES 1 or 2 without cp.async (ASYNC=0), 2 to 4 with it", lambda p, d: _stages_fit_pipeline(p)),
     Constraint(
@@ -265,6 +267,8 @@ FAMILY = Family(
                   "the fragments across steps and slices and issues the next slice's copies at n evenly spaced steps",
                   (0,)),
         Parameter("SWIZZLE", "1: lanes laid 2×2 so that pairs of lanes read each fragment together", (0,)),
+        Parameter("OUTER_ORDER", "order of a step's multiply-adds: 0 row by row, 1 rows serpentine (odd rows "
+                  "backwards), 2 columns serpentine; the serpentines let each turn reuse an operand", (0,)),
     ),
     block=lambda p: (threads(p), 1, 1),
     grid=lambda p, pr: (ceil_div(pr.N, _p(p, "BN")), ceil_div(pr.M, _p(p, "BM")), 1),
