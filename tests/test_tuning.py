@@ -150,17 +150,22 @@ def test_an_interrupted_run_continues_without_measuring_twice_or_losing_anything
     assert len(resumed.baselines) == 2  # the first problem's was measured before the interruption
 
 
-def test_a_trial_left_running_by_a_dead_process_is_retried(tmp_path):
-    out = tmp_path / "run"
+def _leave_running(out):
+    """A swept run folder whose first study holds one more trial, asked for valid[10] and left RUNNING."""
     sweep(out, trials=3)
-    experiment = load_experiment(FERMI)
-    space = study_spaces(experiment)[0]
+    space = study_spaces(load_experiment(FERMI))[0]
     storage = open_storage(f"sqlite:///{out / 'study.db'}")
     study = optuna.load_study(study_name=space.name, storage=storage)
-    left = space.valid[10]
-    study.enqueue_trial(space.params(left))
-    dead = study.ask()
-    space.suggest(dead)
+    config = space.valid[10]
+    study.enqueue_trial(space.params(config))
+    trial = study.ask()
+    space.suggest(trial)
+    return space, config, trial, storage
+
+
+def test_a_trial_left_running_by_a_dead_process_is_retried(tmp_path):
+    out = tmp_path / "run"
+    space, left, dead, storage = _leave_running(out)
     storage.engine.dispose()
 
     backend = ScriptedBackend()
@@ -174,14 +179,7 @@ def test_a_trial_left_running_by_a_dead_process_is_retried(tmp_path):
 
 def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
     out = tmp_path / "run"
-    sweep(out, trials=3)
-    space = study_spaces(load_experiment(FERMI))[0]
-    storage = open_storage(f"sqlite:///{out / 'study.db'}")
-    study = optuna.load_study(study_name=space.name, storage=storage)
-    measured = space.valid[10]
-    study.enqueue_trial(space.params(measured))
-    trial = study.ask()
-    space.suggest(trial)
+    space, measured, trial, storage = _leave_running(out)
     record = results.Record("fermi_like", space.name, "grid", trial.number, measured, scripted_outcome(measured),
                             metadata_id(ENVIRONMENT), 1.0, "2000-01-01T00:00:01+00:00", 0.5)
     trial.set_user_attr(RECORD_ATTR, record.attrs())
