@@ -649,8 +649,8 @@ def test_top_configurations_show_the_register_tile_shared_memory_intensity():
 
     params = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "WARP_N": 4, "A_T": 1, "PAD": 4, "VECTOR": 1,
               "ASYNC": 1, "STAGES": 2, "UNROLL": 32, "MIN_BLOCKS": 1}
-    row = pd.Series({"M": 4096, "N": 4096, "K": 4096, "family": "regblock", "dtype": "float32", "params": params,
-                     "intensity": 31.5})
+    row = pd.Series({"M": 4096, "N": 4096, "K": 4096, "family": "regblock", "dtype": "float32", "intensity": 31.5,
+                     **{f"p_{k}": v for k, v in params.items()}})
     assert intensities_text(row) == "global 31.5 · shared 2 · block 32"
     cublas = pd.Series({"M": 8, "N": 8, "K": 8, "family": "cublas", "dtype": "float32", "params": {},
                         "intensity": 1.0})

@@ -46,6 +46,7 @@ so the whole table can be rebuilt from the Optuna storage.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,7 @@ from typing import Any
 
 import pandas as pd
 
-from tuner.config import DTYPE_BYTES, Config, Problem
+from tuner.config import DTYPE_BYTES, Config, ParamValue, Problem
 from tuner.family import get_family
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import cost
@@ -139,11 +140,32 @@ def config_from_dict(data: Mapping[str, Any]) -> Config:
     return Config.make(Problem(data["M"], data["N"], data["K"]), data["family"], data["dtype"], data["params"])
 
 
+def _param_value(value: Any) -> ParamValue | None:
+    """A parameter cell as the family declares it: int (a CSV or float column may hold 16.0) or text."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, str):
+        return value
+    number = float(value)
+    if math.isnan(number):
+        return None
+    return int(number) if number.is_integer() else value
+
+
+def row_params(row: Mapping[str, Any]) -> dict[str, ParamValue]:
+    """The parameters of one row: its ``p_`` columns that hold a value, without the prefix."""
+    params = {}
+    for column, cell in row.items():
+        value = _param_value(cell) if str(column).startswith("p_") else None
+        if value is not None:
+            params[str(column)[2:]] = value
+    return params
+
+
 def config_of_row(row: Mapping[str, Any]) -> Config:
-    """The configuration a results row describes (its ``p_`` columns that hold a value are its parameters)."""
-    params = {k.removeprefix("p_"): int(v) for k, v in row.items() if k.startswith("p_") and not pd.isna(v)}
+    """The configuration a results row describes."""
     problem = Problem(int(row["M"]), int(row["N"]), int(row["K"]))
-    return Config.make(problem, str(row["family"]), str(row["dtype"]), params)
+    return Config.make(problem, str(row["family"]), str(row["dtype"]), row_params(row))
 
 
 def baseline_config(problem: Problem, dtype: str) -> Config:

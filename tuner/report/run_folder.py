@@ -17,7 +17,7 @@ import pandas as pd
 import pyarrow
 
 from tuner import results
-from tuner.config import DTYPES, Config, ParamValue, Problem
+from tuner.config import DTYPES
 from tuner.errors import TunerError
 from tuner.experiment import parse_experiment
 from tuner.family import families
@@ -132,28 +132,6 @@ def _positive(value: Any) -> float | None:
     return number if math.isfinite(number) and number > 0 else None
 
 
-def param_value(value: Any) -> ParamValue | None:
-    """A parameter cell as the family declares it: int (parquet stores NaN-able ints as floats) or text."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, str):
-        return value
-    number = float(value)
-    if math.isnan(number):
-        return None
-    return int(number) if number.is_integer() else value
-
-
-def row_params(row: pd.Series, columns: list[str]) -> dict[str, ParamValue]:
-    """The parameters of one row: its non-empty ``p_`` columns, without the prefix."""
-    params = {}
-    for column in columns:
-        value = param_value(row[column])
-        if value is not None:
-            params[column[2:]] = value
-    return params
-
-
 def _machine_models(metadata: dict[str, Any], notes: list[str]) -> tuple[MachineModel, ...]:
     experiment = metadata.get("experiment") or {}
     listed = experiment.get("machine_models")
@@ -184,9 +162,8 @@ def _intensity(row: pd.Series) -> float:
         return float(recorded)
     if row["family"] not in families() or row["dtype"] not in DTYPES:
         return math.nan
-    problem = Problem(int(row["M"]), int(row["N"]), int(row["K"]))
     try:
-        return cost(Config.make(problem, row["family"], row["dtype"], row["params"])).intensity
+        return cost(results.config_of_row(row)).intensity
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return math.nan
 
@@ -215,8 +192,7 @@ def load_run(run_dir: str | Path) -> Run:
     if not metadata:
         notes.append(f"{results.METADATA_JSON} is missing: no device description, ceilings or machine models")
     df = df.reset_index(drop=True)
-    columns = results.param_columns(df)
-    df["params"] = [row_params(row, columns) for _, row in df.iterrows()]
+    df["params"] = [results.row_params(row) for _, row in df.iterrows()]
     for column in ("gflops", "intensity", "bandwidth_gbs", "time_median_ms", "wall_offset_s", "trial", "M", "N", "K"):
         if column in df:
             df[column] = pd.to_numeric(df[column], errors="coerce")

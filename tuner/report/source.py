@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import jinja2
 import pandas as pd
 
-from tuner.config import Config, Problem
+from tuner import results
+from tuner.config import Config
 from tuner.family import families
 from tuner.report.formatting import params_text
 from tuner.report.run_folder import Run
@@ -59,7 +60,7 @@ def best_sources(run: Run) -> list[KernelSource]:
         row = ok.loc[ok["gflops"].idxmax()]
         family, params = str(row["family"]), row["params"]
         identity = (family, dtype, tuple(sorted(params.items())))
-        config = Config.make(Problem(int(row["M"]), int(row["N"]), int(row["K"])), family, dtype, params)
+        config = results.config_of_row(row)
         entry = entries.get(identity)
         if entry is None:
             entry = entries[identity] = _render(run, row, config)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tuner.config import Config, Problem
+from tuner import results
 from tuner.model import cost
 from tuner.report.bounds import class_bounds, fraction
 from tuner.report.formatting import fixed, integer, number, params_text, percent
@@ -56,8 +56,7 @@ def intensities_text(row: pd.Series) -> str:
     shared-memory intensity), in FLOP/B."""
     parts = [f"global {number(row.get('intensity'))}"] if pd.notna(row.get("intensity")) else []
     try:
-        extra = cost(Config.make(Problem(int(row["M"]), int(row["N"]), int(row["K"])), str(row["family"]),
-                                 str(row["dtype"]), row["params"])).extra_intensities
+        extra = cost(results.config_of_row(row)).extra_intensities
     except KeyError:  # a family this checkout no longer has, or its parameters changed
         extra = {}
     parts += [f"{name.removesuffix('_intensity')} {number(value)}" for name, value in extra.items()]
