@@ -50,6 +50,7 @@ def best_configs(run_dir: Path) -> tuple[list[Config], CompileSettings]:
 def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, Any]:
     """Alternate kernel and cuBLAS (each round swaps who goes first) and summarise the rounds."""
     kernel_rates, cublas_rates, ratios, errors = [], [], [], []
+    clocks: dict[str, list[float]] = {"kernel": [], "cublas": []}
     for round_ in range(rounds):
         order = ("kernel", "cublas") if round_ % 2 == 0 else ("cublas", "kernel")
         measured = {}
@@ -58,6 +59,8 @@ def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, An
             if tflops(config.problem, result) is None:
                 return {"config": config.key, "status": f"{who}: {result.status.value}", "reason": result.reason}
             measured[who] = result
+            if result.timing and result.timing.sm_clock_mhz_after:
+                clocks[who].append(result.timing.sm_clock_mhz_after)
         kernel_rates.append(tflops(config.problem, measured["kernel"]))
         cublas_rates.append(tflops(config.problem, measured["cublas"]))
         ratios.append(kernel_rates[-1] / cublas_rates[-1])
@@ -69,6 +72,7 @@ def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, An
         "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
         "rounds": {"kernel_tflops": kernel_rates, "cublas_tflops": cublas_rates, "ratio": ratios},
         "verify_error": max(errors),
+        "sm_clock_mhz": {who: statistics.median(v) if v else None for who, v in clocks.items()},
     }
 
 
@@ -81,7 +85,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds
         f"method: {env['measure']['method']}",
         "",
         f"{'problem':<16}{'dtype':<9}{'kernel TFLOP/s':>15}{'cuBLAS TFLOP/s':>16}{'ratio':>8}{'range':>14}"
-        f"{'% FMA ceiling':>15}  configuration",
+        f"{'% FMA ceiling':>15}{'SM MHz':>12}  configuration",
     ]
     for r in rows:
         if r["status"] != "ok":
@@ -90,8 +94,9 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds
         ceiling = measured.get(f"{r['dtype']}_gflops")
         share = f"{100 * r['kernel_tflops'] * 1e3 / ceiling:.1f}" if ceiling else "—"
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        mhz = "/".join(f"{c:.0f}" if c else "—" for c in r["sm_clock_mhz"].values())
         lines.append(f"{r['problem']:<16}{r['dtype']:<9}{r['kernel_tflops']:>15.2f}{r['cublas_tflops']:>16.2f}"
-                     f"{r['ratio']:>8.3f}{r['ratio_min']:>7.3f}–{r['ratio_max']:<6.3f}{share:>15}  "
+                     f"{r['ratio']:>8.3f}{r['ratio_min']:>7.3f}–{r['ratio_max']:<6.3f}{share:>15}{mhz:>12}  "
                      f"{r['family']} {params}")
     lines += [
         "",
@@ -100,6 +105,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds
         + ", ".join(f"{d} {measured[f'{d}_gflops'] / 1e3:.2f} TFLOP/s" for d in ("float32", "float64")
                     if measured.get(f"{d}_gflops")),
         "cuBLAS float64 (DGEMM) runs on the FP64 tensor cores of sm_90, which the multiply-add ceiling does not count",
+        "SM MHz = the SM clock NVML reported after the kernel's / cuBLAS's samples (medians of the rounds)",
         f"metadata_id {metadata_id(env)}",
     ]
     return "\n".join(lines)

@@ -17,18 +17,23 @@ fragments alternate between two register sets (COPY_SPREAD), the unroll of the k
 compiler must make room for, and the order of a step's multiply-adds (OUTER_ORDER): row by row, or serpentine,
 so that consecutive ones share an operand across each turn as well and the operand reuse cache rather than the
 register file serves it.
+
+The schedule (SCHEDULE) either launches one block per tile, or one block per SM slot that the kernel's
+resources allow (MIN_BLOCKS per SM), each walking tiles in steps of the grid; the last full wave and the
+partial wave after it are then cut into equal runs of k-slices (stream-K), so that no SM idles through a
+partial last wave, at the price of one tile's partial sums per block passing through C.
 """
 
 from collections.abc import Callable
 
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.family import Constraint, Family, Parameter, Params, ceil_div
+from tuner.occupancy import SHARED_RESERVED_PER_BLOCK
 
 REGISTERS_PER_SM = 65536
 MAX_REGISTERS_PER_THREAD = 255
 MAX_THREADS_PER_SM = 2048
 SHARED_PER_SM = 228 * 1024
-SHARED_RESERVED_PER_BLOCK = 1024  # the runtime keeps 1 KB of each block's shared memory for itself
 REGISTERS_BESIDE_TILE = 40
 
 
@@ -180,6 +185,12 @@ def _spread_fits(params: Params, dtype: str) -> bool:
             and BK % a_steps == 0 and BK // a_steps % 2 == 0)
 
 
+def grid(params: Params, problem: Problem) -> tuple[int, int, int]:
+    """Block tiles over N and M; with SCHEDULE=1 all of them along x, for the persistent blocks to walk."""
+    along_n, along_m = ceil_div(problem.N, _p(params, "BN")), ceil_div(problem.M, _p(params, "BM"))
+    return (along_n * along_m, 1, 1) if int(params.get("SCHEDULE", 0)) else (along_n, along_m, 1)
+
+
 def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str], bool]:
     """A rule that only speaks once the sizes it divides by are positive (another rule rejects them)."""
     return lambda p, d: not _positive(p) or check(p, d)
@@ -217,9 +228,10 @@ CONSTRAINTS = (
         lambda p, d: (_p(p, "PAD") * DTYPE_BYTES[d]) % 16 == 0,
     ),
     Constraint(
-        "A_T and OUTER_ORDER are 0, 1 or 2; VECTOR, ASYNC and SWIZZLE 0 or 1; COPY_SPREAD ≥ 0",
+        "A_T and OUTER_ORDER are 0, 1 or 2; VECTOR, ASYNC, SWIZZLE and SCHEDULE 0 or 1; COPY_SPREAD ≥ 0",
         lambda p, d: _p(p, "A_T") in (0, 1, 2) and all(_p(p, n) in (0, 1) for n in ("VECTOR", "ASYNC", "SWIZZLE"))
-        and _p(p, "COPY_SPREAD") >= 0 and int(p.get("OUTER_ORDER", 0)) in (0, 1, 2),
+        and _p(p, "COPY_SPREAD") >= 0 and int(p.get("OUTER_ORDER", 0)) in (0, 1, 2)
+        and int(p.get("SCHEDULE", 0)) in (0, 1),
     ),
     Constraint("STAGES 1 or 2 without cp.async (ASYNC=0), 2 to 4 with it", lambda p, d: _stages_fit_pipeline(p)),
     Constraint(
@@ -269,9 +281,12 @@ FAMILY = Family(
         Parameter("SWIZZLE", "1: lanes laid 2×2 so that pairs of lanes read each fragment together", (0,)),
         Parameter("OUTER_ORDER", "order of a step's multiply-adds: 0 row by row, 1 rows serpentine (odd rows "
                   "backwards), 2 columns serpentine; the serpentines let each turn reuse an operand", (0,)),
+        Parameter("SCHEDULE", "0: one block per tile; 1: MIN_BLOCKS persistent blocks per SM, whole waves of "
+                  "tiles then the last two waves split evenly by k-slices (stream-K)", (0, 1)),
     ),
     block=lambda p: (threads(p), 1, 1),
-    grid=lambda p, pr: (ceil_div(pr.N, _p(p, "BN")), ceil_div(pr.M, _p(p, "BM")), 1),
+    grid=grid,
+    resident_blocks=lambda p: _p(p, "MIN_BLOCKS") if int(p.get("SCHEDULE", 0)) else 0,
     shared_bytes=shared_bytes,
     global_bytes=global_bytes,
     constraints=CONSTRAINTS,

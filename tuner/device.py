@@ -151,6 +151,9 @@ def describe() -> dict[str, Any]:
         "shared_per_sm_bytes": get("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
         "registers_per_block": get("MAX_REGISTERS_PER_BLOCK"),
         "max_threads_per_block": get("MAX_THREADS_PER_BLOCK"),
+        "threads_per_sm": get("MAX_THREADS_PER_MULTIPROCESSOR"),
+        "registers_per_sm": get("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+        "blocks_per_sm": get("MAX_BLOCKS_PER_MULTIPROCESSOR"),
         "max_grid": [get("MAX_GRID_DIM_X"), get("MAX_GRID_DIM_Y"), get("MAX_GRID_DIM_Z")],
     }
     if handle is not None:

@@ -57,6 +57,9 @@ class Family:
     """True when the family's shared memory is allocated dynamically (and may opt in past 48 KB)."""
     extra_intensities: Callable[[Params, int], dict[str, float]] = field(default=lambda params, size: {})
     """Further analytical ratios the reports show (e.g. a register tile's shared-memory intensity)."""
+    resident_blocks: Callable[[Params], int] = field(default=lambda params: 0)
+    """Blocks per SM of a persistent schedule, which launches only as many blocks as the SMs hold at once
+    and lets them walk the cells of ``grid``; 0 launches one block per cell."""
 
     @property
     def template_file(self) -> str:

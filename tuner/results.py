@@ -55,9 +55,9 @@ from typing import Any
 import pandas as pd
 
 from tuner.config import DTYPE_BYTES, Config, ParamValue, Problem
-from tuner.family import get_family
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import cost
+from tuner.templates import launch
 
 BASE_COLUMNS: tuple[str, ...] = (
     "experiment", "study", "sampler", "trial", "wall_offset_s", "measured_at", "metadata_id", "config_key",
@@ -180,12 +180,11 @@ def gflops_of(config: Config, measurement: Measurement) -> float | None:
     return config.problem.flops / (measurement.timing.median_ms * 1e-3) / 1e9
 
 
-def _geometry(config: Config) -> tuple[str | None, str | None]:
+def _geometry(config: Config, multiprocessors: int | None) -> tuple[str | None, str | None]:
     if config.family == BASELINE_FAMILY:
         return None, None
-    family = get_family(config.family)
-    params = config.param_dict
-    return "×".join(map(str, family.block(params))), "×".join(map(str, family.grid(params, config.problem)))
+    geometry = launch(config)
+    return "×".join(map(str, geometry.block)), "×".join(map(str, geometry.grid_on(multiprocessors)))
 
 
 def _bytes_model(config: Config) -> int:
@@ -210,7 +209,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
     gflops = gflops_of(config, m)
     bandwidth = bytes_model / (timing.median_ms * 1e-3) / 1e9 if gflops is not None else None
     measured = ((environment or {}).get("peaks") or {}).get("measured") or {}
-    block, grid = _geometry(config)
+    block, grid = _geometry(config, ((environment or {}).get("device") or {}).get("multiprocessors"))
     spills = (resources.spill_store_bytes, resources.spill_load_bytes)
     data: dict[str, Any] = {
         "experiment": record.experiment,

@@ -21,7 +21,18 @@ class Launch:
     kernel_name: str
     block: Dim3
     grid: Dim3
+    """The family's grid; a persistent launch has fewer blocks, which walk its cells (see ``grid_on``)."""
     dynamic_shared_bytes: int
+    resident_blocks_per_sm: int = 0
+    """Blocks per SM of a persistent launch; 0 launches one block per cell of ``grid``."""
+
+    def grid_on(self, multiprocessors: int | None) -> Dim3:
+        """The grid launched on a GPU with this many SMs: ``grid`` itself, or for a persistent launch as many
+        blocks along x as the SMs hold at once, at most one per cell. Unknown SMs leave ``grid`` as it is."""
+        if not self.resident_blocks_per_sm or not multiprocessors:
+            return self.grid
+        cells = self.grid[0] * self.grid[1] * self.grid[2]
+        return (min(cells, multiprocessors * self.resident_blocks_per_sm), 1, 1)
 
 
 @cache
@@ -65,4 +76,5 @@ def launch(config: Config) -> Launch:
     family = get_family(config.family)
     params = config.param_dict
     dynamic = family.shared_bytes(params, config.element_bytes) if family.dynamic_shared else 0
-    return Launch(family.kernel_name, family.block(params), family.grid(params, config.problem), dynamic)
+    return Launch(family.kernel_name, family.block(params), family.grid(params, config.problem), dynamic,
+                  family.resident_blocks(params))

@@ -37,11 +37,16 @@ CONFIGS = [
     for params in small_parameter_sets(name, dtype)
     for problem in PROBLEMS
 ]
-# The register-blocked family's fastest configurations, also where no tile divides the edges, where K or N rule out
-# 128-bit accesses and past 4096 in every dimension.
+# The register-blocked family's fastest configurations on both schedules, also where no tile divides the edges,
+# where K or N rule out 128-bit accesses and past 4096 in every dimension; on persistent blocks (SCHEDULE=1) besides:
+# one wave of 128×128 tiles on 132 SMs exactly, a wave and 12 tiles (all split by slices), two waves and 8 tiles (a
+# whole wave, then the split), and a single slice of K. The shapes above have fewer tiles than blocks.
 REGBLOCK_PROBLEMS = (*PROBLEMS, Problem(1000, 777, 333), Problem(129, 131, 17), Problem(4097, 4095, 4093))
-CONFIGS += [Config.make(problem, "regblock", dtype, params) for dtype, params in REGBLOCK_BEST
-            for problem in REGBLOCK_PROBLEMS]
+PERSISTENT_PROBLEMS = (Problem(1536, 1408, 1000), Problem(1536, 1536, 999), Problem(2176, 2048, 515),
+                       Problem(2048, 2048, 7))
+CONFIGS += [Config.make(problem, "regblock", dtype, {**params, "SCHEDULE": schedule})
+            for dtype, params in REGBLOCK_BEST for schedule in (0, 1)
+            for problem in REGBLOCK_PROBLEMS + (PERSISTENT_PROBLEMS if schedule else ())]
 
 
 @pytest.fixture(scope="module")

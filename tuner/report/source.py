@@ -64,7 +64,8 @@ def best_sources(run: Run) -> list[KernelSource]:
         entry = entries.get(identity)
         if entry is None:
             entry = entries[identity] = _render(run, row, config)
-        geometry = _geometry(config, entry)
+        device = run.environment(ok[ok["config_key"] == row["config_key"]]).get("device") or {}
+        geometry = _geometry(config, entry, device.get("multiprocessors"))
         block = _recorded(row, "block", geometry[0] if geometry else ())
         grid = _recorded(row, "grid", geometry[1] if geometry else ())
         if geometry and (_dims(block), _dims(grid)) != geometry[:2]:
@@ -74,7 +75,8 @@ def best_sources(run: Run) -> list[KernelSource]:
     return list(entries.values())
 
 
-def _geometry(config: Config, entry: KernelSource) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+def _geometry(config: Config, entry: KernelSource,
+              multiprocessors: int | None) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
     if config.family not in families():
         return None
     try:
@@ -82,7 +84,7 @@ def _geometry(config: Config, entry: KernelSource) -> tuple[tuple[int, ...], tup
     except (KeyError, TypeError, ValueError) as exc:
         entry.notes.append(f"the launch geometry could not be computed ({exc})")
         return None
-    return tuple(geometry.block), tuple(geometry.grid), geometry.dynamic_shared_bytes
+    return tuple(geometry.block), tuple(geometry.grid_on(multiprocessors)), geometry.dynamic_shared_bytes
 
 
 def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
