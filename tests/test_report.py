@@ -380,6 +380,11 @@ def test_naive_heatmap_and_tile_bars(run_folder, written):
     heights = [p.get_height() for c in ax.containers for p in c]
     tiled_best = run.ok[run.ok["family"] == "tiled"].groupby(["problem", "p_TILE_WIDTH"])["gflops"].max()
     assert sorted(h for h in heights if h > 0) == pytest.approx(sorted(tiled_best))
+    # One legend for the figure, naming each problem once, beside the panels rather than over their bars.
+    assert all(ax.get_legend() is None for ax in bars.axes)
+    assert len(bars.legends) == 1
+    problems = set(tiled_best.index.get_level_values(0))
+    assert sorted(t.get_text() for t in bars.legends[0].get_texts()) == sorted(problems)
 
 
 def test_failed_cells_name_their_status(fixture_folder):

@@ -95,7 +95,10 @@ def _bars(ax: Axes, slices: list[tuple[str, pd.DataFrame]], name: str, dtype_lab
     ax.set_ylim(0, top * 1.25 if top > 0 else 1)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+
+
+def _title(fig: Figure, run: Run, family: str, dtype_label: str) -> None:
+    fig.suptitle(f"Best {dtype_label} per parameter value: {family} ({run.experiment_name})", fontsize=12)
 
 
 def parameter_figure(run: Run, family: str) -> Figure:
@@ -109,6 +112,7 @@ def parameter_figure(run: Run, family: str) -> Figure:
         columns = min(3, len(slices))
         lines = math.ceil(len(slices) / columns)
         fig = Figure(figsize=(4.2 * columns + 0.8, 3.6 * lines + 0.7), layout="constrained")
+        _title(fig, run, family, dtype_label)
         axes = fig.subplots(lines, columns, squeeze=False).ravel()
         for ax, (dtype, problem) in zip(axes, slices, strict=False):
             cell_rows = rows[(rows["dtype"] == dtype) & (rows["problem"] == problem)]
@@ -122,16 +126,19 @@ def parameter_figure(run: Run, family: str) -> Figure:
         lines = math.ceil(len(varying) / columns)
         width = min(14.0, max(6.0, 1.5 + 0.9 * len(slices) * max(len(_values(rows, n)) for n in varying)))
         fig = Figure(figsize=(width if columns == 1 else 12.0, 0.9 + 3.3 * lines), layout="constrained")
+        _title(fig, run, family, dtype_label)
         axes = fig.subplots(lines, columns, squeeze=False).ravel()
         labelled = [(f"{p}, {d}" if len(dtypes) > 1 else p,
                      rows[(rows["dtype"] == d) & (rows["problem"] == p)]) for d, p in slices]
         for ax, name in zip(axes, varying, strict=False):
             _bars(ax, labelled, name, dtype_label)
+        # One legend for all panels, beside them, where it covers no bar.
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", fontsize=8)
         for ax in axes[len(varying):]:
             ax.set_axis_off()
         if fixed:
             fig.supxlabel("the same in every evaluation: " + ", ".join(fixed), fontsize=8, color="#555555")
-    fig.suptitle(f"Best {dtype_label} per parameter value: {family} ({run.experiment_name})", fontsize=12)
     return fig
 
 
