@@ -32,6 +32,7 @@ from tuner.device import FMA_BLOCKS_PER_SM, FMA_CHAINS, FMA_THREADS, KERNEL_DIR 
 from tuner.errors import TunerError  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
 from tuner.templates import launch, render  # noqa: E402
+from tuner.verify import tolerance  # noqa: E402
 
 OUTER_PRODUCTS = r"""
 // acc[m][n] += a[m] * b[n] over an 8×8 register tile, odd rows backwards (consecutive multiply-adds share an
@@ -114,7 +115,7 @@ def _gemm_config(run_dir: Path) -> Config:
     return max(configs, key=lambda c: c.problem.flops)
 
 
-def measure(run_dir: Path, seconds: float, env: dict[str, Any]) -> list[dict[str, Any]]:
+def measure(config: Config, seconds: float, env: dict[str, Any]) -> list[dict[str, Any]]:
     import cupy as cp
     import pynvml
 
@@ -122,7 +123,6 @@ def measure(run_dir: Path, seconds: float, env: dict[str, Any]) -> list[dict[str
     pynvml.nvmlInit()
     nvml = pynvml.nvmlDeviceGetHandleByPciBusId(device["pci_bus_id"])
     arch, sms = device["arch"], device["multiprocessors"]
-    config = _gemm_config(run_dir)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         fma_source = f"typedef double real_t;\n#define CHAINS {FMA_CHAINS}\n" + (KERNEL_DIR / "fma.cu").read_text()
@@ -155,9 +155,10 @@ def measure(run_dir: Path, seconds: float, env: dict[str, Any]) -> list[dict[str
                              lambda: gemm(grid, geometry.block, (A, B, C, *sizes),
                                           shared_mem=geometry.dynamic_shared_bytes),
                              p.flops, seconds, nvml))
-        error = float(cp.abs(C - A @ B).max() / cp.abs(A @ B).max())
-        if error > 1e-12:
-            raise TunerError(f"the tuned GEMM disagrees with cuBLAS by {error:.1e} (relative to the largest element)")
+        reference = A @ B
+        error = float(cp.linalg.norm(C - reference) / cp.linalg.norm(reference))
+        if not error <= tolerance(config.dtype, p.K):
+            raise TunerError(f"the tuned GEMM disagrees with cuBLAS: ‖C − ref‖/‖ref‖ = {error:.1e}")
         rows.append(_sustain(f"cuBLAS DGEMM {p.label} (FP64 tensor cores)", lambda: cp.matmul(A, B, out=C),
                              p.flops, seconds, nvml))
     return rows
@@ -185,10 +186,10 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, second
 
 
 def run(run_dir: Path, seconds: float, out: Path) -> Path:
-    _gemm_config(run_dir)  # fail before starting the GPU when the run has no float64 result
+    config = _gemm_config(run_dir)  # before starting the GPU: the run may have no float64 result
     with PycudaBackend() as backend:
         env = backend.metadata()
-    rows = measure(run_dir, seconds, env)
+    rows = measure(config, seconds, env)
     text = table(rows, env, run_dir, seconds)
     print(text)
     return write(out, "power_limit", env, text, {"run": str(run_dir), "seconds": seconds, "rows": rows,
@@ -205,4 +206,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -185,10 +185,15 @@ def _spread_fits(params: Params, dtype: str) -> bool:
             and BK % a_steps == 0 and BK // a_steps % 2 == 0)
 
 
+def persistent(params: Params) -> bool:
+    """SCHEDULE=1; configurations recorded before SCHEDULE existed ran one block per tile."""
+    return int(params.get("SCHEDULE", 0)) == 1
+
+
 def grid(params: Params, problem: Problem) -> tuple[int, int, int]:
     """Block tiles over N and M; with SCHEDULE=1 all of them along x, for the persistent blocks to walk."""
     along_n, along_m = ceil_div(problem.N, _p(params, "BN")), ceil_div(problem.M, _p(params, "BM"))
-    return (along_n * along_m, 1, 1) if int(params.get("SCHEDULE", 0)) else (along_n, along_m, 1)
+    return (along_n * along_m, 1, 1) if persistent(params) else (along_n, along_m, 1)
 
 
 def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str], bool]:
@@ -286,7 +291,7 @@ FAMILY = Family(
     ),
     block=lambda p: (threads(p), 1, 1),
     grid=grid,
-    resident_blocks=lambda p: _p(p, "MIN_BLOCKS") if int(p.get("SCHEDULE", 0)) else 0,
+    resident_blocks=lambda p: _p(p, "MIN_BLOCKS") if persistent(p) else 0,
     shared_bytes=shared_bytes,
     global_bytes=global_bytes,
     constraints=CONSTRAINTS,

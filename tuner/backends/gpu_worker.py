@@ -22,6 +22,7 @@ import numpy as np
 
 from tuner.config import Config, Problem
 from tuner.experiment import CompileSettings, MeasureSettings
+from tuner.family import Dim3
 from tuner.measurement import Measurement, Resources, Status
 from tuner.occupancy import blocks_per_sm
 from tuner.templates import Launch
@@ -113,14 +114,13 @@ class GpuWorker:
         resources = Resources(registers=func.get_attribute(attribute.NUM_REGS),
                               shared_bytes=static_shared + launch.dynamic_shared_bytes,
                               local_bytes=func.get_attribute(attribute.LOCAL_SIZE_BYTES))
-        refusal = self._launch_limits(func, launch, resources)
+        grid = launch.grid_on(self.device["multiprocessors"])
+        refusal = self._launch_limits(func, launch, grid, resources)
         if refusal:
             return Measurement(Status.INVALID, refusal, resources=resources)
         func.prepare("PPPiii")
         p = config.problem
         args = (int(ws.a), int(ws.b), int(ws.c), np.int32(p.M), np.int32(p.N), np.int32(p.K))
-
-        grid = launch.grid_on(self.device["multiprocessors"])
 
         def run() -> None:
             try:
@@ -164,8 +164,8 @@ class GpuWorker:
             self.workspace.free()
             self.workspace = None
 
-    def _launch_limits(self, func: Any, launch: Launch, resources: Resources) -> str | None:
-        """Why this launch cannot run on this device with this compiled kernel, or None when it can."""
+    def _launch_limits(self, func: Any, launch: Launch, grid: Dim3, resources: Resources) -> str | None:
+        """Why this launch (on ``grid``) cannot run on this device with this compiled kernel, or None when it can."""
         d = self.device
         threads = launch.block[0] * launch.block[1] * launch.block[2]
         if threads > d["max_threads_per_block"]:
@@ -174,7 +174,7 @@ class GpuWorker:
         if threads > most:
             return (f"too many resources requested for launch: the kernel uses {resources.registers} registers "
                     f"per thread, so at most {most} threads per block can launch; the block has {threads}")
-        for axis, size, limit in zip("xyz", launch.grid_on(d["multiprocessors"]), d["max_grid"], strict=True):
+        for axis, size, limit in zip("xyz", grid, d["max_grid"], strict=True):
             if limit and size > limit:
                 return f"grid {axis} = {size} exceeds the device's limit of {limit} blocks"
         if launch.resident_blocks_per_sm:
@@ -212,7 +212,7 @@ class GpuWorker:
                     return Measurement(Status.WRONG, f"right on its first launch, wrong after {timing.count} timed "
                                                      f"launches: {verdict.reason}", error=verdict.error,
                                        resources=resources)
-                error = max(error, verdict.error) if error is not None and verdict.error is not None else error
+                error = max(error or 0.0, verdict.error or 0.0)   # an ok verdict carries its error
         except LaunchRejected as exc:
             return Measurement(Status.INVALID, str(exc), resources=resources)
         except self.cuda.Error as exc:
