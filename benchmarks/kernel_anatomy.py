@@ -187,18 +187,32 @@ def number(metrics: dict[str, tuple[str, str]], name: str) -> float | None:
         return None
 
 
-def scaled(metrics: dict[str, tuple[str, str]], name: str, to: str) -> float | None:
-    """A metric in the unit ``to`` (bytes, seconds, Hz), whatever prefix ncu chose for it."""
-    value = number(metrics, name)
-    if value is None:
-        return None
-    unit = metrics[name][1]
-    prefixes = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "u": 1e-6, "n": 1e-9,
-                "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
-    for base in (to, to.rstrip("s")):
-        if unit.endswith(base) and unit[: len(unit) - len(base)] in prefixes:
-            return value * prefixes[unit[: len(unit) - len(base)]]
+PREFIXES = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+BASE_UNITS = {"second": ("second", "s"), "hertz": ("hz", "Hz", "cycle/second", "cycle/s"), "byte": ("byte", "B")}
+
+
+def _factor(unit: str, bases: tuple[str, ...]) -> float | None:
+    for base in bases:
+        if "/" in base and "/" in unit:
+            top, bottom = unit.split("/", 1)
+            per = _factor(bottom, (base.split("/", 1)[1],))
+            return None if top != base.split("/", 1)[0] or not per else 1 / per
+        if unit.endswith(base) and unit[: len(unit) - len(base)] in PREFIXES:
+            return PREFIXES[unit[: len(unit) - len(base)]]
     return None
+
+
+def scaled(metrics: dict[str, tuple[str, str]], name: str, to: str) -> float | None:
+    """A metric in seconds, hertz or bytes (``to``), whatever prefix ncu chose for it (``msecond``,
+    ``Ghz``, ``cycle/nsecond``, ``Mbyte``); None where the report lacks it or has another unit."""
+    value = number(metrics, name)
+    factor = _factor(metrics[name][1], BASE_UNITS[to]) if value is not None else None
+    return None if factor is None else value * factor
+
+
+def first_of(metrics: dict[str, tuple[str, str]], *names: str) -> float | None:
+    """The first of several names for a figure that the report has (names differ between ncu versions)."""
+    return next((v for n in names if (v := number(metrics, n)) is not None), None)
 
 
 def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dict[str, Any]:
@@ -207,19 +221,21 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
     conflicts = sum(number(metrics, f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum") or 0
                     for op in ("ld", "st"))
     wavefronts = number(metrics, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
-    requests = number(metrics, "smsp__inst_executed_op_shared_ld.sum")
+    requests = first_of(metrics, "smsp__sass_inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_ld.sum")
     stalls = {name[len(STALL_PREFIX):-len(STALL_SUFFIX)]: number(metrics, name) or 0.0
               for name in metrics if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX)}
     family = get_family(config.family)
     model_bytes = family.global_bytes(config.param_dict, config.problem, DTYPE_BYTES[config.dtype])
-    l2_to_sm = scaled(metrics, "lts__t_sectors_srcunit_tex_op_read.sum", "sector")
+    l2_to_sm = number(metrics, "lts__t_sectors_srcunit_tex_op_read.sum")
+    dram = [scaled(metrics, f"dram__bytes_{op}.sum", "byte") for op in ("read", "write")]
     return {
         "duration_ms": seconds * 1e3 if seconds else None,
         "tflops": config.problem.flops / seconds / 1e12 if seconds else None,
         "sm_clock_mhz": (scaled(metrics, "sm__cycles_elapsed.avg.per_second", "hertz") or 0) / 1e6 or None,
         "fma_pipe_busy_pct": number(metrics, f"sm__pipe_{'fp64' if config.dtype == 'float64' else 'fma'}"
                                              "_cycles_active.avg.pct_of_peak_sustained_active"),
-        "issue_active_pct": number(metrics, "sm__inst_issued.avg.pct_of_peak_sustained_active"),
+        "issue_active_pct": first_of(metrics, "sm__inst_issued.avg.pct_of_peak_sustained_active",
+                                     "smsp__issue_active.avg.pct_of_peak_sustained_active"),
         "achieved_occupancy_pct": number(metrics, "sm__warps_active.avg.pct_of_peak_sustained_active"),
         "theoretical_occupancy_pct": number(metrics, "sm__maximum_warps_per_active_cycle_pct"),
         "registers": number(metrics, "launch__registers_per_thread"),
@@ -229,7 +245,7 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
         + (scaled(metrics, "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", "byte") or 0),
         "l2_to_sm_bytes": l2_to_sm * 32 if l2_to_sm is not None else None,
         "model_global_bytes": model_bytes,
-        "dram_bytes": scaled(metrics, "dram__bytes.sum", "byte"),
+        "dram_bytes": sum(dram) if None not in dram else scaled(metrics, "dram__bytes.sum", "byte"),
         "stalls": dict(sorted(stalls.items(), key=lambda kv: -kv[1])[:5]),
     }
 
@@ -319,7 +335,7 @@ def describe(row: dict[str, Any]) -> list[str]:
     c = row.get("counters")
     if c:
         stalls = ", ".join(f"{name} {value:.2f}" for name, value in c["stalls"].items())
-        l2 = c["l2_to_sm_bytes"]
+        l2, dram = c["l2_to_sm_bytes"], c["dram_bytes"]
         lines += [
             f"  counters: {_fmt(c['duration_ms'], '.3f')} ms = {_fmt(c['tflops'], '.2f')} TFLOP/s at "
             f"{_fmt(c['sm_clock_mhz'], '.0f')} MHz; {fma} pipe busy {_fmt(c['fma_pipe_busy_pct'])}% of active "
@@ -329,7 +345,7 @@ def describe(row: dict[str, Any]) -> list[str]:
             f"{_fmt(c['shared_wavefronts_per_load'], '.2f')} wavefronts per load instruction; local memory "
             f"{c['local_bytes']:.0f} B",
             f"    traffic: L2→SM {_fmt(l2 / 1e9 if l2 else None, '.2f')} GB (block-tile model "
-            f"{c['model_global_bytes'] / 1e9:.2f} GB), DRAM {_fmt((c['dram_bytes'] or 0) / 1e9, '.2f')} GB",
+            f"{c['model_global_bytes'] / 1e9:.2f} GB), DRAM {_fmt(dram / 1e9 if dram else None, '.2f')} GB",
             f"    warp stalls per issued instruction (leading): {stalls or '—'}",
         ]
     return lines
@@ -374,7 +390,9 @@ def run(run_dir: Path, counters: bool, out: Path) -> Path:
             print(f"{config.key}…", file=sys.stderr, flush=True)
             row = anatomy(config, compile_settings)
             if counters:
-                row["counters"] = counters_summary(profile(config, run_dir, Path(folder)), config)
+                metrics = profile(config, run_dir, Path(folder))
+                row["counters"] = counters_summary(metrics, config)
+                row["counters_raw"] = metrics
             rows.append(row)
     text = table(rows, env, run_dir)
     print(text)
