@@ -53,6 +53,7 @@ PROFILED_LAUNCH = 2
 """Launches of the kernel that Nsight Compute lets pass before the one it profiles: verification, a warm-up."""
 HOT_SHARE = 0.25
 """A loop is hot when it holds at least this share of the multiply-adds of the hottest one."""
+CLOCK_METRICS = ("sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second")
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
 
@@ -191,11 +192,12 @@ PREFIXES = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-
 BASE_UNITS = {"second": ("second", "s"), "hertz": ("hz", "Hz", "cycle/second", "cycle/s"), "byte": ("byte", "B")}
 
 
-def _factor(unit: str, bases: tuple[str, ...]) -> float | None:
+def unit_factor(unit: str, bases: tuple[str, ...]) -> float | None:
+    """What a value in ``unit`` is multiplied by to be in the first of ``bases``; None for another unit."""
     for base in bases:
         if "/" in base and "/" in unit:
             top, bottom = unit.split("/", 1)
-            per = _factor(bottom, (base.split("/", 1)[1],))
+            per = unit_factor(bottom, (base.split("/", 1)[1],))
             return None if top != base.split("/", 1)[0] or not per else 1 / per
         if unit.endswith(base) and unit[: len(unit) - len(base)] in PREFIXES:
             return PREFIXES[unit[: len(unit) - len(base)]]
@@ -206,13 +208,20 @@ def scaled(metrics: dict[str, tuple[str, str]], name: str, to: str) -> float | N
     """A metric in seconds, hertz or bytes (``to``), whatever prefix ncu chose for it (``msecond``,
     ``Ghz``, ``cycle/nsecond``, ``Mbyte``); None where the report lacks it or has another unit."""
     value = number(metrics, name)
-    factor = _factor(metrics[name][1], BASE_UNITS[to]) if value is not None else None
+    factor = unit_factor(metrics[name][1], BASE_UNITS[to]) if value is not None else None
     return None if factor is None else value * factor
 
 
 def first_of(metrics: dict[str, tuple[str, str]], *names: str) -> float | None:
     """The first of several names for a figure that the report has (names differ between ncu versions)."""
     return next((v for n in names if (v := number(metrics, n)) is not None), None)
+
+
+def kept(name: str) -> bool:
+    """Whether the record keeps a raw metric: not the per-SM extremes, the shares of elapsed cycles that
+    duplicate those of active ones, or the device's attributes, which the metadata has."""
+    return not (re.search(r"\.(min|max)(\.|$)", name) or name.endswith(".pct_of_peak_sustained_elapsed")
+                or name.startswith("device__attribute"))
 
 
 def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dict[str, Any]:
@@ -224,25 +233,26 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
     requests = first_of(metrics, "smsp__sass_inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_ld.sum")
     stalls = {name[len(STALL_PREFIX):-len(STALL_SUFFIX)]: number(metrics, name) or 0.0
               for name in metrics if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX)}
+    stalls.pop("selected", None)  # the cycle of the issue itself, 1 per instruction
     family = get_family(config.family)
     model_bytes = family.global_bytes(config.param_dict, config.problem, DTYPE_BYTES[config.dtype])
     l2_to_sm = number(metrics, "lts__t_sectors_srcunit_tex_op_read.sum")
+    local = [number(metrics, f"l1tex__t_sectors_pipe_lsu_mem_local_op_{op}.sum") for op in ("ld", "st")]
     dram = [scaled(metrics, f"dram__bytes_{op}.sum", "byte") for op in ("read", "write")]
     return {
         "duration_ms": seconds * 1e3 if seconds else None,
         "tflops": config.problem.flops / seconds / 1e12 if seconds else None,
-        "sm_clock_mhz": (scaled(metrics, "sm__cycles_elapsed.avg.per_second", "hertz") or 0) / 1e6 or None,
+        "sm_clock_mhz": next((hz / 1e6 for n in CLOCK_METRICS if (hz := scaled(metrics, n, "hertz"))), None),
         "fma_pipe_busy_pct": number(metrics, f"sm__pipe_{'fp64' if config.dtype == 'float64' else 'fma'}"
                                              "_cycles_active.avg.pct_of_peak_sustained_active"),
-        "issue_active_pct": first_of(metrics, "sm__inst_issued.avg.pct_of_peak_sustained_active",
-                                     "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+        "issue_active_pct": first_of(metrics, "sm__issue_active.avg.pct_of_peak_sustained_active",
+                                     "sm__issue_active.avg.pct_of_peak_sustained_elapsed"),
         "achieved_occupancy_pct": number(metrics, "sm__warps_active.avg.pct_of_peak_sustained_active"),
         "theoretical_occupancy_pct": number(metrics, "sm__maximum_warps_per_active_cycle_pct"),
         "registers": number(metrics, "launch__registers_per_thread"),
         "shared_bank_conflicts": conflicts,
         "shared_wavefronts_per_load": wavefronts / requests if wavefronts and requests else None,
-        "local_bytes": (scaled(metrics, "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", "byte") or 0)
-        + (scaled(metrics, "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", "byte") or 0),
+        "local_bytes": sum(local) * 32 if None not in local else None,
         "l2_to_sm_bytes": l2_to_sm * 32 if l2_to_sm is not None else None,
         "model_global_bytes": model_bytes,
         "dram_bytes": sum(dram) if None not in dram else scaled(metrics, "dram__bytes.sum", "byte"),
@@ -343,7 +353,7 @@ def describe(row: dict[str, Any]) -> list[str]:
             f"achieved of {_fmt(c['theoretical_occupancy_pct'])}% theoretical",
             f"    shared memory: {c['shared_bank_conflicts']:.0f} bank conflicts, "
             f"{_fmt(c['shared_wavefronts_per_load'], '.2f')} wavefronts per load instruction; local memory "
-            f"{c['local_bytes']:.0f} B",
+            f"{_fmt(c['local_bytes'], '.0f')} B",
             f"    traffic: L2→SM {_fmt(l2 / 1e9 if l2 else None, '.2f')} GB (block-tile model "
             f"{c['model_global_bytes'] / 1e9:.2f} GB), DRAM {_fmt(dram / 1e9 if dram else None, '.2f')} GB",
             f"    warp stalls per issued instruction (leading): {stalls or '—'}",
@@ -392,7 +402,7 @@ def run(run_dir: Path, counters: bool, out: Path) -> Path:
             if counters:
                 metrics = profile(config, run_dir, Path(folder))
                 row["counters"] = counters_summary(metrics, config)
-                row["counters_raw"] = metrics
+                row["counters_raw"] = {name: value for name, value in metrics.items() if kept(name)}
             rows.append(row)
     text = table(rows, env, run_dir)
     print(text)
