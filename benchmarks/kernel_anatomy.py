@@ -39,11 +39,11 @@ from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
 from tuner import results  # noqa: E402
 from tuner.compile import compile_source, find_nvcc  # noqa: E402
-from tuner.config import DTYPE_BYTES, Config  # noqa: E402
+from tuner.config import Config  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.experiment import CompileSettings, MeasureSettings  # noqa: E402
-from tuner.family import get_family  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
+from tuner.model import cost  # noqa: E402
 from tuner.templates import launch, render  # noqa: E402
 
 FMA_OPCODE = {"float32": "FFMA", "float64": "DFMA", "int32": "IMAD"}
@@ -195,11 +195,13 @@ BASE_UNITS = {"second": ("second", "s"), "hertz": ("hz", "Hz", "cycle/second", "
 def unit_factor(unit: str, bases: tuple[str, ...]) -> float | None:
     """What a value in ``unit`` is multiplied by to be in the first of ``bases``; None for another unit."""
     for base in bases:
-        if "/" in base and "/" in unit:
-            top, bottom = unit.split("/", 1)
-            per = unit_factor(bottom, (base.split("/", 1)[1],))
-            return None if top != base.split("/", 1)[0] or not per else 1 / per
-        if unit.endswith(base) and unit[: len(unit) - len(base)] in PREFIXES:
+        if "/" in base:
+            if "/" not in unit or unit.split("/", 1)[0] != base.split("/", 1)[0]:
+                continue
+            per = unit_factor(unit.split("/", 1)[1], (base.split("/", 1)[1],))
+            if per:
+                return 1 / per
+        elif unit.endswith(base) and unit[: len(unit) - len(base)] in PREFIXES:
             return PREFIXES[unit[: len(unit) - len(base)]]
     return None
 
@@ -234,8 +236,6 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
     stalls = {name[len(STALL_PREFIX):-len(STALL_SUFFIX)]: number(metrics, name) or 0.0
               for name in metrics if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX)}
     stalls.pop("selected", None)  # the cycle of the issue itself, 1 per instruction
-    family = get_family(config.family)
-    model_bytes = family.global_bytes(config.param_dict, config.problem, DTYPE_BYTES[config.dtype])
     l2_to_sm = number(metrics, "lts__t_sectors_srcunit_tex_op_read.sum")
     local = [number(metrics, f"l1tex__t_sectors_pipe_lsu_mem_local_op_{op}.sum") for op in ("ld", "st")]
     dram = [scaled(metrics, f"dram__bytes_{op}.sum", "byte") for op in ("read", "write")]
@@ -254,7 +254,7 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
         "shared_wavefronts_per_load": wavefronts / requests if wavefronts and requests else None,
         "local_bytes": sum(local) * 32 if None not in local else None,
         "l2_to_sm_bytes": l2_to_sm * 32 if l2_to_sm is not None else None,
-        "model_global_bytes": model_bytes,
+        "model_global_bytes": cost(config).global_bytes,
         "dram_bytes": sum(dram) if None not in dram else scaled(metrics, "dram__bytes.sum", "byte"),
         "stalls": dict(sorted(stalls.items(), key=lambda kv: -kv[1])[:5]),
     }
@@ -390,8 +390,12 @@ def run(run_dir: Path, counters: bool, out: Path) -> Path:
     if counters:
         from tuner.backends import PycudaBackend
 
-        with PycudaBackend(MeasureSettings(), compile_settings) as backend:
-            env = backend.metadata()
+        try:
+            with PycudaBackend(MeasureSettings(), compile_settings) as backend:
+                env = backend.metadata()
+        except TunerError as exc:
+            raise TunerError(f"hardware counters need the GPU: {exc}; or pass --no-counters for the compiler's "
+                             "report and the disassembly alone") from None
     else:
         env = recorded_environment(run_dir)
     rows = []
@@ -406,7 +410,7 @@ def run(run_dir: Path, counters: bool, out: Path) -> Path:
             rows.append(row)
     text = table(rows, env, run_dir)
     print(text)
-    return write(out, "kernel_anatomy", env, text, {"run": str(run_dir), "rows": rows, "metadata_id": metadata_id(env)})
+    return write(out, "kernel_anatomy", env, text, {"run": str(run_dir), "rows": rows})
 
 
 def main(argv: list[str] | None = None) -> int:

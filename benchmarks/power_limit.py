@@ -192,8 +192,7 @@ def run(run_dir: Path, seconds: float, out: Path) -> Path:
     rows = measure(config, seconds, env)
     text = table(rows, env, run_dir, seconds)
     print(text)
-    return write(out, "power_limit", env, text, {"run": str(run_dir), "seconds": seconds, "rows": rows,
-                                                 "metadata_id": metadata_id(env)})
+    return write(out, "power_limit", env, text, {"run": str(run_dir), "seconds": seconds, "rows": rows})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 from tuner.config import Problem
 from tuner.errors import TunerError
 from tuner.measurement import Measurement, Status
+from tuner.metadata import metadata_id
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 
@@ -29,11 +30,12 @@ def tflops(problem: Problem, result: Measurement) -> float | None:
 
 
 def write(out: Path, name: str, env: dict[str, Any], text: str, record: dict[str, Any]) -> Path:
-    """``out/<name>_<gpu>.txt`` (the printed table) and ``.json`` (``record`` with the environment)."""
+    """``out/<name>_<gpu>.txt`` (the printed table) and ``.json`` (``record`` with the environment and its id)."""
     out.mkdir(parents=True, exist_ok=True)
     stem = out / f"{name}_{gpu_slug(env['device']['name'])}"
     stem.with_suffix(".txt").write_text(text + "\n")
-    stem.with_suffix(".json").write_text(json.dumps({**record, "metadata": env}, indent=2, default=str) + "\n")
+    document = {**record, "metadata_id": metadata_id(env), "metadata": env}
+    stem.with_suffix(".json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     return stem
 
 

@@ -123,8 +123,7 @@ def run(size: int, out: Path, hot: bool = False) -> Path:
             rows.append(row("cuBLAS", dtype, problem, baseline, cublas))
     text = table(problem, rows, env)
     print(text)
-    record = {"problem": problem.label, "method": describe_method(measure), "rows": rows,
-              "metadata_id": metadata_id(env)}
+    record = {"problem": problem.label, "method": describe_method(measure), "rows": rows}
     return write(out, "seed_kernels_hot" if hot else "seed_kernels", env, text, record)
 
 

@@ -122,8 +122,7 @@ def run(run_dir: Path, rounds: int, out: Path) -> Path:
             rows.append(compare(backend, config, rounds))
     text = table(rows, env, run_dir, rounds)
     print(text)
-    record = {"run": str(run_dir), "rounds": rounds, "method": describe_method(MEASURE), "rows": rows,
-              "metadata_id": metadata_id(env)}
+    record = {"run": str(run_dir), "rounds": rounds, "method": describe_method(MEASURE), "rows": rows}
     return write(out, "vs_cublas", env, text, record)
 
 

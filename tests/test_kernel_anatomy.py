@@ -84,6 +84,7 @@ def test_no_loop_means_no_hot_loop():
 
 @pytest.mark.parametrize(("unit", "to", "factor"), [
     ("ms", "second", 1e-3), ("usecond", "second", 1e-6), ("Ghz", "hertz", 1e9), ("cycle/nsecond", "hertz", 1e9),
+    ("cycle/ns", "hertz", 1e9), ("inst/cycle", "hertz", None),
     ("Mbyte", "byte", 1e6), ("GB", "byte", 1e9), ("sector", "byte", None), ("%", "second", None),
 ])
 def test_units_convert_whatever_prefix_ncu_chose(unit, to, factor):
