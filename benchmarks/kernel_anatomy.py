@@ -38,13 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
 from tuner import results  # noqa: E402
-from tuner.compile import compile_source, find_nvcc  # noqa: E402
+from tuner.compile.nvcc import compile_source, find_nvcc  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.experiment import CompileSettings, MeasureSettings  # noqa: E402
+from tuner.kernels import matmul
+from tuner.kernels.render import launch, render  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
 from tuner.model import cost  # noqa: E402
-from tuner.templates import launch, render  # noqa: E402
+from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
 
 FMA_OPCODE = {"float32": "FFMA", "float64": "DFMA", "int32": "IMAD"}
 NCU_SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "Occupancy",
@@ -241,7 +242,7 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
     dram = [scaled(metrics, f"dram__bytes_{op}.sum", "byte") for op in ("read", "write")]
     return {
         "duration_ms": seconds * 1e3 if seconds else None,
-        "tflops": config.problem.flops / seconds / 1e12 if seconds else None,
+        "tflops": matmul.flops(config.problem) / seconds / 1e12 if seconds else None,
         "sm_clock_mhz": next((hz / 1e6 for n in CLOCK_METRICS if (hz := scaled(metrics, n, "hertz"))), None),
         "fma_pipe_busy_pct": number(metrics, f"sm__pipe_{'fp64' if config.dtype == 'float64' else 'fma'}"
                                              "_cycles_active.avg.pct_of_peak_sustained_active"),

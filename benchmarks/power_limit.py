@@ -26,13 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
-from tuner.compile import compile_source  # noqa: E402
+from tuner.compile.nvcc import compile_source  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.device import FMA_BLOCKS_PER_SM, FMA_CHAINS, FMA_THREADS, KERNEL_DIR  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
+from tuner.kernels import matmul
+from tuner.kernels.matmul import tolerance  # noqa: E402
+from tuner.kernels.render import launch, render  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
-from tuner.templates import launch, render  # noqa: E402
-from tuner.verify import tolerance  # noqa: E402
 
 OUTER_PRODUCTS = r"""
 // acc[m][n] += a[m] * b[n] over an 8×8 register tile, odd rows backwards (consecutive multiply-adds share an
@@ -112,7 +113,7 @@ def _gemm_config(run_dir: Path) -> Config:
     configs = [c for c in best_configs(run_dir)[0] if c.dtype == "float64"]
     if not configs:
         raise TunerError(f"{run_dir}: the run has no ok float64 evaluation")
-    return max(configs, key=lambda c: c.problem.flops)
+    return max(configs, key=lambda c: matmul.flops(c.problem))
 
 
 def measure(config: Config, seconds: float, env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -154,13 +155,13 @@ def measure(config: Config, seconds: float, env: dict[str, Any]) -> list[dict[st
                              + " ".join(f"{k}={v}" for k, v in config.params),
                              lambda: gemm(grid, geometry.block, (A, B, C, *sizes),
                                           shared_mem=geometry.dynamic_shared_bytes),
-                             p.flops, seconds, nvml))
+                             matmul.flops(p), seconds, nvml))
         reference = A @ B
         error = float(cp.linalg.norm(C - reference) / cp.linalg.norm(reference))
-        if not error <= tolerance(config.dtype, p.K):
+        if not error <= tolerance(config.dtype, p).bound:
             raise TunerError(f"the tuned GEMM disagrees with cuBLAS: ‖C − ref‖/‖ref‖ = {error:.1e}")
         rows.append(_sustain(f"cuBLAS DGEMM {p.label} (FP64 tensor cores)", lambda: cp.matmul(A, B, out=C),
-                             p.flops, seconds, nvml))
+                             matmul.flops(p), seconds, nvml))
     return rows
 
 

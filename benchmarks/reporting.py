@@ -11,6 +11,7 @@ from typing import Any
 
 from tuner.config import Problem
 from tuner.errors import TunerError
+from tuner.kernels import matmul
 from tuner.measurement import Measurement, Status
 from tuner.metadata import metadata_id
 
@@ -26,7 +27,7 @@ def gpu_slug(name: str) -> str:
 def tflops(problem: Problem, result: Measurement) -> float | None:
     if result.status is not Status.OK or result.timing is None:
         return None
-    return problem.flops / (result.timing.median_ms * 1e-3) / 1e12
+    return matmul.flops(problem) / (result.timing.median_ms * 1e-3) / 1e12
 
 
 def write(out: Path, name: str, env: dict[str, Any], text: str, record: dict[str, Any]) -> Path:

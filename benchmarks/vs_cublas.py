@@ -23,9 +23,9 @@ from tuner import results  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.experiment import CompileSettings, MeasureSettings  # noqa: E402
 from tuner.measure import describe_method  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
+from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
 
 MEASURE = MeasureSettings(min_samples=20, max_samples=400, max_time_s=3.0)
 

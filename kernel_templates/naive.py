@@ -5,7 +5,7 @@ Each multiply-add loads one element of A and one of B: 2·s bytes per 2 FLOP, so
 """
 
 from tuner.config import Problem
-from tuner.family import Family, Parameter, Params, ceil_div
+from tuner.kernels.family import Family, Parameter, Params, ceil_div
 
 
 def _global_bytes(params: Params, problem: Problem, size: int) -> int:

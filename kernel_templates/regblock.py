@@ -27,13 +27,8 @@ partial last wave, at the price of one tile's partial sums per block passing thr
 from collections.abc import Callable
 
 from tuner.config import DTYPE_BYTES, Problem
-from tuner.family import Constraint, Family, Parameter, Params, ceil_div
-from tuner.occupancy import SHARED_RESERVED_PER_BLOCK
+from tuner.kernels.family import Constraint, Family, Parameter, Params, ceil_div
 
-REGISTERS_PER_SM = 65536
-MAX_REGISTERS_PER_THREAD = 255
-MAX_THREADS_PER_SM = 2048
-SHARED_PER_SM = 228 * 1024
 REGISTERS_BESIDE_TILE = 40
 
 
@@ -101,12 +96,6 @@ def estimated_registers(params: Params, size: int) -> int:
     return (TM * TN + staged + fragments) * words + REGISTERS_BESIDE_TILE
 
 
-def register_budget(params: Params) -> int:
-    """Registers per thread that __launch_bounds__(threads, MIN_BLOCKS) leaves (allocated in units of 8)."""
-    per_thread = REGISTERS_PER_SM // (threads(params) * _p(params, "MIN_BLOCKS"))
-    return min(MAX_REGISTERS_PER_THREAD, per_thread // 8 * 8)
-
-
 def _piece_widths(params: Params, dtype: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Elements per global access the template may use for A and for B: 1 always (the path for unaligned
     shapes), the 128-bit vector too with VECTOR=1, except for A copied by cp.async into its element-wise
@@ -166,12 +155,6 @@ def _warp_layout(params: Params) -> bool:
 def _stages_fit_pipeline(params: Params) -> bool:
     stages = _p(params, "STAGES")
     return 2 <= stages <= 4 if _p(params, "ASYNC") else stages in (1, 2)
-
-
-def _blocks_fit_sm(params: Params, dtype: str) -> bool:
-    blocks = _p(params, "MIN_BLOCKS")
-    per_block = shared_bytes(params, DTYPE_BYTES[dtype]) + SHARED_RESERVED_PER_BLOCK
-    return blocks * threads(params) <= MAX_THREADS_PER_SM and blocks * per_block <= SHARED_PER_SM
 
 
 def _spread_fits(params: Params, dtype: str) -> bool:
@@ -252,14 +235,6 @@ CONSTRAINTS = (
                lambda p, d: _p(p, "A_T") != 2 or _p(p, "BK") % vector_width(DTYPE_BYTES[d]) == 0),
     Constraint("SWIZZLE=1 needs at least 2 lanes along N and along M (WARP_N 2 to 16)",
                lambda p, d: not _p(p, "SWIZZLE") or 2 <= _p(p, "WARP_N") <= 16),
-    Constraint(
-        "MIN_BLOCKS blocks fit one SM (2048 threads, 228 KB shared memory)",
-        _if_positive(_blocks_fit_sm),
-    ),
-    Constraint(
-        "estimated registers fit the budget of __launch_bounds__(threads, MIN_BLOCKS) without spilling",
-        _if_positive(lambda p, d: threads(p) > 0 and estimated_registers(p, DTYPE_BYTES[d]) <= register_budget(p)),
-    ),
 )
 
 FAMILY = Family(
@@ -292,6 +267,8 @@ FAMILY = Family(
     block=lambda p: (threads(p), 1, 1),
     grid=grid,
     resident_blocks=lambda p: _p(p, "MIN_BLOCKS") if persistent(p) else 0,
+    min_blocks_per_sm=lambda p: _p(p, "MIN_BLOCKS"),
+    estimated_registers=lambda p, size: estimated_registers(p, size) if _positive(p) else 0,
     shared_bytes=shared_bytes,
     global_bytes=global_bytes,
     constraints=CONSTRAINTS,

@@ -5,7 +5,7 @@ falls by TILE_WIDTH against the naive kernel: TILE_WIDTH/s FLOP per byte (T/4 in
 """
 
 from tuner.config import Problem
-from tuner.family import Family, Parameter, Params, ceil_div
+from tuner.kernels.family import Family, Parameter, Params, ceil_div
 
 
 def _global_bytes(params: Params, problem: Problem, size: int) -> int:

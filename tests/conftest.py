@@ -24,7 +24,7 @@ def run_cli(*args: str, cwd: Path = ROOT, timeout: float = 600):
 
 @pytest.fixture(scope="session")
 def nvcc() -> str:
-    from tuner.compile import find_nvcc
+    from tuner.compile.nvcc import find_nvcc
 
     try:
         return find_nvcc()
@@ -36,11 +36,8 @@ def nvcc() -> str:
 def recording(tmp_path_factory) -> Path:
     """Every valid fermi_like configuration answered by the scripted stand-in: a fixture of the replay logic."""
     import tuner
-    from tuner import tuning
 
     out = tmp_path_factory.mktemp("recording")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tuning, "_report_writer", lambda: None)
-        tuner.run(tuner.load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(),
-                  sampler="grid", trials=100, out=out, quiet=True)
+    tuner.run(tuner.load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(),
+              sampler="grid", trials=100, out=out, quiet=True, report=False)
     return out

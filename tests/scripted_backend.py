@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tuner.backends.protocol import BackendBase
 from tuner.config import Config, Problem
 from tuner.measurement import Measurement, Resources, Status, Timing
 
@@ -40,7 +41,7 @@ def scripted_outcome(config: Config) -> Measurement:
         return Measurement(Status.CRASHED, reason="scripted: an illegal memory access was encountered")
     if config.family == "naive" and (params.get("BLOCK_X"), params.get("BLOCK_Y")) == (64, 16):
         return Measurement(Status.INVALID, reason="scripted: too many resources requested for launch")
-    median_ms = config.problem.flops / (scripted_gflops(config) * 1e6)
+    median_ms = 2 * config.problem.M * config.problem.N * config.problem.K / (scripted_gflops(config) * 1e6)
     samples = (median_ms * 0.99, median_ms, median_ms * 1.02)
     timing = Timing(median_ms=median_ms, mean_ms=sum(samples) / 3, min_ms=samples[0], stdev_ms=median_ms * 0.015,
                     samples_ms=samples, throttled_samples=1, sm_clock_mhz_before=1980.0, sm_clock_mhz_after=1965.0)
@@ -49,7 +50,7 @@ def scripted_outcome(config: Config) -> Measurement:
                                            spill_load_bytes=8))
 
 
-class ScriptedBackend:
+class ScriptedBackend(BackendBase):
     """Answers from ``scripted_outcome``; raises KeyboardInterrupt on evaluation number ``interrupt_at``."""
 
     name = "scripted"
@@ -61,8 +62,7 @@ class ScriptedBackend:
         self.prefetched: list[list[str]] = []
         self.busy_seconds = 0.0
         self.closed = False
-        if not with_baseline:
-            self.baseline = None
+        self.with_baseline = with_baseline
 
     def prefetch(self, configs: list[Config]) -> None:
         self.prefetched.append([c.key for c in configs])
@@ -76,9 +76,11 @@ class ScriptedBackend:
             self.busy_seconds += sum(outcome.timing.samples_ms) / 1e3
         return outcome
 
-    def baseline(self, problem: Problem, dtype: str) -> Measurement:
+    def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
+        if not self.with_baseline:
+            return None
         self.baselines.append((problem.label, dtype))
-        median_ms = problem.flops / 5e9
+        median_ms = 2 * problem.M * problem.N * problem.K / 5e9
         timing = Timing(median_ms, median_ms, median_ms, 0.0, (median_ms,) * 3)
         return Measurement(Status.OK, timing=timing, error=1e-7)
 

@@ -37,16 +37,15 @@ def test_cli_replay_run_writes_the_folder_and_matches_the_api(recording, tmp_pat
     written, metadata = results.load(out)
     assert metadata["runs"][0]["backend"] == "replay" and metadata["runs"][0]["sampler"] == "tpe"
 
-    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
-    api = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, out=tmp_path / "api", quiet=True)
+    api = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, out=tmp_path / "api", quiet=True,
+                    report=False)
     pd.testing.assert_frame_equal(api.df, results.load(tmp_path / "api")[0])
     pd.testing.assert_frame_equal(api.df.drop(columns=TIME_COLUMNS), written.drop(columns=TIME_COLUMNS))
 
 
 def test_quiet_silences_the_progress_not_the_summary(recording, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
     code = cli.main(["run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--out",
-                     str(tmp_path / "cli"), "--trials", "2", "--quiet"])
+                     str(tmp_path / "cli"), "--trials", "2", "--quiet", "--no-report"])
     assert code == 0
     captured = capsys.readouterr()
     assert captured.err == ""
@@ -70,10 +69,9 @@ def test_replay_without_a_recording_exits_2(tmp_path):
 
 
 def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
     monkeypatch.setattr(tuning, "open_backend", lambda backend, experiment, replay: ScriptedBackend(interrupt_at=4))
     out = tmp_path / "cli"
-    code = cli.main(["run", str(FERMI), "--sampler", "grid", "--out", str(out), "--quiet"])
+    code = cli.main(["run", str(FERMI), "--sampler", "grid", "--out", str(out), "--quiet", "--no-report"])
     assert code == 130
     err = capsys.readouterr().err
     assert f"python -m tuner run {FERMI} --backend pycuda --sampler grid --out {out}" in err

@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from tuner import compile as nvcc_compile
-from tuner.compile import CompileResult, compile_configs, compile_source, find_nvcc, parse_ptxas_report
+from tuner.compile import nvcc as nvcc_compile
+from tuner.compile.nvcc import compile_configs, compile_source, find_nvcc, parse_ptxas_report
+from tuner.compile.result import CompileResult
 from tuner.config import DTYPE_BYTES, Config, Problem
 from tuner.errors import TunerError
 from tuner.experiment import load_experiment
-from tuner.family import get_family
+from tuner.kernels.discovery import get_family
+from tuner.kernels.render import render
 from tuner.measurement import Resources
 from tuner.space import valid_configs
-from tuner.templates import render
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -68,8 +69,9 @@ def fermi(nvcc: str, tmp_path_factory: pytest.TempPathFactory):
     calls: list[tuple[int, int, Config]] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TUNER_CACHE_DIR", str(tmp_path_factory.mktemp("fermi-cache")))
-        first = compile_configs(configs, progress=lambda done, total, config: calls.append((done, total, config)))
-        second = compile_configs(configs)
+        first = compile_configs(configs, "sm_90",
+                                progress=lambda done, total, config: calls.append((done, total, config)))
+        second = compile_configs(configs, "sm_90")
     return configs, first, second, calls
 
 
@@ -112,7 +114,7 @@ def test_every_fermi_configuration_compiles_with_its_resources(fermi) -> None:
     for config in configs:
         result = first[config]
         assert result.ok, result.log
-        assert result.cubin is not None and result.cubin.startswith(ELF_MAGIC)
+        assert result.binary is not None and result.binary.startswith(ELF_MAGIC)
         assert result.resources.registers is not None and result.resources.registers > 0
         assert result.resources.local_bytes == 0
         assert (result.resources.spill_store_bytes, result.resources.spill_load_bytes) == (0, 0)
@@ -133,7 +135,7 @@ def test_problem_sizes_share_one_compilation(fermi) -> None:
     by_kernel: dict[tuple, CompileResult] = {}
     for config in configs:
         result = by_kernel.setdefault((config.family, config.dtype, config.params), first[config])
-        assert first[config].cubin == result.cubin
+        assert first[config].binary == result.binary
 
 
 def test_a_second_compilation_comes_from_the_cache(fermi) -> None:
@@ -141,7 +143,7 @@ def test_a_second_compilation_comes_from_the_cache(fermi) -> None:
     for config in configs:
         assert not first[config].cached
         assert second[config].cached
-        assert second[config].cubin == first[config].cubin
+        assert second[config].binary == first[config].binary
         assert second[config].resources == first[config].resources
         assert second[config].seconds == first[config].seconds
         assert second[config].log == first[config].log
@@ -149,22 +151,22 @@ def test_a_second_compilation_comes_from_the_cache(fermi) -> None:
 
 def test_a_damaged_cache_entry_is_compiled_again(cache: Path) -> None:
     source = render(Config.make(Problem(64, 64, 64), "tiled", "float32", {"TILE_WIDTH": 8}))
-    assert not compile_source(source).cached
-    for entry in cache.glob("*.json"):
+    assert not compile_source(source, "sm_90").cached
+    for entry in cache.glob("*/*.json"):
         entry.write_text("{not json")
-    again = compile_source(source)
+    again = compile_source(source, "sm_90")
     assert again.ok and not again.cached
-    assert compile_source(source).cached
+    assert compile_source(source, "sm_90").cached
 
 
 def test_a_broken_source_is_a_failed_result_with_nvcc_message(cache: Path) -> None:
     source = 'extern "C" __global__ void broken(int* x) { x[0] = undefined_name; }\n'
-    result = compile_source(source)
+    result = compile_source(source, "sm_90")
     assert not result.ok
-    assert result.cubin is None
+    assert result.binary is None
     assert "undefined_name" in result.log and "error" in result.log
     assert result.resources == Resources()
-    assert not compile_source(source).cached, "a failed compilation is not cached"
+    assert not compile_source(source, "sm_90").cached, "a failed compilation is not cached"
 
 
 def test_another_architecture_compiles(cache: Path) -> None:
@@ -174,7 +176,7 @@ def test_another_architecture_compiles(cache: Path) -> None:
     assert sm80.ok, sm80.log
     assert "for 'sm_80'" in sm80.log
     assert sm80.resources.shared_bytes == 2 * 16 * 16 * 4
-    assert sm80.cubin != sm90.cubin
+    assert sm80.binary != sm90.binary
 
 
 def test_a_name_that_is_no_architecture_is_refused(cache: Path) -> None:
@@ -189,7 +191,7 @@ def test_naive_and_tiled_compile_for_other_dtypes(cache: Path, dtype: str) -> No
         Config.make(problem, "naive", dtype, {"BLOCK_X": 32, "BLOCK_Y": 8}),
         Config.make(problem, "tiled", dtype, {"TILE_WIDTH": 16}),
     ]
-    results = compile_configs(configs, workers=2)
+    results = compile_configs(configs, "sm_90", workers=2)
     for config in configs:
         result = results[config]
         assert result.ok, result.log
@@ -200,7 +202,7 @@ def test_naive_and_tiled_compile_for_other_dtypes(cache: Path, dtype: str) -> No
 
 
 def test_spills_and_stack_are_reported(cache: Path) -> None:
-    result = compile_source(SPILLING_KERNEL, options=("-O3", "-maxrregcount=24"))
+    result = compile_source(SPILLING_KERNEL, "sm_90", options=("-O3", "-maxrregcount=24"))
     assert result.ok, result.log
     assert result.resources.spill_store_bytes is not None and result.resources.spill_store_bytes > 0
     assert result.resources.spill_load_bytes is not None and result.resources.spill_load_bytes > 0

@@ -1,7 +1,9 @@
 """The code base stays ruff-clean."""
 
+import importlib.util
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -10,8 +12,16 @@ def test_ruff_is_clean(root):
     ruff = shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (it comes with the 'test' extra)")
-    result = subprocess.run([ruff, "check", "tuner", "kernel_templates", "tests", "benchmarks"], cwd=root,
+    folders = ["tuner", "kernel_templates", "tests", "benchmarks", "examples"]
+    result = subprocess.run([ruff, "check", *folders], cwd=root,
                             capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_is_clean(root):
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (it comes with the 'test' extra)")
+    result = subprocess.run([sys.executable, "-m", "mypy", "tuner"], cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

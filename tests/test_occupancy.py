@@ -2,7 +2,7 @@
 
 import pytest
 
-from tuner.occupancy import blocks_per_sm
+from tuner.kernels.occupancy import blocks_per_sm
 
 H100 = {"threads_per_sm": 2048, "registers_per_sm": 65536, "shared_per_sm_bytes": 233472, "blocks_per_sm": 32}
 

@@ -12,10 +12,11 @@ import pytest
 from kernel_templates import regblock
 from tuner.config import Config, Problem
 from tuner.experiment import load_experiment
-from tuner.family import get_family
+from tuner.kernels.discovery import get_family
+from tuner.kernels.render import launch, render
+from tuner.kernels.targets import target
 from tuner.model import cost
 from tuner.space import valid_configs, violations
-from tuner.templates import launch, render
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ROOT / "experiments" / "h100_sgemm.yaml"
@@ -135,7 +136,7 @@ def test_best_configurations_satisfy_every_constraint(dtype, params):
     ("float32", dict(BN=256, TN=16), "estimated registers"),  # 8×16 accumulators need one block per SM
     ("float32", dict(UNROLL=3), "UNROLL divides BK"),
     ("float64", dict(BK=64, BN=256, TN=16, STAGES=4, MIN_BLOCKS=1), "shared memory per block"),
-    ("float64", dict(MIN_BLOCKS=2, BM=64, BK=32, STAGES=3), "MIN_BLOCKS blocks fit one SM"),
+    ("float64", dict(MIN_BLOCKS=2, BM=64, BK=32, STAGES=3), "fit one SM of sm_90"),
     ("float32", dict(COPY_SPREAD=8, ASYNC=0), "COPY_SPREAD ≥ 1 needs cp.async"),
     ("float32", dict(COPY_SPREAD=3), "COPY_SPREAD ≥ 1 needs cp.async"),  # 3 does not divide BK=32
     ("float32", dict(COPY_SPREAD=8, UNROLL=8), "COPY_SPREAD ≥ 1 needs cp.async"),  # the slice unrolled in part
@@ -282,4 +283,4 @@ def test_best_configurations_compile_for_sm90_without_spilling(dtype, params, tm
     registers = re.search(r"Used (\d+) registers", proc.stderr)
     assert spills and registers, proc.stderr
     assert spills.groups() == ("0", "0")
-    assert int(registers.group(1)) <= regblock.register_budget(params)
+    assert int(registers.group(1)) <= target("sm_90").register_budget(regblock.threads(params), params["MIN_BLOCKS"])

@@ -10,7 +10,7 @@ import pytest
 from scripted_backend import ENVIRONMENT, ScriptedBackend, scripted_outcome
 
 import tuner
-from tuner import results, tuning
+from tuner import results
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
@@ -29,7 +29,7 @@ MEASUREMENT_COLUMNS = ["status", "reason", "verify_error", "time_median_ms", "ti
 
 @pytest.fixture(autouse=True)
 def no_report(monkeypatch):
-    monkeypatch.setattr(tuning, "_report_writer", lambda: None)
+    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet: [])
 
 
 def valid_configs() -> list[Config]:
@@ -41,7 +41,7 @@ def test_replay_answers_every_recorded_configuration_exactly(recording):
     for config in valid_configs():
         assert replay.evaluate(config) == scripted_outcome(config)
     assert replay.metadata() == ENVIRONMENT
-    assert replay.metadata_id_of(valid_configs()[0]) == metadata_id(ENVIRONMENT)
+    assert replay.environment_id(valid_configs()[0]) == metadata_id(ENVIRONMENT)
 
 
 def test_replay_reads_a_results_parquet_file_too(recording):

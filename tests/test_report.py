@@ -26,8 +26,9 @@ from matplotlib.figure import Figure
 from tuner import results
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import KernelSpec, parse_experiment
-from tuner.family import get_family
+from tuner.experiment import parse_experiment
+from tuner.kernels import matmul
+from tuner.kernels.discovery import get_family, template_hash
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import cost
 from tuner.report import write_report
@@ -38,9 +39,8 @@ from tuner.report.parameters import parameter_figure
 from tuner.report.roofline import INTENSITY_LABEL, roofline_figure
 from tuner.report.run_folder import load_run
 from tuner.results import Record
-from tuner.space import kernel_space
+from tuner.space import KernelSpec, kernel_space
 from tuner.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
-from tuner.templates import template_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "experiments/data/fermi_like_h100"
@@ -113,7 +113,7 @@ def _measurement(config: Config, rejected: str | None, rng: np.random.Generator)
     if failure:
         status, reason, error = failure
         return Measurement(Status(status), reason, error=error, compile_time_s=0.9, resources=resources)
-    return Measurement(Status.OK, timing=_timed(config.problem.flops, _fixture_rate(config), rng), error=1e-7,
+    return Measurement(Status.OK, timing=_timed(matmul.flops(config.problem), _fixture_rate(config), rng), error=1e-7,
                        compile_time_s=0.9, resources=resources)
 
 
@@ -135,7 +135,7 @@ def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> No
         params = space.params(record.config)
         study.add_trial(optuna.trial.create_trial(
             params=params, distributions={k: distributions[k] for k in params},
-            value=results.gflops_of(record.config, record.measurement) or 0.0,
+            value=results.objective_of(record.config, record.measurement) or 0.0,
             user_attrs={RECORD_ATTR: record.attrs()}))
 
 
@@ -172,8 +172,8 @@ def build_run_folder(folder: Path) -> Path:
                                        len(records), clock))
         rows += [results.row(r, FIXTURE_ENVIRONMENT) for r in records]
         _record_trials(storage, space, records)
-        baseline = Measurement(Status.OK, timing=_timed(space.problem.flops, FIXTURE_CUBLAS_RATES[space.problem.label],
-                                                        rng))
+        rate = FIXTURE_CUBLAS_RATES[space.problem.label]
+        baseline = Measurement(Status.OK, timing=_timed(matmul.flops(space.problem), rate, rng))
         record = _record(results.baseline_config(space.problem, space.dtype), baseline, results.BASELINE,
                          results.BASELINE, -1, clock)
         rows.append(results.row(record, FIXTURE_ENVIRONMENT))
@@ -405,7 +405,7 @@ def test_generic_parameter_figure_for_a_family_of_many_parameters(tmp_path):
     df, metadata = results.load(folder)
     rng = np.random.default_rng(1)
     study = "report_fixture/1024x1024x1024/float32/regblock"
-    extra = [results.row(_record(c, Measurement(Status.OK, timing=_timed(problem.flops, 9000.0 + 400 * i, rng)),
+    extra = [results.row(_record(c, Measurement(Status.OK, timing=_timed(matmul.flops(problem), 9000.0 + 400 * i, rng)),
                                  study, "tpe", i, 100.0 + i), FIXTURE_ENVIRONMENT) for i, c in enumerate(configs)]
     results.save(results.to_frame(df.to_dict("records") + extra), metadata, folder)
     run = load_run(folder)

@@ -3,10 +3,10 @@
 import pytest
 
 from tuner.config import Config, Problem
-from tuner.experiment import KernelSpec, load_experiment
-from tuner.family import families, get_family
-from tuner.space import count_valid, experiment_space, kernel_space, valid_configs, violations
-from tuner.templates import launch, render, template_hash
+from tuner.experiment import load_experiment
+from tuner.kernels.discovery import families, get_family, template_hash
+from tuner.kernels.render import launch, render
+from tuner.space import KernelSpec, count_valid, experiment_space, kernel_space, valid_configs, violations
 
 ODD = Problem(1000, 777, 333)
 

@@ -31,7 +31,7 @@ VALID_PER_PROBLEM = 18
 def no_report(monkeypatch):
     """Reports are another module's work; here the writer is only called, never run."""
     calls: list[Path] = []
-    monkeypatch.setattr(tuning, "_report_writer", lambda: lambda out, quiet: calls.append(out))
+    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet: calls.append(out))
     return calls
 
 
@@ -196,7 +196,7 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
     def broken(out, quiet):
         raise RuntimeError("no figures today")
 
-    monkeypatch.setattr(tuning, "_report_writer", lambda: broken)
+    monkeypatch.setattr("tuner.report.write_report", broken)
     result = sweep(tmp_path / "run", trials=2)
     assert "warning: the report could not be written (RuntimeError: no figures today)" in capsys.readouterr().err
     pd.testing.assert_frame_equal(results.load(tmp_path / "run")[0], result.df)

@@ -10,6 +10,7 @@ Public API::
 """
 
 from tuner.experiment import Experiment, load_experiment
-from tuner.tuning import RunResult, run
+from tuner.results import RunResult
+from tuner.tuning import run
 
 __all__ = ["Experiment", "RunResult", "load_experiment", "run"]

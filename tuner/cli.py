@@ -13,7 +13,7 @@ def _space(args: argparse.Namespace) -> int:
     from tuner.experiment import load_experiment
     from tuner.space_table import print_space
 
-    experiment = load_experiment(args.experiment)
+    experiment = load_experiment(args.experiment, tuple(args.templates))
     print_space(experiment, compile_=args.compile, arch=args.arch, quiet=args.quiet)
     return 0
 
@@ -22,7 +22,7 @@ def _run(args: argparse.Namespace) -> int:
     from tuner.experiment import load_experiment
     from tuner.tuning import run
 
-    experiment = load_experiment(args.experiment)
+    experiment = load_experiment(args.experiment, tuple(args.templates))
     run(
         experiment,
         backend=args.backend,
@@ -34,6 +34,7 @@ def _run(args: argparse.Namespace) -> int:
         storage=args.storage,
         out=args.out,
         quiet=args.quiet,
+        report=not args.no_report,
     )
     return 0
 
@@ -53,6 +54,11 @@ def _device(args: argparse.Namespace) -> int:
     return 0
 
 
+def _templates_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--templates", metavar="DIR", action="append", default=[],
+                        help="a folder of kernel families (<name>.py beside <name>.cu.j2); may be repeated")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from tuner.experiment import SAMPLERS
 
@@ -64,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     space = commands.add_parser("space", help="list an experiment's search space, sizes before/after constraints")
     space.add_argument("experiment", help="experiment YAML file")
+    _templates_option(space)
     space.add_argument("--compile", action="store_true", help="compile every configuration; show registers, "
                        "shared memory and spills")
     space.add_argument("--arch", help="GPU architecture for --compile (default: the experiment's, sm_90)")
@@ -72,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
     run.add_argument("experiment", help="experiment YAML file")
+    _templates_option(run)
     run.add_argument("--backend", choices=("pycuda", "replay"), default="pycuda",
                      help="measure on the GPU (pycuda) or replay a recorded run (replay)")
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
@@ -82,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: SQLite in the output folder)")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument("--no-report", action="store_true", help="skip the figures and report.html at the end "
+                     "(python -m tuner report DIR writes them later)")
     run.set_defaults(handler=_run)
 
     report = commands.add_parser("report", help="regenerate the report of a run folder (no GPU needed)")

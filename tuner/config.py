@@ -6,29 +6,63 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Element size in bytes and the CUDA C type of each supported dtype.
+# Element size in bytes and the C type of each supported dtype.
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4}
 DTYPE_CTYPE: dict[str, str] = {"float32": "float", "float64": "double", "int32": "int"}
 DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
+MATMUL_DIMS: tuple[str, ...] = ("M", "N", "K")
 
-ParamValue = int | str
+ParamValue = int | str | bool
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, init=False)
 class Problem:
-    """C (M×N) = A (M×K) · B (K×N), all row-major."""
+    """Named sizes, in the order the experiment gives them: ``Problem(M=4096, N=4096, K=4096)``.
 
-    M: int
-    N: int
-    K: int
+    Positional sizes are M, N and K, the dimensions of C (M×N) = A (M×K) · B (K×N). Each size reads as an
+    attribute (``problem.M``) and by name (``problem["M"]``).
+    """
+
+    sizes: tuple[tuple[str, int], ...]
+
+    def __init__(self, *positional: int, **named: int):
+        if len(positional) > len(MATMUL_DIMS):
+            raise TypeError(f"at most {len(MATMUL_DIMS)} positional sizes (M, N, K)")
+        sizes = dict(zip(MATMUL_DIMS, positional, strict=False))
+        for name, value in named.items():
+            if name in sizes:
+                raise TypeError(f"the size {name} is given twice")
+            sizes[name] = value
+        object.__setattr__(self, "sizes", tuple((name, int(value)) for name, value in sizes.items()))
+
+    @classmethod
+    def of(cls, sizes: Mapping[str, int]) -> Problem:
+        return cls(**dict(sizes))
+
+    def __getattr__(self, name: str) -> int:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for dim, value in object.__getattribute__(self, "sizes"):
+            if dim == name:
+                return value
+        raise AttributeError(f"the problem {self.label} has no size {name}")
+
+    def __getitem__(self, name: str) -> int:
+        return self.__getattr__(name)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.sizes)
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.sizes)
 
     @property
     def label(self) -> str:
-        return f"{self.M}x{self.N}x{self.K}"
+        return "x".join(str(value) for _, value in self.sizes)
 
-    @property
-    def flops(self) -> int:
-        return 2 * self.M * self.N * self.K
+    def __repr__(self) -> str:
+        return f"Problem({', '.join(f'{k}={v}' for k, v in self.sizes)})"
 
 
 @dataclass(frozen=True)
@@ -60,13 +94,7 @@ class Config:
         return f"{self.problem.label}/{self.family}/{self.dtype}/{values}"
 
     def as_row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "problem": self.problem.label,
-            "M": self.problem.M,
-            "N": self.problem.N,
-            "K": self.problem.K,
-            "family": self.family,
-            "dtype": self.dtype,
-        }
+        row: dict[str, Any] = {"problem": self.problem.label, **self.problem.as_dict(), "family": self.family,
+                               "dtype": self.dtype}
         row.update({f"p_{k}": v for k, v in self.params})
         return row

@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
-from tuner.experiment import MeasureSettings
+from tuner.settings import MeasureSettings, cache_root
 
 if TYPE_CHECKING:
     from tuner.measure import Timer
@@ -56,11 +56,6 @@ CEILINGS_METHOD = (
     f"{FMA_ITERATIONS} multiply-adds per thread, 2 operations each / median time; hot (no flush), "
     f"{CEILING_SETTINGS.min_samples}-{CEILING_SETTINGS.max_samples} samples"
 )
-
-
-def cache_dir() -> Path:
-    """Where the tuner keeps per-device ceilings and compiled kernels."""
-    return Path(os.environ.get("TUNER_CACHE_DIR") or Path.home() / ".cache" / "tuner")
 
 
 def theoretical_peaks(device: dict[str, Any]) -> dict[str, float | None]:
@@ -172,7 +167,7 @@ def software_versions() -> dict[str, str | None]:
     import pycuda
     import pycuda.driver as cuda
 
-    from tuner.metadata import nvcc_version
+    from tuner.compile.nvcc import nvcc_version
 
     driver = None
     try:
@@ -192,15 +187,13 @@ def software_versions() -> dict[str, str | None]:
     }
 
 
-def _kernel(name: str, prefix: str, function: str, arch: str, cache: str | None) -> Any:
-    from pycuda.compiler import SourceModule
+def _kernel(name: str, prefix: str, function: str, arch: str) -> Any:
+    from tuner.backends.pycuda.modules import compiled_function
 
-    source = prefix + (KERNEL_DIR / name).read_text()
-    return SourceModule(source, no_extern_c=True, arch=arch, cache_dir=cache).get_function(function)
+    return compiled_function(prefix + (KERNEL_DIR / name).read_text(), arch, function)
 
 
-def measure_ceilings(device: dict[str, Any], timer: Timer, cache: str | None = None,
-                     progress: bool = False) -> dict[str, Any]:
+def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = False) -> dict[str, Any]:
     """Bandwidth and multiply-add rates measured with the project's kernels, with the raw timings."""
     import numpy as np
     import pycuda.driver as cuda
@@ -217,7 +210,7 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, cache: str | None = N
     src, dst = cuda.mem_alloc(size), cuda.mem_alloc(size)
     try:
         cuda.memset_d32(src, 0x3F800000, size // 4)
-        copy = _kernel("copy.cu", "", "copy", arch, cache)
+        copy = _kernel("copy.cu", "", "copy", arch)
         copy.prepare("PPQ")
         elements = size // 16
         grid = ((elements + 255) // 256, 1, 1)
@@ -235,13 +228,13 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, cache: str | None = N
         say(f"measuring the {dtype} multiply-add rate…")
         nptype = NUMPY_DTYPES[dtype]
         prefix = f"typedef {DTYPE_CTYPE[dtype]} real_t;\n#define CHAINS {FMA_CHAINS}\n"
-        fma = _kernel("fma.cu", prefix, "fma_chains", arch, cache)
+        fma = _kernel("fma.cu", prefix, "fma_chains", arch)
         fma.prepare([np.intp, nptype, nptype, np.int32])
         b, c = (nptype(1), nptype(1)) if dtype == "int32" else (nptype(0.999), nptype(0.001))
         out = cuda.mem_alloc(threads * np.dtype(nptype).itemsize)
         try:
-            timing = timer.time(lambda f=fma, o=out, b=b, c=c: f.prepared_call(
-                (blocks, 1, 1), (FMA_THREADS, 1, 1), int(o), b, c, np.int32(FMA_ITERATIONS)), CEILING_SETTINGS)
+            timing = timer.time(partial(fma.prepared_call, (blocks, 1, 1), (FMA_THREADS, 1, 1), int(out), b, c,
+                                        np.int32(FMA_ITERATIONS)), CEILING_SETTINGS)
         finally:
             out.free()
         operations = 2 * threads * FMA_CHAINS * FMA_ITERATIONS
@@ -258,7 +251,7 @@ def _timing_details(timing: Timing) -> dict[str, Any]:
 
 def _cache_file(device: dict[str, Any], versions: dict[str, Any]) -> Path:
     key = f"{device['name']}|{device.get('uuid') or device.get('pci_bus_id')}|{versions.get('driver')}"
-    return cache_dir() / f"device-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    return cache_root() / f"device-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
 def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool = False) -> dict[str, Any]:
@@ -302,17 +295,6 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     except OSError as exc:
         print(f"warning: could not cache the ceilings in {path}: {exc}", file=sys.stderr)
     return {**result, "cache_file": str(path)}
-
-
-def cached_summaries() -> list[dict[str, Any]]:
-    """Every device summary cached on this machine (no GPU needed), newest first."""
-    found = []
-    for path in sorted(cache_dir().glob("device-*.json")):
-        try:
-            found.append({**json.loads(path.read_text()), "cache_file": str(path)})
-        except (OSError, json.JSONDecodeError):
-            continue
-    return sorted(found, key=lambda s: s.get("ceilings", {}).get("measured_utc", ""), reverse=True)
 
 
 # --- printing ------------------------------------------------------------------------------------------------

@@ -5,57 +5,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tuner.config import DTYPES, Problem
-from tuner.errors import ExperimentError
-from tuner.family import families
+from tuner.errors import ExperimentError, TunerError
+from tuner.kernels.discovery import families, use_family_dirs
+from tuner.kernels.family import Family, Parameter
+from tuner.kernels.targets import target
 from tuner.model import MachineModel
+from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
+from tuner.space import KernelSpec, count_valid
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "bruteforce")
-INDEX_LIMIT = 2**31 - 1  # the kernels index matrices with 32-bit ints
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    family: str
-    values: dict[str, tuple[Any, ...]]  # parameter name -> values to search
-    dtypes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    sampler: str = "tpe"
-    trials: int = 40
-    """Distinct configurations evaluated per study at most."""
-    timeout_s: float | None = None
-    seed: int = 0
-
-
-@dataclass(frozen=True)
-class MeasureSettings:
-    flush_l2: bool = True
-    warmup: int = 2
-    min_samples: int = 10
-    max_samples: int = 200
-    max_time_s: float = 2.0
-    target_noise: float = 0.005
-    """Stop sampling once the standard error of the mean falls under this fraction of the mean."""
-    timeout_s: float = 60.0
-    """Per-evaluation limit: a kernel still running then is a hang and its worker is killed."""
-    verify: bool = True
-    input_seed: int = 0
-
-
-@dataclass(frozen=True)
-class CompileSettings:
-    arch: str = "sm_90"
-    options: tuple[str, ...] = ("-O3",)
-    workers: int | None = None
-    """Parallel compiler processes; None means one per CPU core."""
+INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 
 
 @dataclass(frozen=True)
@@ -69,6 +35,8 @@ class Experiment:
     compile: CompileSettings = field(default_factory=CompileSettings)
     description: str = ""
     path: str | None = None
+    template_dirs: tuple[Path, ...] = ()
+    """Folders of kernel families beside the package's own (resolved against the experiment file's folder)."""
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -186,23 +154,27 @@ class _Validator:
         return items
 
 
-def _problem(v: _Validator, value: Any, path: Path_) -> Problem:
-    m = v.mapping(value, path, ("M", "N", "K"), ())
-    M, N, K = (v.integer(m[d], (*path, d)) for d in ("M", "N", "K"))
-    for a, b, label in ((M, K, "M·K"), (K, N, "K·N"), (M, N, "M·N")):
-        if a * b > INDEX_LIMIT:
-            raise v.r.error(path, f"{label} = {a * b} exceeds the kernels' 32-bit index range ({INDEX_LIMIT})")
-    return Problem(M, N, K)
+def _problem(v: _Validator, value: Any, path: Path_, dims: tuple[str, ...]) -> Problem:
+    m = v.mapping(value, path, dims, ())
+    return Problem(**{d: v.integer(m[d], (*path, d)) for d in dims})
 
 
-def _kernel(v: _Validator, value: Any, path: Path_) -> KernelSpec:
-    from tuner.space import count_valid
+def _check_index_range(v: _Validator, problem: Problem, family: Family, path: Path_) -> None:
+    for buffer in family.buffers:
+        elements = buffer.elements(problem)
+        if elements > INDEX_LIMIT:
+            shape = "×".join(map(str, buffer.shape(problem)))
+            raise v.r.error(path, f"{family.name}'s buffer {buffer.name} ({shape} = {elements} elements) exceeds "
+                                  f"the kernels' 32-bit index range ({INDEX_LIMIT})")
 
+
+def _kernel(v: _Validator, value: Any, path: Path_, arch: str) -> KernelSpec:
     m = v.mapping(value, path, ("template",), ("parameters",))
     known = families()
     name = v.text(m["template"], (*path, "template"))
     if name not in known:
-        raise v.r.error((*path, "template"), f"unknown template '{name}'; known templates: {', '.join(known)}")
+        raise v.r.error((*path, "template"), f"unknown template '{name}'; known templates: {', '.join(known)} "
+                                             f"(more with template_dirs: or --templates DIR)")
     family = known[name]
     ppath = (*path, "parameters")
     given = m.get("parameters", {})
@@ -214,15 +186,30 @@ def _kernel(v: _Validator, value: Any, path: Path_) -> KernelSpec:
             values[param.name] = param.default
             continue
         vpath = (*ppath, param.name)
-        values[param.name] = v.values(given[param.name], vpath, lambda x, p: v.integer(x, p, minimum=0))
-    dtypes = v.values(given.get("dtype", ["float32"]), (*ppath, "dtype"), lambda x, p: _dtype(v, x, p, family.dtypes))
-    spec = KernelSpec(name, values, dtypes)
+        values[param.name] = v.values(given[param.name], vpath, partial(_value, v, param=param))
+    dtypes = v.values(given.get("dtype", [family.dtypes[0]]), (*ppath, "dtype"),
+                      lambda x, p: _dtype(v, x, p, family.dtypes))
+    spec = KernelSpec(name, values, dtypes, arch)
     total, valid, reasons = count_valid(spec)
     if valid == 0:
         why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
         raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
                                f"(all {total} rejected: {why})")
     return spec
+
+
+def _value(v: _Validator, value: Any, path: Path_, *, param: Parameter) -> Any:
+    """A parameter value of the type the family's defaults have: integers ≥ 0, text or booleans."""
+    kinds = {bool if isinstance(d, bool) else int if isinstance(d, int) else str for d in param.default}
+    if kinds == {bool}:
+        return v.boolean(value, path)
+    if kinds == {str}:
+        return v.text(value, path)
+    if kinds == {int}:
+        return v.integer(value, path, minimum=0)
+    if not isinstance(value, bool | int | str):
+        raise v.r.error(path, f"expected an integer, text or true/false, found {_describe(value)}")
+    return value
 
 
 def _dtype(v: _Validator, value: Any, path: Path_, supported: tuple[str, ...]) -> str:
@@ -255,8 +242,9 @@ def _optional(check: Callable) -> Callable:
     return lambda x, p: None if x is None else check(x, p)
 
 
-def parse_experiment(text: str, file: str) -> Experiment:
-    """Validate an experiment given as YAML text; ``file`` names it in error messages."""
+def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLike[str], ...] = ()) -> Experiment:
+    """Validate an experiment given as YAML text; ``file`` names it in error messages. ``template_dirs`` are
+    folders of kernel families beyond those the file names (``--templates DIR``)."""
     loader = yaml.SafeLoader(text)
     reader = _Reader(file, loader)
     v = _Validator(reader)
@@ -277,7 +265,7 @@ def parse_experiment(text: str, file: str) -> Experiment:
     finally:
         loader.dispose()
     top = v.mapping(doc, (), ("name", "problems", "kernels"),
-                    ("description", "machine_models", "search", "measure", "compile"))
+                    ("description", "template_dirs", "machine_models", "search", "measure", "compile"))
 
     def items(key: str, parse: Callable) -> tuple:
         raw = top.get(key, [])
@@ -290,11 +278,6 @@ def parse_experiment(text: str, file: str) -> Experiment:
     for i, name in enumerate(names):
         if name in names[:i]:
             raise reader.error(("machine_models", i, "name"), f"the machine model '{name}' is defined twice")
-    problems = items("problems", _problem)
-    for i, problem in enumerate(problems):
-        if problem in problems[:i]:
-            raise reader.error(("problems", i), f"the problem {problem.label} is listed twice")
-
     search = _settings(v, top.get("search"), ("search",), SearchSettings, {
         "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
         "trials": v.integer,
@@ -320,17 +303,45 @@ def parse_experiment(text: str, file: str) -> Experiment:
         "options": lambda x, p: tuple(v.text(o, (*p, i)) for i, o in enumerate(_list(v, x, p))),
         "workers": _optional(v.integer),
     })
+    folders = _template_dirs(v, top.get("template_dirs", []), file)
+    try:
+        use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
+    except TunerError as exc:
+        raise reader.error(("template_dirs",), str(exc)) from None
+    kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch))
+    dims = tuple(dict.fromkeys(d for k in kernels for d in families()[k.family].dims))
+    problems = items("problems", lambda v_, x, p: _problem(v_, x, p, dims))
+    seen: set[Problem] = set()
+    for i, problem in enumerate(problems):
+        if problem in seen:
+            raise reader.error(("problems", i), f"the problem {problem.label} is listed twice")
+        seen.add(problem)
+        for spec in kernels:
+            _check_index_range(v, problem, families()[spec.family], ("problems", i))
     return Experiment(
         name=_name(v, top["name"]),
         description=v.text(top["description"], ("description",)) if "description" in top else "",
         problems=problems,
-        kernels=items("kernels", _kernel),
+        kernels=kernels,
         machine_models=machine_models,
         search=search,
         measure=measure,
         compile=compile_,
         path=file,
+        template_dirs=(*folders, *(Path(os.fspath(d)).resolve() for d in template_dirs)),
     )
+
+
+def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
+    """The folders the file names, relative to the file's own folder."""
+    base = Path(file).resolve().parent
+    folders = []
+    for i, entry in enumerate(_list(v, value, ("template_dirs",))):
+        folder = base / Path(v.text(entry, ("template_dirs", i))).expanduser()
+        if not folder.is_dir():
+            raise v.r.error(("template_dirs", i), f"no such folder: {folder}")
+        folders.append(folder.resolve())
+    return tuple(folders)
 
 
 def _list(v: _Validator, value: Any, path: Path_) -> list:
@@ -341,8 +352,10 @@ def _list(v: _Validator, value: Any, path: Path_) -> list:
 
 def _arch(v: _Validator, value: Any, path: Path_) -> str:
     text = v.text(value, path)
-    if not (text.startswith("sm_") and text[3:].rstrip("a").isdigit()):
-        raise v.r.error(path, f"expected a GPU architecture such as sm_90, found {text!r}")
+    try:
+        target(text)
+    except TunerError as exc:
+        raise v.r.error(path, str(exc)) from None
     return text
 
 
@@ -353,8 +366,9 @@ def _name(v: _Validator, value: Any) -> str:
     return name
 
 
-def load_experiment(path: str | os.PathLike[str]) -> Experiment:
-    """Read and validate an experiment file; every mistake raises ExperimentError naming file and field."""
+def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.PathLike[str], ...] = ()) -> Experiment:
+    """Read and validate an experiment file; every mistake raises ExperimentError naming file and field.
+    ``template_dirs``: folders of kernel families beyond those the file names."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -362,4 +376,4 @@ def load_experiment(path: str | os.PathLike[str]) -> Experiment:
         raise ExperimentError(file, "", "no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ExperimentError(file, "", f"cannot be read ({exc})") from None
-    return parse_experiment(text, file)
+    return parse_experiment(text, file, template_dirs)

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tuner.experiment import MeasureSettings
 from tuner.measurement import Timing
+from tuner.settings import MeasureSettings
 
 THROTTLE_FRACTION = 0.05
 """A sample is throttled when the SM clock reads more than this fraction under the starting clock."""
@@ -151,16 +151,17 @@ class SmClock:
 class Timer:
     """The GPU side of the method, made once per CUDA context: the flush buffer, the spin kernel, the clock."""
 
-    def __init__(self, l2_bytes: int, clock: SmClock | None, arch: str, cache_dir: str | None = None):
+    def __init__(self, l2_bytes: int, clock: SmClock | None, arch: str):
         import numpy as np
         import pycuda.driver as cuda
-        from pycuda.compiler import SourceModule
+
+        from tuner.backends.pycuda.modules import compiled_function
 
         self._cuda = cuda
         self._np = np
         self.flush_bytes = max(2 * l2_bytes, 32 * 2**20)
         self._flush_buffer = cuda.mem_alloc(self.flush_bytes)
-        self._hold = SourceModule(_HOLD_SOURCE, no_extern_c=True, arch=arch, cache_dir=cache_dir).get_function("hold")
+        self._hold = compiled_function(_HOLD_SOURCE, arch, "hold")
         self._hold.prepare("Q")
         self.clock = clock
 

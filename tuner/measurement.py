@@ -1,15 +1,13 @@
 """What a backend answers for one configuration: its outcome and, when it ran, how long it took.
 
-Backends (``tuner.backends``) produce these; the study turns them into rows of the results table.
+Backends (:mod:`tuner.backends`) produce these; the study turns them into rows of the results table.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
-
-from tuner.config import Config
+from typing import Any
 
 
 class Status(StrEnum):
@@ -80,25 +78,3 @@ class Measurement:
             compile_time_s=data.get("compile_time_s"),
             resources=Resources(**(data.get("resources") or {})),
         )
-
-
-class Backend(Protocol):
-    """Evaluates configurations: the PyCUDA backend on the GPU, the replay backend from a recording."""
-
-    name: str
-    busy_seconds: float
-    """Time the device spent verifying and timing so far (for the run's GPU-busy fraction)."""
-
-    def prefetch(self, configs: list[Config]) -> None:
-        """A hint: these configurations are likely next (a backend may compile them ahead)."""
-
-    def evaluate(self, config: Config) -> Measurement: ...
-
-    def metadata(self) -> dict[str, Any]:
-        """The environment of this backend's measurements: device, ceilings, versions, git, method.
-
-        Keys: backend, device, peaks ({"theoretical": {...}, "measured": {...}} with ``<dtype>_gflops`` and
-        ``bandwidth_gbs``), versions, git, measure, compile, templates, created_utc.
-        """
-
-    def close(self) -> None: ...

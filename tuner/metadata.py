@@ -15,23 +15,20 @@ import subprocess
 import tomllib
 from dataclasses import asdict
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError
-from tuner.experiment import CompileSettings, MeasureSettings
+from tuner.settings import CompileSettings, MeasureSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-@cache
-def nvcc_version() -> str | None:
-    """nvcc's release and build (e.g. ``13.0.88``), or None where there is no nvcc."""
-    from tuner.compile import nvcc_version as compiler_version
+def _nvcc_version() -> str | None:
+    from tuner.compile.nvcc import nvcc_version
 
     try:
-        return compiler_version()
+        return nvcc_version()
     except TunerError:
         return None
 
@@ -91,11 +88,11 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
 
     Keys: backend, device, peaks {"theoretical", "measured"}, ceilings (how and when they were measured),
     versions (driver, cuda, nvcc, pycuda, python, numpy, optuna, tuner), git {commit, dirty},
-    measure (settings + method), compile {arch, options}, templates {family: hash}, created_utc.
+    measure (settings + method), compile {arch, options, compiler}, templates {family: hash}, template_dirs
+    (the folders of families beyond the package's), created_utc.
     """
-    from tuner.family import families
+    from tuner.kernels.discovery import families, family_dirs, template_hash
     from tuner.measure import describe_method
-    from tuner.templates import template_hash
 
     summary = device_summary or {}
     empty = {"float32_gflops": None, "float64_gflops": None, "int32_gflops": None, "bandwidth_gbs": None}
@@ -105,7 +102,7 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
         "driver": device_versions.get("driver"),
         "cuda_driver_api": device_versions.get("cuda_driver_api"),
         "cuda": device_versions.get("cuda"),
-        "nvcc": nvcc_version(),
+        "nvcc": device_versions.get("nvcc") or _nvcc_version(),
         "pycuda": device_versions.get("pycuda"),
         **python_versions(),
     }
@@ -119,8 +116,9 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
         "git": git_state(),
         "measure": {**asdict(measure), "method": describe_method(measure)},
         "compile": {"arch": compile_settings.arch, "options": list(compile_settings.options),
-                    "compiler": "nvcc through PyCUDA (SourceModule, no_extern_c)"},
+                    "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
         "templates": {name: template_hash(name) for name in families()},
+        "template_dirs": [str(folder) for folder in family_dirs()],
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

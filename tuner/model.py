@@ -1,11 +1,12 @@
-"""The analytical model: FLOPs, global-memory bytes under the no-cache model, intensity, roofline bounds."""
+"""The analytical model: operations, global-memory bytes under a family's traffic model, intensity, and the
+roofline bounds of analytical machines."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from tuner.config import Config
-from tuner.family import get_family
+from tuner.kernels.discovery import get_family
 
 
 @dataclass(frozen=True)
@@ -32,23 +33,21 @@ class MachineModel:
 class Cost:
     flops: int
     global_bytes: int
+    compulsory_bytes: int
     extra_intensities: dict[str, float]
 
     @property
     def intensity(self) -> float:
-        """Compute-to-global-memory-access ratio in FLOP per byte."""
+        """Compute-to-global-memory-access ratio in FLOP per byte (0 for a kernel that only moves data)."""
         return self.flops / self.global_bytes
 
 
 def cost(config: Config) -> Cost:
     family = get_family(config.family)
-    params = config.param_dict
+    params, size = config.param_dict, config.element_bytes
     return Cost(
-        flops=config.problem.flops,
-        global_bytes=family.global_bytes(params, config.problem, config.element_bytes),
-        extra_intensities=family.extra_intensities(params, config.element_bytes),
+        flops=family.flops(config.problem),
+        global_bytes=family.global_bytes(params, config.problem, size),
+        compulsory_bytes=family.compulsory_bytes(config.problem, size),
+        extra_intensities=family.extra_intensities(params, size),
     )
-
-
-def gflops(flops: float, seconds: float) -> float:
-    return flops / seconds / 1e9

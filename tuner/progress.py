@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import Any, TextIO
 
 import pandas as pd
 
 from tuner.config import Config
 from tuner.measurement import Status
-from tuner.results import BASELINE_FAMILY, best_rows
-
-if TYPE_CHECKING:
-    from tuner.tuning import RunResult
+from tuner.results import BASELINE_FAMILY, RunResult, best_rows
 
 PLAIN_INTERVAL_S = 5.0
 
@@ -121,7 +118,7 @@ def summary_table(df: pd.DataFrame, duplicates: dict[tuple[str, str], int]) -> p
     return pd.DataFrame(rows)
 
 
-def _rounded(value: object) -> float | None:
+def _rounded(value: Any) -> float | None:
     return None if pd.isna(value) else round(float(value), 1)
 
 

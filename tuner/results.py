@@ -11,7 +11,8 @@ wall_offset_s          seconds from the start of the run (across resumes: of the
 measured_at            UTC time of the evaluation, ISO 8601
 metadata_id            key into ``metadata.json`` (device, versions, commit, settings)
 config_key             ``<problem>/<family>/<dtype>/<params>``, unique within an experiment
-problem, M, N, K       problem size: C (M×N) = A (M×K) · B (K×N)
+problem, M, N, K       problem size: C (M×N) = A (M×K) · B (K×N); a family of another kernel has a column per
+                       size it takes
 family, dtype          kernel family (template) and element type
 p_<NAME>               the family's parameter values
 block, grid            launch geometry, ``x×y×z``
@@ -27,6 +28,7 @@ bytes_model            global-memory bytes under the family's no-cache model
 intensity              flops / bytes_model (FLOP/B)
 gflops                 flops / median time
 bandwidth_gbs          bytes_model / median time
+effective_bandwidth_gbs  the compulsory bytes (inputs read once, outputs written once) / median time
 pct_flops_ceiling      gflops as % of the device's measured FMA ceiling for the dtype
 pct_bandwidth_ceiling  bandwidth_gbs as % of the device's measured DRAM bandwidth
 compile_time_s         seconds to compile (0 when it came from the cache)
@@ -53,11 +55,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from optuna.trial import FrozenTrial
 
-from tuner.config import DTYPE_BYTES, Config, ParamValue, Problem
+from tuner.config import DTYPE_BYTES, MATMUL_DIMS, Config, ParamValue, Problem
+from tuner.kernels import matmul
+from tuner.kernels.discovery import families, get_family
+from tuner.kernels.render import launch
 from tuner.measurement import Measurement, Resources, Status, Timing
-from tuner.model import cost
-from tuner.templates import launch
+from tuner.model import Cost, cost
 
 BASE_COLUMNS: tuple[str, ...] = (
     "experiment", "study", "sampler", "trial", "wall_offset_s", "measured_at", "metadata_id", "config_key",
@@ -67,7 +72,8 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "block", "grid", "status", "reason", "verify_error",
     "time_median_ms", "time_mean_ms", "time_min_ms", "time_stdev_ms", "time_cv", "samples", "samples_ms",
     "throttled_samples", "sm_clock_mhz_before", "sm_clock_mhz_after",
-    "flops", "bytes_model", "intensity", "gflops", "bandwidth_gbs", "pct_flops_ceiling", "pct_bandwidth_ceiling",
+    "flops", "bytes_model", "intensity", "gflops", "bandwidth_gbs", "effective_bandwidth_gbs", "pct_flops_ceiling",
+    "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
     "spill_store_bytes", "spill_load_bytes", "device_s",
 )
@@ -84,6 +90,12 @@ RESULTS_CSV = "results.csv"
 METADATA_JSON = "metadata.json"
 BASELINE_FAMILY = "cublas"
 BASELINE = "baseline"  # the study and sampler names of cuBLAS rows
+
+
+RECORD_ATTR = "record"
+"""The trial user attribute holding an evaluation's Record (its results row, rebuilt)."""
+DUPLICATE_ATTR = "duplicate_of"
+"""The trial user attribute of a repeated suggestion: the number of the trial that measured it."""
 
 
 @dataclass(frozen=True)
@@ -130,21 +142,31 @@ class Record:
         )
 
 
+def is_evaluation(trial: FrozenTrial) -> bool:
+    """A trial that holds a measurement (not a duplicate suggestion, not an abandoned one)."""
+    return RECORD_ATTR in trial.user_attrs and DUPLICATE_ATTR not in trial.user_attrs
+
+
+def trial_record(experiment: str, study_name: str, trial: FrozenTrial) -> Record:
+    return Record.from_attrs(experiment, study_name, trial.number, trial.user_attrs[RECORD_ATTR])
+
+
 def config_to_dict(config: Config) -> dict[str, Any]:
-    p = config.problem
-    return {"M": p.M, "N": p.N, "K": p.K, "family": config.family, "dtype": config.dtype,
+    return {"sizes": config.problem.as_dict(), "family": config.family, "dtype": config.dtype,
             "params": config.param_dict}
 
 
 def config_from_dict(data: Mapping[str, Any]) -> Config:
-    return Config.make(Problem(data["M"], data["N"], data["K"]), data["family"], data["dtype"], data["params"])
+    sizes = data["sizes"] if "sizes" in data else {d: data[d] for d in MATMUL_DIMS}
+    return Config.make(Problem.of(sizes), data["family"], data["dtype"], data["params"])
 
 
 def _param_value(value: Any) -> ParamValue | None:
-    """A parameter cell as the family declares it: int (a CSV or float column may hold 16.0) or text."""
+    """A parameter cell as the family declares it: int (a CSV or float column may hold 16.0), text or a
+    boolean."""
     if value is None or value is pd.NA:
         return None
-    if isinstance(value, str):
+    if isinstance(value, str | bool):
         return value
     number = float(value)
     if math.isnan(number):
@@ -163,8 +185,11 @@ def row_params(row: Mapping[str, Any]) -> dict[str, ParamValue]:
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:
-    """The configuration a results row describes."""
-    problem = Problem(int(row["M"]), int(row["N"]), int(row["K"]))
+    """The configuration a results row describes: the sizes its family takes (M, N and K for a baseline or a
+    family no longer known)."""
+    family = families().get(str(row["family"]))
+    dims = family.dims if family is not None else MATMUL_DIMS
+    problem = Problem(**{d: int(row[d]) for d in dims})
     return Config.make(problem, str(row["family"]), str(row["dtype"]), row_params(row))
 
 
@@ -173,25 +198,37 @@ def baseline_config(problem: Problem, dtype: str) -> Config:
     return Config.make(problem, BASELINE_FAMILY, dtype, {})
 
 
-def gflops_of(config: Config, measurement: Measurement) -> float | None:
-    """GFLOP/s at the median time, for a timed ``ok`` measurement."""
+def _seconds(measurement: Measurement) -> float | None:
+    """The median time of a timed ``ok`` measurement, in seconds."""
     if measurement.status is not Status.OK or measurement.timing is None or measurement.timing.median_ms <= 0:
         return None
-    return config.problem.flops / (measurement.timing.median_ms * 1e-3) / 1e9
+    return measurement.timing.median_ms * 1e-3
+
+
+def config_cost(config: Config) -> Cost:
+    """The analytical cost of a configuration; a baseline's is the GEMM's compulsory traffic."""
+    if config.family == BASELINE_FAMILY:
+        size = DTYPE_BYTES[config.dtype]
+        traffic = matmul.compulsory_bytes(config.problem, size)
+        return Cost(matmul.flops(config.problem), traffic, traffic, {})
+    return cost(config)
+
+
+def objective_of(config: Config, measurement: Measurement) -> float | None:
+    """What the search maximizes: GFLOP/s at the median time for a kernel that computes, the effective
+    bandwidth (compulsory bytes over the median time, GB/s) for one that only moves data; None unless ok."""
+    seconds = _seconds(measurement)
+    if seconds is None:
+        return None
+    work = config_cost(config)
+    return (work.flops if work.flops else work.compulsory_bytes) / seconds / 1e9
 
 
 def _geometry(config: Config, multiprocessors: int | None) -> tuple[str | None, str | None]:
-    if config.family == BASELINE_FAMILY:
+    if config.family == BASELINE_FAMILY or get_family(config.family).target != "cuda":
         return None, None
     geometry = launch(config)
     return "×".join(map(str, geometry.block)), "×".join(map(str, geometry.grid_on(multiprocessors)))
-
-
-def _bytes_model(config: Config) -> int:
-    if config.family == BASELINE_FAMILY:
-        p = config.problem
-        return DTYPE_BYTES[config.dtype] * (p.M * p.K + p.K * p.N + p.M * p.N)
-    return cost(config).global_bytes
 
 
 def _percent(value: float | None, ceiling: Any) -> float | None:
@@ -204,10 +241,10 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
     """The results-table row of one evaluation; ``environment`` (its metadata) supplies the measured ceilings."""
     config, m = record.config, record.measurement
     timing, resources = m.timing, m.resources
-    flops = config.problem.flops
-    bytes_model = _bytes_model(config)
-    gflops = gflops_of(config, m)
-    bandwidth = bytes_model / (timing.median_ms * 1e-3) / 1e9 if gflops is not None else None
+    work = config_cost(config)
+    seconds = _seconds(m)
+    gflops = work.flops / seconds / 1e9 if seconds and work.flops else None
+    bandwidth = work.global_bytes / seconds / 1e9 if seconds else None
     measured = ((environment or {}).get("peaks") or {}).get("measured") or {}
     block, grid = _geometry(config, ((environment or {}).get("device") or {}).get("multiprocessors"))
     spills = (resources.spill_store_bytes, resources.spill_load_bytes)
@@ -226,11 +263,12 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "status": m.status.value,
         "reason": m.reason,
         "verify_error": m.error,
-        "flops": flops,
-        "bytes_model": bytes_model,
-        "intensity": flops / bytes_model,
+        "flops": work.flops,
+        "bytes_model": work.global_bytes,
+        "intensity": work.intensity,
         "gflops": gflops,
         "bandwidth_gbs": bandwidth,
+        "effective_bandwidth_gbs": work.compulsory_bytes / seconds / 1e9 if seconds else None,
         "pct_flops_ceiling": _percent(gflops, measured.get(f"{config.dtype}_gflops")),
         "pct_bandwidth_ceiling": _percent(bandwidth, measured.get("bandwidth_gbs")),
         "compile_time_s": m.compile_time_s,
@@ -301,23 +339,52 @@ def param_columns(df: pd.DataFrame) -> list[str]:
     return sorted(c for c in df.columns if c.startswith("p_"))
 
 
+def _parameter_type(column: pd.Series) -> str:
+    """Int64 for integer parameters, boolean for true/false ones, string for text (or a mix)."""
+    values = column.dropna()
+    if all(isinstance(v, bool) for v in values):
+        return "boolean"
+    if all(isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer() for v in values):
+        return "Int64"
+    return "string"
+
+
 def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Rows in schema order (base columns, parameters, then measurements), each column in its documented type."""
     df = pd.DataFrame(rows)
     for column in (*BASE_COLUMNS, *MEASURE_COLUMNS):
         if column not in df.columns:
             df[column] = pd.NA
-    ordered = [*BASE_COLUMNS, *param_columns(df), *MEASURE_COLUMNS]
+    size_columns = [c for c in df.columns if str(c).isupper() and c not in BASE_COLUMNS]
+    ordered = [*BASE_COLUMNS, *size_columns, *param_columns(df), *MEASURE_COLUMNS]
     extra = [c for c in df.columns if c not in ordered]
     df = df[ordered + extra].reset_index(drop=True)
     for column in df.columns:
         if column in TEXT_COLUMNS:
             df[column] = df[column].astype("string")
-        elif column in INTEGER_COLUMNS or column.startswith("p_"):
+        elif column.startswith("p_"):
+            df[column] = df[column].astype(_parameter_type(df[column]))
+        elif column in INTEGER_COLUMNS or column in size_columns:
             df[column] = df[column].astype("Int64")
         elif column not in extra:
             df[column] = df[column].astype("float64")
     return df
+
+
+@dataclass(frozen=True)
+class RunResult:
+    df: pd.DataFrame
+    """Every evaluation of the experiment's studies, one row each (the saved results table)."""
+    out: Path
+    metadata: dict[str, Any]
+    """What metadata.json holds: the experiment, the environments and the runs."""
+    duplicates: dict[tuple[str, str], int]
+    """(problem, dtype) -> repeated suggestions that were not measured again."""
+
+    @property
+    def best(self) -> pd.DataFrame:
+        """The best ``ok`` row per problem and dtype (cuBLAS rows aside)."""
+        return best_rows(self.df)
 
 
 def best_rows(df: pd.DataFrame) -> pd.DataFrame:

@@ -7,27 +7,51 @@ import itertools
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import cache
+from typing import Any, Protocol
 
-from tuner.config import DTYPE_BYTES, Config, Problem
-from tuner.family import MAX_THREADS_PER_BLOCK, Family, Params, get_family
+from tuner.config import Config, Problem
+from tuner.kernels.discovery import get_family
+from tuner.kernels.family import Constraint, Family, Params
+from tuner.kernels.targets import Target, target
+from tuner.settings import CompileSettings
 
-if TYPE_CHECKING:
-    from tuner.experiment import Experiment, KernelSpec
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel entry of an experiment: a family, the values to search per parameter, the dtypes, and the
+    architecture whose resource limits the configurations must respect."""
+
+    family: str
+    values: dict[str, tuple[Any, ...]]
+    dtypes: tuple[str, ...]
+    arch: str = CompileSettings().arch
 
 
-def violations(family: Family, params: Params, dtype: str) -> list[str]:
+class Entries(Protocol):
+    """What the space needs of an experiment: its problems and kernel entries."""
+
+    @property
+    def problems(self) -> tuple[Problem, ...]: ...
+
+    @property
+    def kernels(self) -> tuple[KernelSpec, ...]: ...
+
+
+def rules(family: Family, on: Target | None = None) -> tuple[Constraint, ...]:
+    """Every static rule of ``family`` on the target ``on`` (default: the default compile target): the
+    target's resource limits first, then the family's own constraints."""
+    return _rules(family, on or target(CompileSettings().arch))
+
+
+@cache
+def _rules(family: Family, on: Target) -> tuple[Constraint, ...]:
+    return (*family.resource_rules(on), *family.constraints)
+
+
+def violations(family: Family, params: Params, dtype: str, on: Target | None = None) -> list[str]:
     """The static rules these parameter values break (empty when the configuration is valid)."""
-    broken = []
-    threads = family.threads_per_block(params)
-    if threads > MAX_THREADS_PER_BLOCK:
-        broken.append(f"threads per block ≤ {MAX_THREADS_PER_BLOCK}")
-    if family.shared_bytes(params, DTYPE_BYTES[dtype]) > family.shared_limit:
-        broken.append(f"shared memory per block ≤ {family.shared_limit // 1024} KB")
-    for constraint in family.constraints:
-        if not constraint.holds(params, dtype):
-            broken.append(constraint.description)
-    return broken
+    return [rule.description for rule in rules(family, on) if not rule.holds(params, dtype)]
 
 
 def combinations(spec: KernelSpec) -> Iterator[tuple[str, dict]]:
@@ -41,11 +65,12 @@ def combinations(spec: KernelSpec) -> Iterator[tuple[str, dict]]:
 def count_valid(spec: KernelSpec) -> tuple[int, int, Counter]:
     """(combinations, valid combinations, how many each rule rejected) for one kernel entry."""
     family = get_family(spec.family)
+    on = target(spec.arch)
     total = valid = 0
     reasons: Counter = Counter()
     for dtype, params in combinations(spec):
         total += 1
-        broken = violations(family, params, dtype)
+        broken = violations(family, params, dtype, on)
         valid += not broken
         reasons.update(broken)
     return total, valid, reasons
@@ -71,10 +96,11 @@ class KernelSpace:
 
 def kernel_space(spec: KernelSpec, problem: Problem) -> KernelSpace:
     family = get_family(spec.family)
+    on = target(spec.arch)
     valid, rejected = [], []
     for dtype, params in combinations(spec):
         config = Config.make(problem, spec.family, dtype, params)
-        broken = violations(family, params, dtype)
+        broken = violations(family, params, dtype, on)
         if broken:
             rejected.append((config, "; ".join(broken)))
         else:
@@ -82,12 +108,12 @@ def kernel_space(spec: KernelSpec, problem: Problem) -> KernelSpace:
     return KernelSpace(problem, spec.family, tuple(valid), tuple(rejected))
 
 
-def experiment_space(experiment: Experiment) -> list[KernelSpace]:
+def experiment_space(experiment: Entries) -> list[KernelSpace]:
     """One KernelSpace per problem and kernel entry, problems first."""
     return [kernel_space(spec, problem) for problem in experiment.problems for spec in experiment.kernels]
 
 
-def valid_configs(experiment: Experiment) -> list[Config]:
+def valid_configs(experiment: Entries) -> list[Config]:
     """Every valid configuration of the experiment, without repeats, in a deterministic order."""
     seen: dict[Config, None] = {}
     for space in experiment_space(experiment):

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from tuner.config import Config
-from tuner.experiment import Experiment, KernelSpec
-from tuner.family import get_family
-from tuner.space import KernelSpace, kernel_space, violations
-from tuner.templates import launch
+from tuner.experiment import Experiment
+from tuner.kernels.discovery import get_family
+from tuner.kernels.render import launch
+from tuner.space import KernelSpace, KernelSpec, kernel_space, violations
 
 if TYPE_CHECKING:
-    from tuner.compile import CompileResult
+    from tuner.compile.result import CompileResult
 
 _LOG_LINES = 20  # of a compiler message shown under the resource table
 
@@ -158,7 +158,7 @@ def _failures(kernels: list[Config], results: dict[Config, CompileResult]) -> li
 
 
 def _compile_section(experiment: Experiment, kernels: list[Config], arch: str, quiet: bool) -> str:
-    from tuner.compile import compile_configs, nvcc_version
+    from tuner.compile.nvcc import compile_configs, nvcc_version
 
     settings = experiment.compile
     workers = settings.workers or os.cpu_count() or 1
@@ -186,9 +186,10 @@ def print_space(experiment: Experiment, compile_: bool = False, arch: str | None
     valid kernel for ``arch`` (default: the experiment's) and add the compiler's resource table."""
     target = arch or experiment.compile.arch
     if compile_:
-        from tuner.compile import check_arch, find_nvcc
+        from tuner.compile.nvcc import find_nvcc
+        from tuner.kernels.targets import parse_arch
 
-        check_arch(target)  # before any output, so that a mistake is the only thing printed
+        parse_arch(target)  # before any output, so that a mistake is the only thing printed
         find_nvcc()
     where = f" ({experiment.path})" if experiment.path else ""
     print(f"Experiment {experiment.name}{where}")

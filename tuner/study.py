@@ -61,16 +61,18 @@ import optuna
 import sqlalchemy
 from optuna.trial import FrozenTrial, Trial, TrialState
 
+from tuner.backends.protocol import Backend
 from tuner.config import Config, ParamValue, Problem
 from tuner.errors import TunerError
-from tuner.family import get_family
-from tuner.measurement import Backend, Measurement, Status
-from tuner.results import Record, gflops_of
+from tuner.kernels.discovery import get_family
+from tuner.kernels.targets import target
+from tuner.measurement import Measurement, Status
+from tuner.results import DUPLICATE_ATTR, RECORD_ATTR, Record, is_evaluation, objective_of
+from tuner.settings import CompileSettings
 from tuner.space import kernel_space, violations
 
 if TYPE_CHECKING:
     from tuner.experiment import Experiment
-    from tuner.progress import Progress
 
 LOOKAHEAD = 8
 """Valid configurations asked ahead of the one being measured (the current one included): enough to keep
@@ -81,9 +83,6 @@ EXPLORE_AFTER = 2
 """Repeated suggestions in a row after which an unevaluated configuration is enqueued."""
 """Duplicate suggestions in a row after which a study stops."""
 FAMILY_PARAM = "family"
-RECORD_ATTR = "record"
-"""The trial user attribute holding an evaluation's Record (its results row, rebuilt)."""
-DUPLICATE_ATTR = "duplicate_of"
 ENQUEUED_ATTR = "enqueued"
 """The user attribute of a trial this module enqueued: the configuration's key."""
 
@@ -101,6 +100,14 @@ class StudySpace:
     """Every valid configuration, in enumeration (file) order."""
     rejected: dict[str, str] = field(default_factory=dict)
     """Config key -> the static rules it breaks, for every listed but invalid combination."""
+    arch: str = CompileSettings().arch
+    """The target whose resource limits the configurations respect."""
+
+    @property
+    def baseline(self) -> str | None:
+        """The vendor routine all the study's families compare with (``gemm``), or None."""
+        kinds = {get_family(family).baseline for family in self.choices}
+        return kinds.pop() if len(kinds) == 1 else None
 
     @property
     def name(self) -> str:
@@ -115,7 +122,7 @@ class StudySpace:
         try:
             family = (trial.suggest_categorical(FAMILY_PARAM, list(self.choices)) if len(self.choices) > 1
                       else next(iter(self.choices)))
-            params = {name: trial.suggest_categorical(f"{family}.{name}", list(values))
+            params = {name: _suggested(trial.suggest_categorical(f"{family}.{name}", list(values)))
                       for name, values in self.choices[family].items()}
         except ValueError as exc:
             raise TunerError(
@@ -141,7 +148,7 @@ class StudySpace:
         """Why the configuration is statically invalid, or None when it may be measured."""
         if config.key in self.rejected:
             return self.rejected[config.key]
-        broken = violations(get_family(config.family), config.param_dict, config.dtype)
+        broken = violations(get_family(config.family), config.param_dict, config.dtype, target(self.arch))
         if broken:
             return "; ".join(broken)
         if config not in self._valid_set:
@@ -151,6 +158,12 @@ class StudySpace:
     @cached_property
     def _valid_set(self) -> frozenset[Config]:
         return frozenset(self.valid)
+
+
+def _suggested(value: Any) -> ParamValue:
+    """A categorical suggestion, which is one of the values listed (Optuna's type allows floats and None)."""
+    assert isinstance(value, int | str), value
+    return value
 
 
 def study_spaces(experiment: Experiment) -> list[StudySpace]:
@@ -170,7 +183,8 @@ def study_spaces(experiment: Experiment) -> list[StudySpace]:
                 space = kernel_space(spec, problem)
                 valid.update(dict.fromkeys(c for c in space.valid if c.dtype == dtype))
                 rejected.update({c.key: why for c, why in space.rejected if c.dtype == dtype})
-            spaces.append(StudySpace(experiment.name, problem, dtype, choices, tuple(valid), rejected))
+            spaces.append(StudySpace(experiment.name, problem, dtype, choices, tuple(valid), rejected,
+                                     experiment.compile.arch))
     return spaces
 
 
@@ -259,22 +273,13 @@ def open_study(storage: optuna.storages.RDBStorage, space: StudySpace, sampler_n
     return study
 
 
-def is_evaluation(trial: FrozenTrial) -> bool:
-    """A trial that holds a measurement (not a duplicate suggestion, not an abandoned one)."""
-    return RECORD_ATTR in trial.user_attrs and DUPLICATE_ATTR not in trial.user_attrs
-
-
-def trial_record(experiment: str, study_name: str, trial: FrozenTrial) -> Record:
-    return Record.from_attrs(experiment, study_name, trial.number, trial.user_attrs[RECORD_ATTR])
-
-
 def recover(study: optuna.Study, space: StudySpace) -> None:
     """Finish what a dead run left RUNNING and enqueue again every configuration that was asked, never measured."""
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         config = space.config_of(trial.params)
         if config is not None and RECORD_ATTR in trial.user_attrs:
             measurement = Measurement.from_dict(trial.user_attrs[RECORD_ATTR]["measurement"])
-            study.tell(trial.number, gflops_of(config, measurement) or 0.0)
+            study.tell(trial.number, objective_of(config, measurement) or 0.0)
         else:
             study.tell(trial.number, state=TrialState.FAIL)
     trials = study.get_trials(deepcopy=False)
@@ -307,6 +312,16 @@ class Budget:
     max_repeats: int = MAX_REPEATS
 
 
+class Reporter(Protocol):
+    """Shows a study's progress (tuner.progress.Progress)."""
+
+    def study_started(self, name: str, budget: int, timeout_s: float | None) -> None: ...
+
+    def evaluated(self, done: int, new: int, best: tuple[float, Config] | None) -> None: ...
+
+    def study_finished(self, reason: str) -> None: ...
+
+
 class Recorder(Protocol):
     """Turns a measurement into a stamped Record (environment, clock) and keeps it once it is stored."""
 
@@ -333,7 +348,7 @@ class StudySearch:
     """Searches one study until its budget is spent, asking ahead and never measuring a configuration twice."""
 
     def __init__(self, study: optuna.Study, space: StudySpace, backend: Backend, budget: Budget,
-                 sampler_name: str, recorder: Recorder, progress: Progress):
+                 sampler_name: str, recorder: Recorder, progress: Reporter):
         self.study, self.space, self.backend, self.budget = study, space, backend, budget
         self.sampler_name, self.recorder, self.progress = sampler_name, recorder, progress
         self.done: dict[str, tuple[int, float]] = {}
@@ -463,7 +478,7 @@ class StudySearch:
         record = self.recorder.record(self.space.name, trial.number, self.sampler_name, config, measurement,
                                       device_s)
         trial.set_user_attr(RECORD_ATTR, record.attrs())
-        value = gflops_of(config, measurement) or 0.0
+        value = objective_of(config, measurement) or 0.0
         self.study.tell(trial, value)
         self._remember(config.key, trial.number, value, config)
         self.remaining_valid.discard(config.key)

@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,46 +48,29 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuner import results
+from tuner.backends.protocol import Backend
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.config import Config
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, Experiment, load_experiment
-from tuner.measurement import Backend, Measurement
+from tuner.kernels.discovery import use_family_dirs
+from tuner.measurement import Measurement
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
-from tuner.results import BASELINE, Record
+from tuner.results import BASELINE, DUPLICATE_ATTR, Record, RunResult, is_evaluation, trial_record
+from tuner.settings import STORAGE_FILE
 from tuner.study import (
-    DUPLICATE_ATTR,
     Budget,
     StudySearch,
     StudySpace,
-    is_evaluation,
     open_storage,
     open_study,
     study_spaces,
-    trial_record,
 )
 
 BACKENDS = ("pycuda", "replay")
 BASELINE_DTYPES = ("float32", "float64")
 SAVE_INTERVAL_S = 2.0
-STORAGE_FILE = "study.db"
-
-
-@dataclass(frozen=True)
-class RunResult:
-    df: pd.DataFrame
-    """Every evaluation of the experiment's studies, one row each (the saved results table)."""
-    out: Path
-    metadata: dict[str, Any]
-    """What metadata.json holds: the experiment, the environments and the runs."""
-    duplicates: dict[tuple[str, str], int]
-    """(problem, dtype) -> repeated suggestions that were not measured again."""
-
-    @property
-    def best(self) -> pd.DataFrame:
-        """The best ``ok`` row per problem and dtype (cuBLAS rows aside)."""
-        return results.best_rows(self.df)
 
 
 def _now() -> datetime:
@@ -157,12 +140,12 @@ class Table:
 
     def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        recorded_id = getattr(self.backend, "metadata_id_of", None)
+        recorded_id = self.backend.environment_id(config)
         moment = _now()
         return Record(
             experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
             measurement=measurement,
-            metadata_id=recorded_id(config) if recorded_id else self.environment_id,
+            metadata_id=recorded_id or self.environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
             measured_at=_iso(moment), device_s=device_s,
         )
@@ -202,7 +185,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         if recording is None:
             raise TunerError(f"--backend replay needs --replay PATH: a recorded run folder or results.parquet "
                              f"(experiment '{experiment.name}' has no shipped recording)")
-        return ReplayBackend(recording)
+        return ReplayBackend(Path(recording))
     if replay is not None:
         raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
     if backend != "pycuda":
@@ -281,17 +264,9 @@ def _resume_command(experiment: Experiment, options: dict[str, Any]) -> str:
     return shlex.join(words)
 
 
-def _report_writer() -> Any:
-    """``tuner.report.write_report``, imported only when needed (matplotlib is slow to import)."""
-    from tuner.report import write_report
-
-    return write_report
-
-
 def _write_report(out: Path, progress: Progress) -> None:
-    write_report = _report_writer()
-    if write_report is None:
-        return
+    from tuner.report import write_report  # only now: matplotlib is slow to import
+
     try:
         write_report(out, quiet=progress.quiet)
     except Exception as exc:  # the report must never cost the results
@@ -305,12 +280,11 @@ def _write_report(out: Path, progress: Progress) -> None:
 
 
 def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: Table, progress: Progress) -> None:
-    measure = getattr(backend, "baseline", None)
-    if measure is None or space.dtype not in BASELINE_DTYPES or "baseline" in study.user_attrs:
+    if not space.baseline or space.dtype not in BASELINE_DTYPES or "baseline" in study.user_attrs:
         return
-    progress.note(f"{space.name}: measuring the cuBLAS baseline")
+    progress.note(f"{space.name}: measuring the vendor baseline ({space.baseline})")
     busy_before = backend.busy_seconds
-    measurement = measure(space.problem, space.dtype)
+    measurement = backend.baseline(space.problem, space.dtype)
     if measurement is None:
         return
     config = results.baseline_config(space.problem, space.dtype)
@@ -338,6 +312,7 @@ def run(
     storage: str | None = None,
     out: str | os.PathLike[str] | None = None,
     quiet: bool = False,
+    report: bool = True,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -346,9 +321,11 @@ def run(
     ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
     ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
     ``reports/<experiment name>``). ``quiet`` silences the progress on stderr (not the summary on stdout).
+    ``report`` writes the figures and report.html at the end.
     """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
+    use_family_dirs(experiment.template_dirs)
     sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = Path(out) if out is not None else Path("reports") / experiment.name
     lock = _lock(out_dir)
@@ -359,7 +336,7 @@ def run(
             resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay, "trials": trials,
                       "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage, "out": out_dir}
             with _terminate_as_interrupt():
-                return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet,
+                return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet, report,
                             _resume_command(experiment, resume))
         finally:
             store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
@@ -368,7 +345,7 @@ def run(
 
 
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
-         budget: Budget, seed: int, out: Path, quiet: bool, resume_command: str) -> RunResult:
+         budget: Budget, seed: int, out: Path, quiet: bool, report: bool, resume_command: str) -> RunResult:
     optuna_logger = optuna.logging.get_logger("optuna")
     verbosity = optuna_logger.level
     optuna.logging.set_verbosity(logging.WARNING)
@@ -376,12 +353,12 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
     started = _now()
     interrupted, error = False, None
     try:
-        recorded_envs = getattr(backend, "environments", None)  # a backend answering from recordings
-        replayed = recorded_envs is not None
+        recording = backend.recording()
+        replayed = recording is not None
         environment = backend.metadata()
         environment_id = metadata_id(environment)
         ledger = Ledger(store, experiment.name)
-        ledger.add_environments(recorded_envs if replayed else {environment_id: environment})
+        ledger.add_environments(recording.environments if recording else {environment_id: environment})
         studies = {space: open_study(store, space, sampler, seed) for space in study_spaces(experiment)}
         table = Table(experiment, out, ledger, backend, environment_id)
         for record in stored_records(store, experiment.name):
@@ -389,7 +366,7 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
         run_record: dict[str, Any] = {
             "started_utc": _iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
-            "recording": str(backend.path) if isinstance(backend, ReplayBackend) else None,
+            "recording": str(recording.path) if recording else None,
             "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
             "interrupted": False, "error": None,
         }
@@ -416,7 +393,8 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
             })
             ledger.update_run(run_record)
             df = table.save()
-            _write_report(out, progress)
+            if report:
+                _write_report(out, progress)
     finally:
         try:
             backend.close()

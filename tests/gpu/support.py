@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tuner.config import Config, Problem
-from tuner.experiment import MeasureSettings
+from tuner.settings import MeasureSettings
 
 QUICK = MeasureSettings(warmup=1, min_samples=3, max_samples=10, max_time_s=0.2)
 """Enough samples to exercise the timing method without spending the GPU's time on precision."""

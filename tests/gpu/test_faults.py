@@ -10,8 +10,8 @@ import pytest
 
 from tests.gpu.support import QUICK, float32_config
 from tuner.backends import PycudaBackend
+from tuner.kernels.render import launch
 from tuner.measurement import Status
-from tuner.templates import launch
 
 pytestmark = pytest.mark.gpu
 

@@ -1,5 +1,7 @@
-"""Backends evaluate configurations (``tuner.measurement.Backend``): ``pycuda`` measures on the local GPU."""
+"""Backends evaluate configurations (:mod:`tuner.backends.protocol`): ``pycuda`` measures on the local GPU,
+``replay`` answers from a recorded run."""
 
-from tuner.backends.pycuda_backend import PycudaBackend
+from tuner.backends.protocol import Backend, BackendBase, Recording
+from tuner.backends.pycuda.backend import PycudaBackend
 
-__all__ = ["PycudaBackend"]
+__all__ = ["Backend", "BackendBase", "PycudaBackend", "Recording"]

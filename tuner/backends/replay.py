@@ -5,9 +5,9 @@ the row recorded for its key: status, reason, compile time, timing (the raw samp
 and resources; ``baseline()`` answers the recorded cuBLAS row of a problem and dtype, or None when the
 recording has none. A configuration the recording lacks is a TunerError naming it and the recording.
 
-Rows keep the environment they were measured in: ``metadata_id_of(config)`` is the recorded row's
-``metadata_id`` and ``environments`` the recorded environments; ``metadata()`` is the one most rows share
-(and the environment of statically invalid configurations, which no backend sees).
+Rows keep the environment they were measured in: ``environment_id(config)`` is the recorded row's
+``metadata_id`` and ``recording().environments`` the recorded environments; ``metadata()`` is the one most rows
+share (and the environment of statically invalid configurations, which no backend sees).
 ``busy_seconds`` adds each replayed row's recorded device time (``device_s``), so a replayed run reports the
 GPU time its choices cost on the recording's device.
 
@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow
 
 from tuner import results
+from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.measurement import Measurement
@@ -40,7 +41,7 @@ def default_recording(experiment_name: str) -> Path | None:
     return DEFAULT_RECORDINGS.get(experiment_name)
 
 
-class ReplayBackend:
+class ReplayBackend(BackendBase):
     name = "replay"
 
     def __init__(self, recording: str | Path):
@@ -86,7 +87,10 @@ class ReplayBackend:
         key = results.baseline_config(problem, dtype).key
         return self.evaluate(results.baseline_config(problem, dtype)) if key in self._rows else None
 
-    def metadata_id_of(self, config: Config) -> str:
+    def recording(self) -> Recording:
+        return Recording(self.path, self.environments)
+
+    def environment_id(self, config: Config) -> str:
         """The environment of the recorded row (the main one for what never reached a device)."""
         data = self._rows.get(config.key)
         if data is not None and pd.notna(data["metadata_id"]):

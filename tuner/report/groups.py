@@ -15,7 +15,7 @@ import matplotlib as mpl
 import pandas as pd
 
 from tuner.config import DTYPE_BYTES, ParamValue, Problem
-from tuner.family import families
+from tuner.kernels.discovery import families
 
 FAMILY_COLORMAPS = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys", "YlOrBr", "PuRd")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import jinja2
 
-from tuner.report import environment, tables
+import tuner.report.environment as environment
+import tuner.report.tables as tables
 from tuner.report.run_folder import Run
 from tuner.report.source import best_sources
 

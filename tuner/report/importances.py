@@ -2,7 +2,7 @@
 explains), read from the run folder's Optuna storage (study.db). fANOVA rather than Optuna's default PED-ANOVA,
 which compares the top decile with the rest and so rests on one or two trials in a kernel study of a few dozen.
 
-Only trials that hold an evaluation count (tuner.study.is_evaluation: not the repeated suggestions). A study
+Only trials that hold an evaluation count (tuner.results.is_evaluation: not the repeated suggestions). A study
 that searches several families has a conditional space (naive.BLOCK_X exists only in naive trials), so
 importances are computed per set of parameters the trials share, e.g. once for the naive trials and once for
 the tiled ones, plus once over the parameters common to all trials (such as the family) when those vary.
@@ -22,9 +22,9 @@ from matplotlib.figure import Figure
 from optuna.importance import FanovaImportanceEvaluator, get_param_importances
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.study import is_evaluation
+from tuner.results import is_evaluation
+from tuner.settings import STORAGE_FILE
 
-STORAGE_FILE = "study.db"
 MIN_TRIALS = 5
 """Completed trials a set needs before its importances mean anything."""
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from tuner.config import ParamValue
-from tuner.family import families
+from tuner.kernels.discovery import families
 from tuner.report.formatting import number, rate_unit
 from tuner.report.groups import sort_value
 from tuner.report.run_folder import Run

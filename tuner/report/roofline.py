@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,10 +21,11 @@ from tuner.report.groups import Group, group_colors, sorted_groups
 from tuner.report.run_folder import Ceiling, Run
 
 INTENSITY_LABEL = "arithmetic intensity (FLOP/byte of global memory, analytical no-cache model)"
-DEVICE_STYLES = {"measured": {"color": "#1a1a1a", "linestyle": "-", "linewidth": 2.0},
+DEVICE_STYLES: dict[str, dict[str, Any]] = {"measured": {"color": "#1a1a1a", "linestyle": "-", "linewidth": 2.0},
                  "theoretical": {"color": "#8a8a8a", "linestyle": "--", "linewidth": 1.6}}
-MODEL_STYLES = ({"color": "#d62728", "linestyle": "-."}, {"color": "#17becf", "linestyle": ":"},
-                {"color": "#bcbd22", "linestyle": (0, (6, 2, 1, 2, 1, 2))})
+MODEL_STYLES: tuple[dict[str, Any], ...] = (
+    {"color": "#d62728", "linestyle": "-."}, {"color": "#17becf", "linestyle": ":"},
+    {"color": "#bcbd22", "linestyle": (0, (6, 2, 1, 2, 1, 2))})
 PROBLEM_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
 CUBLAS_COLOR = "#ffd700"
 LABEL_SPACING = 2.0
@@ -72,7 +74,7 @@ def _draw_ceiling(ax: Axes, xs: np.ndarray, ceiling: Ceiling, device: str, handl
     handles.append(line)
     ridge = ceiling.ridge_point
     if ridge is not None and xs[0] < ridge < xs[-1]:
-        ax.plot([ridge], [ceiling.gflops], marker="o", color=style["color"], markersize=6, zorder=3,
+        ax.plot([ridge], [float(ceiling.gflops or 0)], marker="o", color=style["color"], markersize=6, zorder=3,
                 gid=f"ridge-{ceiling.kind}")
         above = ceiling.kind == "theoretical"
         ax.annotate(f"ridge {number(ridge)}", (ridge, ceiling.gflops), xytext=(5, 5 if above else -6),
@@ -91,7 +93,7 @@ def _draw_models(ax: Axes, run: Run, dtype: str, xs: np.ndarray, ylim: tuple[flo
         (line,) = ax.plot(xs, ys, label=label, linewidth=1.8, zorder=2, gid=f"model-{model.name}", **style)
         handles.append(line)
         if ridge is not None and xs[0] < ridge < xs[-1]:
-            ax.plot([ridge], [peak], marker="D", color=style["color"], markersize=6, zorder=3,
+            ax.plot([ridge], [float(peak or 0)], marker="D", color=style["color"], markersize=6, zorder=3,
                     gid=f"ridge-{model.name}")
         _label_slope(ax, f"{model.name} model", model.bandwidth_gbs, xs, ylim, style["color"],
                      f"model-label-{model.name}")

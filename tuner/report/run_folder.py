@@ -20,7 +20,7 @@ from tuner import results
 from tuner.config import DTYPES
 from tuner.errors import TunerError
 from tuner.experiment import parse_experiment
-from tuner.family import families
+from tuner.kernels.discovery import families
 from tuner.model import MachineModel, cost
 from tuner.report.groups import assign_groups
 from tuner.results import BASELINE_FAMILY

@@ -10,10 +10,10 @@ import pandas as pd
 
 from tuner import results
 from tuner.config import Config
-from tuner.family import families
+from tuner.kernels.discovery import families, template_hash
+from tuner.kernels.render import launch, render
 from tuner.report.formatting import params_text
 from tuner.report.run_folder import Run
-from tuner.templates import launch, render, template_hash
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,16 @@
-"""Rendering a configuration's CUDA source from its family's Jinja template, and its launch geometry."""
+"""Rendering a configuration's source from its family's Jinja template, and its launch geometry."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import jinja2
 
-import kernel_templates
 from tuner.config import DTYPE_CTYPE, Config
-from tuner.family import Dim3, get_family
-
-TEMPLATE_DIR = Path(kernel_templates.__file__).parent
+from tuner.kernels.discovery import get_family, template_hash
+from tuner.kernels.family import Dim3
 
 
 @dataclass(frozen=True)
@@ -36,9 +33,9 @@ class Launch:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def _environment(folder: Path) -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
+        loader=jinja2.FileSystemLoader(folder),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -46,21 +43,8 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def template_source(family: str) -> str:
-    return (TEMPLATE_DIR / get_family(family).template_file).read_text()
-
-
-def template_hash(family: str) -> str:
-    """SHA-256 (first 16 hex digits) of the family's template and its declaration module."""
-    fam = get_family(family)
-    digest = hashlib.sha256()
-    for name in (fam.template_file, f"{fam.name}.py"):
-        digest.update((TEMPLATE_DIR / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def render(config: Config) -> str:
-    """The CUDA C source of one configuration; the same configuration always renders the same text."""
+    """The source of one configuration; the same configuration always renders the same text."""
     family = get_family(config.family)
     values = ", ".join(f"{k}={v}" for k, v in config.params)
     header = (
@@ -68,7 +52,8 @@ def render(config: Config) -> str:
         f"hash {template_hash(family.name)})\n"
         f"// dtype={config.dtype}; {values}"
     )
-    template = _environment().get_template(family.template_file)
+    assert family.folder is not None  # discovery places every family
+    template = _environment(family.folder).get_template(family.template_file)
     return template.render(header=header, dtype=config.dtype, ctype=DTYPE_CTYPE[config.dtype], **config.param_dict)
 
 

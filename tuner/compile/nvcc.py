@@ -1,16 +1,14 @@
-"""Compiling rendered kernels with nvcc to cubins: the compiler's resource report, a parallel pool and a
-content-addressed cache.
+"""Compiling CUDA sources with nvcc to cubins, with the compiler's resource report.
 
-Each compilation runs ``nvcc -cubin -arch=<arch> <options> -Xptxas -v`` in its own temporary folder; ptxas's
-verbose report gives registers, static shared memory, stack (local memory) and spills per entry function.
-Results are cached under ``$TUNER_CACHE_DIR/nvcc`` (default ``~/.cache/tuner/nvcc``), keyed by the SHA-256 of
-source, options, architecture and the full ``nvcc --version`` text; failed compilations are not cached.
+Each compilation runs ``nvcc -cubin -arch=<arch> <options> -Xptxas -v`` in its own temporary folder, tied to
+the run (:mod:`tuner.lifetime`); ptxas's verbose report gives registers, static shared memory, stack (local
+memory) and spills per entry function. Cubins are cached under ``$TUNER_CACHE_DIR/nvcc`` (default
+``~/.cache/tuner/nvcc``, :mod:`tuner.compile.cache`), keyed by source, options, architecture and the full
+``nvcc --version`` text.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shutil
@@ -18,36 +16,27 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 
+from tuner.compile import cache as compile_cache
+from tuner.compile.pool import compile_all
+from tuner.compile.result import CompileResult
 from tuner.config import Config
 from tuner.errors import TunerError
+from tuner.kernels.render import render
+from tuner.kernels.targets import parse_arch
+from tuner.lifetime import run_tied
 from tuner.measurement import Resources
-from tuner.templates import render
+from tuner.settings import cache_root
 
-DEFAULT_ARCH = "sm_90"
-DEFAULT_OPTIONS: tuple[str, ...] = ("-O3",)
 COMPILE_TIMEOUT_S = 600.0
 TOOLKIT_BIN_FOLDERS: tuple[Path, ...] = (Path("/usr/local/cuda/bin"),)
 """Where nvcc is looked for after PATH and $CUDA_HOME/bin."""
-_CACHE_FORMAT = 1  # bump when the layout of a cache entry changes
-
-Progress = Callable[[int, int, Config], None]
-
-
-@dataclass(frozen=True)
-class CompileResult:
-    ok: bool
-    cubin: bytes | None
-    resources: Resources
-    log: str
-    """nvcc's output: the ptxas report when it compiled, the compiler's message when it did not."""
-    seconds: float
-    """Wall time of the nvcc run that produced this result (also when it now comes from the cache)."""
-    cached: bool
+RESOURCE_MARKERS = ("too much shared data", "too much local data", "Entry function uses too much")
+"""Compiler messages that mean a hardware limit, not a mistake in the source: such configurations are invalid."""
+CUBIN = ".cubin"
 
 
 # --- finding nvcc -----------------------------------------------------------------------------------------
@@ -129,11 +118,13 @@ def parse_ptxas_report(log: str) -> dict[str, Resources]:
             used[entry] = line
     report = {}
     for name, line in used.items():
+        registers = _REGISTERS.search(line)
+        assert registers is not None  # only such lines are kept
         stack, spill_stores, spill_loads = frames.get(name, (0, 0, 0))
         local = max([stack, *(int(m) for pattern in (_LMEM, _STACK) for m in pattern.findall(line))])
         smem = _SMEM.search(line)
         report[name] = Resources(
-            registers=int(_REGISTERS.search(line)[1]),
+            registers=int(registers[1]),
             shared_bytes=int(smem[1]) if smem else 0,
             local_bytes=local,
             spill_store_bytes=spill_stores,
@@ -150,64 +141,11 @@ def _worst(report: dict[str, Resources]) -> Resources:
     return Resources(**{f: max(getattr(r, f) for r in report.values()) for f in fields})
 
 
-# --- the cache --------------------------------------------------------------------------------------------
+# --- compiling --------------------------------------------------------------------------------------------
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("TUNER_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "tuner") / "nvcc"
-
-
-def _cache_key(source: str, options: Sequence[str], arch: str, version_text: str) -> str:
-    material = json.dumps([_CACHE_FORMAT, source, list(options), arch, version_text])
-    return hashlib.sha256(material.encode()).hexdigest()
-
-
-def _read_cached(folder: Path, key: str) -> CompileResult | None:
-    try:
-        entry = json.loads((folder / f"{key}.json").read_text())
-        cubin = (folder / f"{key}.cubin").read_bytes()
-        return CompileResult(True, cubin, Resources(**entry["resources"]), entry["log"], entry["seconds"], True)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # absent or damaged: compile again
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    with os.fdopen(handle, "wb") as file:
-        file.write(data)
-    os.replace(partial, path)
-
-
-def _store(folder: Path, key: str, result: CompileResult, arch: str, options: Sequence[str], nvcc: str) -> None:
-    entry = {
-        "resources": asdict(result.resources),
-        "log": result.log,
-        "seconds": result.seconds,
-        "arch": arch,
-        "options": list(options),
-        "nvcc": _version_text(nvcc),
-    }
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _write_atomically(folder / f"{key}.cubin", result.cubin or b"")
-        _write_atomically(folder / f"{key}.json", json.dumps(entry, indent=1).encode())
-    except OSError as exc:
-        raise TunerError(
-            f"cannot write the compile cache in {folder} ({exc}); make it writable or point TUNER_CACHE_DIR "
-            "at a writable folder"
-        ) from None
-
-
-# --- compiling --------------------------------------------------------------------------------------------
-
-_ARCH = re.compile(r"sm_\d+[af]?")
-
-
-def check_arch(arch: str) -> None:
-    """Raise TunerError unless ``arch`` names a GPU architecture (sm_80, sm_90, sm_90a, ...)."""
-    if not _ARCH.fullmatch(arch):
-        raise TunerError(f"'{arch}' is not a GPU architecture nvcc compiles for; expected a name such as sm_90")
+    return cache_root() / "nvcc"
 
 
 def _run_nvcc(nvcc: str, source: str, arch: str, options: Sequence[str]) -> CompileResult:
@@ -217,70 +155,52 @@ def _run_nvcc(nvcc: str, source: str, arch: str, options: Sequence[str]) -> Comp
         command = [nvcc, "-cubin", f"-arch={arch}", *options, "-Xptxas", "-v", "-o", "kernel.cubin", "kernel.cu"]
         start = time.perf_counter()
         try:
-            done = subprocess.run(
-                command, cwd=folder, env={**os.environ, "TMPDIR": tmp}, capture_output=True, text=True,
-                timeout=COMPILE_TIMEOUT_S, check=False,
-            )
+            done = run_tied(command, folder, {**os.environ, "TMPDIR": tmp}, COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            seconds = time.perf_counter() - start
             log = f"nvcc did not finish within {COMPILE_TIMEOUT_S:.0f} s: {' '.join(command)}"
-            return CompileResult(False, None, Resources(), log, seconds, False)
+            return CompileResult(False, None, Resources(), log, time.perf_counter() - start, False)
         seconds = time.perf_counter() - start
         log = (done.stdout + done.stderr).strip()
         cubin_path = folder / "kernel.cubin"
         if done.returncode != 0 or not cubin_path.is_file():
             log = log or f"nvcc exited with status {done.returncode} and no message: {' '.join(command)}"
-            return CompileResult(False, None, Resources(), log, seconds, False)
+            limit = any(marker in log for marker in RESOURCE_MARKERS)
+            return CompileResult(False, None, Resources(), log, seconds, False, resource_limit=limit)
         return CompileResult(True, cubin_path.read_bytes(), _worst(parse_ptxas_report(log)), log, seconds, False)
 
 
-def compile_source(source: str, arch: str = DEFAULT_ARCH, options: Sequence[str] = DEFAULT_OPTIONS) -> CompileResult:
+def compile_source(source: str, arch: str, options: Sequence[str] = ("-O3",)) -> CompileResult:
     """Compile one CUDA source to a cubin for ``arch``, from the cache when it was compiled before.
 
     A compile error is a result with ``ok=False`` and the compiler's message in ``log``, not an exception;
-    a missing nvcc or an unusable cache folder raises TunerError.
+    a missing nvcc, an unknown architecture or an unusable cache folder raises TunerError.
     """
-    check_arch(arch)
+    parse_arch(arch)
     nvcc = find_nvcc()
-    folder = cache_dir()
-    key = _cache_key(source, options, arch, _version_text(nvcc))
-    cached = _read_cached(folder, key)
-    if cached is not None:
-        return cached
+    key = compile_cache.cache_key(source, list(options), arch, _version_text(nvcc))
+    entry = compile_cache.read(cache_dir(), key, CUBIN)
+    if entry is not None:
+        record = entry.record
+        return CompileResult(True, entry.binary, Resources(**record["resources"]), record["log"], record["seconds"],
+                             True)
     result = _run_nvcc(nvcc, source, arch, options)
-    if result.ok:
-        _store(folder, key, result, arch, options, nvcc)
+    if result.ok and result.binary is not None:
+        record = {"resources": asdict(result.resources), "log": result.log, "seconds": result.seconds,
+                  "arch": arch, "options": list(options), "nvcc": _version_text(nvcc)}
+        compile_cache.write(cache_dir(), key, CUBIN, compile_cache.Entry(result.binary, record))
     return result
 
 
-def compile_configs(
-    configs: Sequence[Config],
-    arch: str = DEFAULT_ARCH,
-    options: Sequence[str] = DEFAULT_OPTIONS,
-    workers: int | None = None,
-    progress: Progress | None = None,
-) -> dict[Config, CompileResult]:
-    """Compile every configuration's rendered source, ``workers`` nvcc processes at a time (None: one per
-    CPU core). Configurations with the same source (e.g. the same kernel for several problem sizes) share
-    one compilation. ``progress(done, total, config)`` is called as each distinct source finishes.
-    """
-    check_arch(arch)
+def compile_configs(configs: Sequence[Config], arch: str, options: Sequence[str] = ("-O3",),
+                    workers: int | None = None,
+                    progress: Callable[[int, int, Config], None] | None = None) -> dict[Config, CompileResult]:
+    """Compile every configuration's rendered source, ``workers`` nvcc processes at a time (None: one per CPU
+    core). Configurations with the same source (the same kernel for several problem sizes) share one
+    compilation; ``progress(done, total, config)`` is called as each distinct source finishes."""
+    parse_arch(arch)
     _version_text(find_nvcc())  # fail once, clearly, before starting any work
-    by_source: dict[str, list[Config]] = {}
-    for config in configs:
-        by_source.setdefault(render(config), []).append(config)
-    results: dict[Config, CompileResult] = {}
-    pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1)
-    try:
-        futures: dict[Future[CompileResult], str] = {
-            pool.submit(compile_source, source, arch, tuple(options)): source for source in by_source
-        }
-        for done, future in enumerate(as_completed(futures), start=1):
-            same = by_source[futures[future]]
-            result = future.result()
-            results.update(dict.fromkeys(same, result))
-            if progress is not None:
-                progress(done, len(by_source), same[0])
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return {config: results[config] for config in configs}
+    sources = {config: render(config) for config in configs}
+    first = {source: config for config, source in reversed(sources.items())}
+    report = None if progress is None else (lambda done, total, source: progress(done, total, first[source]))
+    results = compile_all(sources.values(), lambda source: compile_source(source, arch, options), workers, report)
+    return {config: results[source] for config, source in sources.items()}

@@ -1,126 +1,163 @@
-"""The GPU worker: a subprocess that owns the CUDA context, verifies and times one request at a time.
+"""The GPU worker: a process that owns the CUDA context, verifies and times one request at a time.
 
-It talks with ``tuner.backends.pycuda_backend`` over a pipe. Requests: ``("evaluate", (config, source,
-launch, cache_dir))``, ``("baseline", (problem, dtype))``, ``("device", remeasure)``, ``("stop", None)``.
-Replies: ``("started", None)`` right before the first launch of an evaluation (the parent's hang timeout
-runs from there), then ``("result", (value, busy_seconds))``; or ``("fatal", (text, busy_seconds))`` after a
-fault that leaves the context unusable (illegal address, launch failure), after which the worker exits
-and the parent starts a fresh one.
+Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
+cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baseline", (problem, dtype))``,
+``("device", remeasure)``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
+buffers are allocated, inputs filled with the same random values the reference was computed from, outputs
+poisoned before each verified launch.
 """
 
 from __future__ import annotations
 
-import os
 import time
-import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tuner.backends.worker_process import Fatal, Served
 from tuner.config import Config, Problem
-from tuner.experiment import CompileSettings, MeasureSettings
-from tuner.family import Dim3
+from tuner.kernels import matmul
+from tuner.kernels.arguments import Argument, Buffer
+from tuner.kernels.discovery import get_family, use_family_dirs
+from tuner.kernels.family import Dim3, Reference
+from tuner.kernels.occupancy import blocks_per_sm
+from tuner.kernels.render import Launch
+from tuner.kernels.targets import STATIC_SHARED_LIMIT
 from tuner.measurement import Measurement, Resources, Status
-from tuner.occupancy import blocks_per_sm
-from tuner.templates import Launch
-from tuner.verify import NUMPY_DTYPES, Verdict, make_inputs, poison_word, reference
-from tuner.verify import check as check_output
+from tuner.settings import CompileSettings, MeasureSettings
+from tuner.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
 
-STATIC_SHARED_LIMIT = 48 * 1024
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
+ARGUMENT_FORMATS = {"int32": "i", "int64": "q", "float32": "f", "float64": "d"}
+"""PyCUDA's ``prepare`` codes of scalar arguments (buffers are pointers, ``P``)."""
+NUMPY_DTYPES_ALL: Mapping[str, type[np.generic]] = {**NUMPY_DTYPES, "int64": np.int64}
 
 
 class LaunchRejected(Exception):
     """The driver refused the launch for its resources (a configuration limit, not a fault)."""
 
 
-class Fatal(Exception):
-    """A fault after which the CUDA context cannot be trusted."""
+@dataclass(frozen=True)
+class Kernel:
+    """What a workspace is made for: the arguments, how the reference is computed, and the tolerance."""
+
+    arguments: tuple[Argument, ...]
+    reference: Reference
+    tolerance: Callable[[str, Problem], Tolerance]
+
+
+MATMUL = Kernel(matmul.ARGUMENTS, matmul.reference, matmul.tolerance)
 
 
 class Workspace:
-    """Inputs, output and reference of one problem and dtype, on the device and the host."""
+    """One kernel's buffers for one problem and dtype, on the device, with the inputs and the reference."""
 
-    def __init__(self, problem: Problem, dtype: str, seed: int):
+    def __init__(self, kernel: Kernel, problem: Problem, dtype: str, seed: int):
         import pycuda.driver as cuda
 
-        self.problem, self.dtype = problem, dtype
-        A, B = make_inputs(problem, dtype, seed)
-        self.reference = reference(A, B, seed)
-        self.a, self.b = cuda.to_device(A), cuda.to_device(B)
-        self.c_bytes = problem.M * problem.N * np.dtype(NUMPY_DTYPES[dtype]).itemsize
-        self.c = cuda.mem_alloc(self.c_bytes)
+        self.kernel, self.problem, self.dtype = kernel, problem, dtype
+        buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
+        self.inputs = random_inputs(buffers, problem, dtype, seed)
+        self.expected: dict[str, Expected] = kernel.reference(self.inputs, problem, seed)
+        self.tolerance = kernel.tolerance(dtype, problem)
+        self.device: dict[str, Any] = {}
+        self.outputs = [b for b in buffers if b.is_output]
+        for buffer in buffers:
+            self.device[buffer.name] = cuda.mem_alloc(max(1, buffer.nbytes(problem, dtype)))
+            if buffer.is_input:
+                cuda.memcpy_htod(self.device[buffer.name], self.inputs[buffer.name])
 
-    def poison(self) -> None:
+    @property
+    def signature(self) -> str:
+        return "".join("P" if isinstance(a, Buffer) else ARGUMENT_FORMATS[a.type_of(self.dtype)]
+                       for a in self.kernel.arguments)
+
+    def arguments(self) -> tuple[Any, ...]:
+        values: list[Any] = []
+        for argument in self.kernel.arguments:
+            if isinstance(argument, Buffer):
+                values.append(int(self.device[argument.name]))
+            else:
+                values.append(NUMPY_DTYPES_ALL[argument.type_of(self.dtype)](argument.value(self.problem)))
+        return tuple(values)
+
+    def prepare_outputs(self) -> None:
+        """Poison every output; refill the ones that are inputs too."""
         import pycuda.driver as cuda
 
-        cuda.memset_d32(self.c, poison_word(self.dtype), self.c_bytes // 4)
+        for buffer in self.outputs:
+            pointer = self.device[buffer.name]
+            if buffer.is_input:
+                cuda.memcpy_htod(pointer, self.inputs[buffer.name])
+            else:
+                kind = buffer.dtype_of(self.dtype)
+                cuda.memset_d32(pointer, poison_word(kind), buffer.nbytes(self.problem, self.dtype) // 4)
 
-    def output(self) -> np.ndarray:
+    def check(self) -> Verdict:
         import pycuda.driver as cuda
 
-        out = np.empty((self.problem.M, self.problem.N), NUMPY_DTYPES[self.dtype])
-        cuda.memcpy_dtoh(out, self.c)
-        return out
+        values, kinds = {}, {}
+        for buffer in self.outputs:
+            kind = buffer.dtype_of(self.dtype)
+            values[buffer.name] = np.empty(buffer.shape(self.problem), NUMPY_DTYPES[kind])
+            cuda.memcpy_dtoh(values[buffer.name], self.device[buffer.name])
+            kinds[buffer.name] = kind
+        return check_all(values, self.expected, kinds, self.tolerance)
 
     def free(self) -> None:
-        for buffer in (self.a, self.b, self.c):
-            buffer.free()
+        for pointer in self.device.values():
+            pointer.free()
 
 
 class GpuWorker:
-    def __init__(self, conn: Connection, measure: MeasureSettings, compile_settings: CompileSettings):
+    def __init__(self, served: Served, measure: MeasureSettings, compile_settings: CompileSettings,
+                 family_dirs: tuple[Path, ...]):
         import pycuda.driver as cuda
 
         from tuner.device import describe, nvml_handle, require_gpu
         from tuner.measure import SmClock, Timer
 
+        use_family_dirs(family_dirs)
         require_gpu()
         self.cuda = cuda
-        self.conn = conn
+        self.served = served
         self.measure = measure
         self.compile = compile_settings
         self.device = describe()
         handle = nvml_handle(self.device["pci_bus_id"])
         self.timer = Timer(self.device["l2_bytes"] or 0, SmClock(handle) if handle else None, self.device["arch"])
         self.workspace: Workspace | None = None
-        self.busy = 0.0
 
     # --- requests --------------------------------------------------------------------------------------------
 
-    def evaluate(self, config: Config, source: str, launch: Launch, cache_dir: str) -> Measurement:
-        from pycuda.compiler import SourceModule
-
-        ws = self._workspace(config.problem, config.dtype)
+    def evaluate(self, config: Config, cubin: bytes, compiled: Resources, launch: Launch) -> Measurement:
+        family = get_family(config.family)
+        ws = self._workspace(Kernel(family.arguments, family.reference, family.tolerance), config.problem,
+                             config.dtype)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                module = SourceModule(source, no_extern_c=True, arch=self.compile.arch,
-                                      options=list(self.compile.options), cache_dir=cache_dir)
-            func = module.get_function(launch.kernel_name)
-        except self.cuda.CompileError as exc:
-            from tuner.backends.compile_ahead import compile_message
-
-            return Measurement(Status.COMPILE_ERROR, compile_message(exc))
+                func = self.cuda.module_from_buffer(cubin).get_function(launch.kernel_name)
         except self.cuda.Error as exc:
             return Measurement(Status.COMPILE_ERROR, f"the compiled module does not load on this GPU "
                                                      f"({self.device['arch']}): {exc}")
         attribute = self.cuda.function_attribute
         static_shared = func.get_attribute(attribute.SHARED_SIZE_BYTES)
-        resources = Resources(registers=func.get_attribute(attribute.NUM_REGS),
-                              shared_bytes=static_shared + launch.dynamic_shared_bytes,
-                              local_bytes=func.get_attribute(attribute.LOCAL_SIZE_BYTES))
+        resources = replace(compiled, registers=func.get_attribute(attribute.NUM_REGS),
+                            shared_bytes=static_shared + launch.dynamic_shared_bytes,
+                            local_bytes=func.get_attribute(attribute.LOCAL_SIZE_BYTES))
         grid = launch.grid_on(self.device["multiprocessors"])
         refusal = self._launch_limits(func, launch, grid, resources)
         if refusal:
             return Measurement(Status.INVALID, refusal, resources=resources)
-        func.prepare("PPPiii")
-        p = config.problem
-        args = (int(ws.a), int(ws.b), int(ws.c), np.int32(p.M), np.int32(p.N), np.int32(p.K))
+        func.prepare(ws.signature)
+        args = ws.arguments()
 
         def run() -> None:
             try:
@@ -133,16 +170,16 @@ class GpuWorker:
         return self._verify_and_time(run, ws, resources)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement:
-        from tuner.backends.cublas_baseline import BaselineUnavailable, gemm_launcher
+        from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
 
-        ws = self._workspace(problem, dtype)
+        ws = self._workspace(MATMUL, problem, dtype)
         try:
-            run, library = gemm_launcher(int(ws.a), int(ws.b), int(ws.c), problem.M, problem.N, problem.K, dtype)
+            run, library = gemm_launcher(int(ws.device["A"]), int(ws.device["B"]), int(ws.device["C"]), problem.M,
+                                         problem.N, problem.K, dtype)
         except BaselineUnavailable as exc:
             return Measurement(Status.INVALID, str(exc))
         result = self._verify_and_time(run, ws, Resources())
-        return result if result.status is not Status.OK else Measurement(
-            Status.OK, library, result.timing, result.error, None, result.resources)
+        return result if result.status is not Status.OK else replace(result, reason=library)
 
     def device_summary(self, remeasure: bool) -> dict[str, Any]:
         from tuner.device import summary
@@ -152,11 +189,11 @@ class GpuWorker:
 
     # --- the steps -------------------------------------------------------------------------------------------
 
-    def _workspace(self, problem: Problem, dtype: str) -> Workspace:
+    def _workspace(self, kernel: Kernel, problem: Problem, dtype: str) -> Workspace:
         ws = self.workspace
-        if ws is None or (ws.problem, ws.dtype) != (problem, dtype):
+        if ws is None or (ws.kernel, ws.problem, ws.dtype) != (kernel, problem, dtype):
             self._free_workspace()
-            self.workspace = ws = Workspace(problem, dtype, self.measure.input_seed)
+            self.workspace = ws = Workspace(kernel, problem, dtype, self.measure.input_seed)
         return ws
 
     def _free_workspace(self) -> None:
@@ -195,7 +232,7 @@ class GpuWorker:
         return None
 
     def _verify_and_time(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
-        self.conn.send(("started", None))
+        self.served.started()
         started = time.perf_counter()
         error = None
         try:
@@ -218,55 +255,30 @@ class GpuWorker:
         except self.cuda.Error as exc:
             raise Fatal(f"{type(exc).__name__}: {exc}") from exc
         finally:
-            self.busy += time.perf_counter() - started
+            self.served.busy += time.perf_counter() - started
         return Measurement(Status.OK, timing=timing, error=error, resources=resources)
 
     def _check(self, run: Callable[[], None], ws: Workspace) -> Verdict:
-        """One launch into a poisoned output, compared with the float64 reference."""
-        ws.poison()
+        """One launch into poisoned outputs, compared with the float64 reference."""
+        ws.prepare_outputs()
         run()
         self.cuda.Context.synchronize()
-        return check_output(ws.output(), ws.reference, ws.dtype, ws.problem.K)
-
-    # --- the loop --------------------------------------------------------------------------------------------
-
-    def serve(self) -> None:
-        handlers: dict[str, Callable[[Any], Any]] = {
-            "evaluate": lambda payload: self.evaluate(*payload),
-            "baseline": lambda payload: self.baseline(*payload),
-            "device": self.device_summary,
-        }
-        while True:
-            try:
-                kind, payload = self.conn.recv()
-            except (EOFError, OSError):
-                return
-            if kind == "stop":
-                return
-            self.busy = 0.0
-            try:
-                value = handlers[kind](payload)
-            except Fatal as exc:
-                self._die(str(exc))
-            except Exception as exc:  # anything else may have left the context broken too
-                self._die(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
-            self.conn.send(("result", (value, self.busy)))
-
-    def _die(self, text: str) -> None:
-        try:
-            self.conn.send(("fatal", (text, self.busy)))
-            self.conn.close()
-        finally:
-            os._exit(3)  # skip atexit: popping a faulted context would only raise again
+        return ws.check()
 
 
-def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileSettings) -> None:
+def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileSettings,
+          family_dirs: tuple[Path, ...]) -> None:
     """The worker process's entry point."""
+    served = Served(conn)
     try:
-        worker = GpuWorker(conn, measure, compile_settings)
+        worker = GpuWorker(served, measure, compile_settings, family_dirs)
     except Exception as exc:  # TunerError without a GPU, or a CUDA error creating the context
         conn.send(("error", str(exc)))
         conn.close()
         return
     conn.send(("ready", worker.device["name"]))
-    worker.serve()
+    served.serve({
+        "evaluate": lambda payload: worker.evaluate(*payload),
+        "baseline": lambda payload: worker.baseline(*payload),
+        "device": worker.device_summary,
+    })

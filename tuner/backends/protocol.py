@@ -1,0 +1,91 @@
+"""What a backend is and what it can do, as protocols the run relies on.
+
+Every backend evaluates configurations (:class:`Evaluates`) and describes where it measures. What only some
+can do is declared by the answers of the capability protocols every backend implements: a vendor baseline
+(``baseline`` answers None where there is none), a recording it replays (``recording`` answers None for a
+live device), and the device time it spent (``busy_seconds``). :class:`BackendBase` gives the "cannot" answers,
+so a backend of one's own implements only what it can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from tuner.config import Config, Problem
+from tuner.measurement import Measurement
+
+
+class Evaluates(Protocol):
+    name: str
+
+    def prefetch(self, configs: list[Config]) -> None:
+        """A hint: these configurations are likely next (a backend may compile them ahead)."""
+
+    def evaluate(self, config: Config) -> Measurement: ...
+
+    def metadata(self) -> dict[str, Any]:
+        """The environment of this backend's measurements: device, ceilings, versions, git, method.
+
+        Keys: backend, device, peaks ({"theoretical": {...}, "measured": {...}} with ``<dtype>_gflops`` and
+        ``bandwidth_gbs``), versions, git, measure, compile, templates, created_utc.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+class MeasuresBaseline(Protocol):
+    def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
+        """The vendor library's GEMM on this problem, by the same method; None where the backend has none."""
+        ...
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Measurements made elsewhere that a backend answers from."""
+
+    path: Path
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The environments (metadata ids → metadata) the recorded rows were measured in."""
+
+
+class Replays(Protocol):
+    def recording(self) -> Recording | None:
+        """The recording answers come from; None for a backend that measures."""
+        ...
+
+    def environment_id(self, config: Config) -> str | None:
+        """The environment ``config``'s answer comes from, where it is not the backend's own (``metadata()``)."""
+        ...
+
+
+class TracksBusyTime(Protocol):
+    busy_seconds: float
+    """Time the device spent verifying and timing so far (for the run's device-busy fraction)."""
+
+
+class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, Protocol):
+    """Everything the run asks of a backend."""
+
+
+class BackendBase:
+    """The answers of a backend that can only evaluate: no baseline, no recording, no busy time counted."""
+
+    busy_seconds: float = 0.0
+
+    def prefetch(self, configs: list[Config]) -> None:
+        return None
+
+    def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
+        return None
+
+    def recording(self) -> Recording | None:
+        return None
+
+    def environment_id(self, config: Config) -> str | None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,136 @@
+"""A measuring worker in a process of its own, and the pipe to it: a fault or a hang ends only the worker.
+
+The parent sends one request at a time, ``(kind, payload)``. The worker answers ``("started", None)`` right
+before it first runs the kernel (the parent's hang timeout runs from there), then ``("result", (value,
+busy_seconds))``; or ``("fatal", (text, busy_seconds))`` after a fault that leaves it unusable, and exits.
+A worker that dies or hangs raises WorkerCrashed in the parent, which kills it; the backend then starts a
+fresh one. Workers die with their parent (:func:`tuner.lifetime.die_with_parent`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import traceback
+from collections.abc import Callable
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from typing import Any
+
+from tuner.errors import TunerError
+from tuner.lifetime import die_with_parent
+
+
+class WorkerCrashed(Exception):
+    """The worker died or hung; the message says how, ``busy_seconds`` how long the device had been at it."""
+
+    def __init__(self, message: str, busy_seconds: float = 0.0):
+        super().__init__(message)
+        self.busy_seconds = busy_seconds
+
+
+class Fatal(Exception):
+    """A fault after which the worker's state (a CUDA context, a process image) cannot be trusted."""
+
+
+def _bootstrap(entry: Callable[..., None], parent_pid: int, conn: Connection, *args: Any) -> None:
+    die_with_parent(parent_pid)
+    entry(conn, *args)
+
+
+class WorkerProcess:
+    """One worker process, started with ``entry(conn, *args)``, and the pipe to it."""
+
+    def __init__(self, entry: Callable[..., None], args: tuple[Any, ...], name: str, start_timeout_s: float):
+        context = get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_bootstrap, args=(entry, os.getpid(), child, *args), daemon=True,
+                                       name=name)
+        self.process.start()
+        child.close()
+        kind, payload = self._receive(start_timeout_s, "starting")
+        if kind != "ready":
+            self.kill()
+            raise TunerError(f"the measuring worker could not start: {payload}")
+        self.description = payload
+
+    def _receive(self, timeout_s: float, doing: str) -> tuple[str, Any]:
+        if not self.conn.poll(timeout_s):
+            self.kill()
+            raise WorkerCrashed(f"timed out after {timeout_s:g} s {doing}; the worker was killed")
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(5)
+            raise WorkerCrashed(f"the worker died {doing} (exit code {self.process.exitcode})") from None
+
+    def request(self, kind: str, payload: Any, run_timeout_s: float, setup_timeout_s: float) -> tuple[Any, float]:
+        """Send one request; return (value, busy seconds) or raise WorkerCrashed (with busy time attached)."""
+        self.conn.send((kind, payload))
+        timeout, doing, started = setup_timeout_s, "before the first launch", None
+        while True:
+            try:
+                reply, body = self._receive(timeout, doing)
+            except WorkerCrashed as exc:
+                raise WorkerCrashed(str(exc), time.perf_counter() - started if started else 0.0) from None
+            if reply == "started":
+                timeout, doing, started = run_timeout_s, "running the kernel", time.perf_counter()
+            elif reply == "result":
+                return body
+            else:  # "fatal": the worker has reported and exits
+                text, busy = body
+                self.process.join(10)
+                raise WorkerCrashed(text, busy)
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(10)
+        self.conn.close()
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            with contextlib.suppress(BrokenPipeError, OSError):
+                self.conn.send(("stop", None))
+            self.process.join(10)
+        self.kill()
+
+
+class Served:
+    """The worker side: answers requests with ``handlers`` until told to stop or the pipe closes."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.busy = 0.0
+
+    def started(self) -> None:
+        """Tell the parent the kernel is about to run (its hang timeout starts now)."""
+        self.conn.send(("started", None))
+
+    def serve(self, handlers: dict[str, Callable[[Any], Any]]) -> None:
+        while True:
+            try:
+                kind, payload = self.conn.recv()
+            except (EOFError, OSError):
+                return
+            if kind == "stop":
+                return
+            self.busy = 0.0
+            try:
+                value = handlers[kind](payload)
+            except Fatal as exc:
+                self._die(str(exc))
+            except Exception as exc:  # anything else may have left the worker broken too
+                self._die(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
+            self.conn.send(("result", (value, self.busy)))
+
+    def _die(self, text: str) -> None:
+        try:
+            self.conn.send(("fatal", (text, self.busy)))
+            self.conn.close()
+        finally:
+            os._exit(3)  # skip atexit: popping a faulted CUDA context would only raise again

@@ -1,0 +1,59 @@
+"""Compiling ahead: threads run compiler commands in parallel while the worker measures.
+
+The compilers are separate processes (:mod:`tuner.lifetime` ties each to the run), so threads are enough to
+keep every core busy; closing the pool kills what is still compiling.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+
+from tuner.compile.result import CompileResult
+from tuner.lifetime import kill_running_commands
+
+Compile = Callable[[str], CompileResult]
+
+
+class CompilePool:
+    """Compiles sources in parallel, once each while they are wanted; ``result`` waits for one."""
+
+    def __init__(self, compile_one: Compile, workers: int | None = None):
+        self.compile_one = compile_one
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="tuner-compile")
+        self._futures: dict[str, Future[CompileResult]] = {}
+
+    def submit(self, source: str) -> Future[CompileResult]:
+        future = self._futures.get(source)
+        if future is None:
+            future = self._futures[source] = self._pool.submit(self.compile_one, source)
+        return future
+
+    def result(self, source: str) -> CompileResult:
+        """The source's compile (waiting for it); the pool forgets it, since the cache now holds it."""
+        result = self.submit(source).result()
+        self._futures.pop(source, None)
+        return result
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        kill_running_commands()
+
+
+def compile_all(sources: Iterable[str], compile_one: Compile, workers: int | None = None,
+                progress: Callable[[int, int, str], None] | None = None) -> dict[str, CompileResult]:
+    """Compile every distinct source, ``workers`` at a time; ``progress(done, total, source)`` as each ends."""
+    distinct = list(dict.fromkeys(sources))
+    pool = CompilePool(compile_one, workers)
+    try:
+        futures = {pool.submit(source): source for source in distinct}
+        results = {}
+        for done, future in enumerate(as_completed(futures), start=1):
+            results[futures[future]] = future.result()
+            if progress is not None:
+                progress(done, len(distinct), futures[future])
+        return results
+    finally:
+        pool.close()

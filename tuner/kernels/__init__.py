@@ -1,0 +1,1 @@
+"""Kernel families: what a family declares, where families are found, and how a configuration is rendered."""

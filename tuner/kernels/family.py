@@ -1,0 +1,155 @@
+"""What a kernel family declares: its parameters and constraints, its kernel's arguments, launch geometry,
+reference and cost model.
+
+A family is a folder entry: ``<name>.py`` holding ``FAMILY = Family(...)`` beside its Jinja source
+``<name>.cu.j2`` (CUDA) or ``<name>.c.j2`` (C, for the CPU). :mod:`tuner.kernels.discovery` finds them. The
+defaults describe a matrix multiplication (:mod:`tuner.kernels.matmul`); a family of another kernel declares
+its own ``dims``, ``arguments``, ``reference``, ``tolerance``, ``flops`` and ``compulsory_bytes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from tuner.config import DTYPE_BYTES, DTYPES, MATMUL_DIMS, ParamValue, Problem
+from tuner.kernels import matmul
+from tuner.kernels.arguments import Argument, Buffer
+from tuner.kernels.targets import SHARED_RESERVED_PER_BLOCK, Target
+from tuner.verify import Expected, Tolerance
+
+Params = Mapping[str, ParamValue]
+Dim3 = tuple[int, int, int]
+TEMPLATE_SUFFIXES = {"cuda": ".cu.j2", "c": ".c.j2"}
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    description: str
+    default: tuple[ParamValue, ...]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A static rule a configuration must satisfy; ``holds`` sees the parameters and the dtype (never the
+    problem, so that a kernel entry's valid set is the same for every problem)."""
+
+    description: str
+    holds: Callable[[Params, str], bool]
+
+
+Reference = Callable[[Mapping[str, np.ndarray], Problem, int], dict[str, Expected]]
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    parameters: tuple[Parameter, ...]
+    global_bytes: Callable[[Params, Problem, int], int]
+    """Bytes moved through global memory under the family's traffic model, given the element size."""
+    target: Literal["cuda", "c"] = "cuda"
+    dims: tuple[str, ...] = MATMUL_DIMS
+    """The sizes a problem gives this family's kernel."""
+    arguments: tuple[Argument, ...] = matmul.ARGUMENTS
+    """The kernel's parameters, in order."""
+    reference: Reference = matmul.reference
+    """(inputs, problem, seed) -> the expected values of each output buffer, in float64."""
+    tolerance: Callable[[str, Problem], Tolerance] = matmul.tolerance
+    flops: Callable[[Problem], int] = matmul.flops
+    """Arithmetic operations of one launch; 0 for a kernel that only moves data."""
+    compulsory_bytes: Callable[[Problem, int], int] = matmul.compulsory_bytes
+    """The least traffic: each input read once, each output written once (given the element size)."""
+    baseline: str | None = "gemm"
+    """The vendor library routine measured beside the family (``gemm``), or None."""
+    constraints: tuple[Constraint, ...] = ()
+    dtypes: tuple[str, ...] = DTYPES
+    kernel_name: str = "matmul"
+    block: Callable[[Params], Dim3] = field(default=lambda params: (1, 1, 1))
+    grid: Callable[[Params, Problem], Dim3] = field(default=lambda params, problem: (1, 1, 1))
+    shared_bytes: Callable[[Params, int], int] = field(default=lambda params, size: 0)
+    dynamic_shared: bool = False
+    """True when the family's shared memory is allocated dynamically (and may opt in past 48 KB)."""
+    extra_intensities: Callable[[Params, int], dict[str, float]] = field(default=lambda params, size: {})
+    """Further analytical ratios the reports show (e.g. a register tile's shared-memory intensity)."""
+    resident_blocks: Callable[[Params], int] = field(default=lambda params: 0)
+    """Blocks per SM of a persistent schedule, which launches only as many blocks as the SMs hold at once
+    and lets them walk the cells of ``grid``; 0 launches one block per cell."""
+    min_blocks_per_sm: Callable[[Params], int] = field(default=lambda params: 1)
+    """Blocks that must fit one SM together (what ``__launch_bounds__`` asks of the compiler)."""
+    estimated_registers: Callable[[Params, int], int] | None = None
+    """The fewest registers per thread the kernel needs, given the element size; checked against the budget
+    that ``min_blocks_per_sm`` leaves on the target."""
+    template: str | None = None
+    """The Jinja source's file name beside the declaration; default ``<name>.cu.j2`` or ``<name>.c.j2``."""
+    folder: Path | None = None
+    """Where the family was found (set by discovery)."""
+    declaration: Path | None = None
+    """The ``.py`` file that declares it (set by discovery)."""
+
+    @property
+    def template_file(self) -> str:
+        return self.template or f"{self.name}{TEMPLATE_SUFFIXES[self.target]}"
+
+    @property
+    def template_path(self) -> Path:
+        if self.folder is None:
+            raise ValueError(f"family '{self.name}' was not found in a folder, so it has no template path")
+        return self.folder / self.template_file
+
+    @property
+    def parameter_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.parameters)
+
+    @property
+    def buffers(self) -> tuple[Buffer, ...]:
+        return tuple(a for a in self.arguments if isinstance(a, Buffer))
+
+    def threads_per_block(self, params: Params) -> int:
+        x, y, z = self.block(params)
+        return x * y * z
+
+    def resource_rules(self, target: Target) -> tuple[Constraint, ...]:
+        """The rules every CUDA family obeys on ``target``: threads and shared memory per block, and the
+        blocks it asks to keep resident fitting one SM in threads, shared memory and registers. They leave an
+        empty block (no threads) to the family's own constraints, which must reject it."""
+        if self.target != "cuda":
+            return ()
+        shared_limit = target.shared_limit(self.dynamic_shared)
+        estimate = self.estimated_registers
+
+        def fits_sm(params: Params, dtype: str) -> bool:
+            blocks, threads = self.min_blocks_per_sm(params), self.threads_per_block(params)
+            per_block = self.shared_bytes(params, DTYPE_BYTES[dtype]) + SHARED_RESERVED_PER_BLOCK
+            return threads <= 0 or (blocks * threads <= target.threads_per_sm
+                                    and blocks * per_block <= target.shared_per_sm)
+
+        def registers_fit(params: Params, dtype: str) -> bool:
+            threads = self.threads_per_block(params)
+            if estimate is None or threads <= 0:
+                return True
+            budget = target.register_budget(threads, self.min_blocks_per_sm(params))
+            return estimate(params, DTYPE_BYTES[dtype]) <= budget
+
+        rules = [
+            Constraint(f"threads per block ≤ {target.max_threads_per_block}",
+                       lambda p, d: self.threads_per_block(p) <= target.max_threads_per_block),
+            Constraint(f"shared memory per block ≤ {shared_limit // 1024} KB",
+                       lambda p, d: self.shared_bytes(p, DTYPE_BYTES[d]) <= shared_limit),
+            Constraint(f"the blocks asked to stay resident fit one SM of {target.arch} "
+                       f"({target.threads_per_sm} threads, {target.shared_per_sm // 1024} KB shared memory)", fits_sm),
+        ]
+        if estimate is not None:
+            rules.append(Constraint(
+                f"estimated registers fit the budget of __launch_bounds__(threads, blocks per SM) on {target.arch} "
+                f"({target.registers_per_sm} registers per SM) without spilling", registers_fit))
+        return tuple(rules)

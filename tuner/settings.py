@@ -1,0 +1,51 @@
+"""The settings of a run: how to search, how to measure, how to compile.
+
+This module imports nothing of the project, so that the measuring worker, the compiler pool and the report
+can take settings without pulling in the experiment parser.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+STORAGE_FILE = "study.db"
+"""The Optuna storage a run keeps in its output folder unless another storage is named."""
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    sampler: str = "tpe"
+    trials: int = 40
+    """Distinct configurations evaluated per study at most."""
+    timeout_s: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    flush_l2: bool = True
+    warmup: int = 2
+    min_samples: int = 10
+    max_samples: int = 200
+    max_time_s: float = 2.0
+    target_noise: float = 0.005
+    """Stop sampling once the standard error of the mean falls under this fraction of the mean."""
+    timeout_s: float = 60.0
+    """Per-evaluation limit: a kernel still running then is a hang and its worker is killed."""
+    verify: bool = True
+    input_seed: int = 0
+
+
+@dataclass(frozen=True)
+class CompileSettings:
+    arch: str = "sm_90"
+    options: tuple[str, ...] = ("-O3",)
+    workers: int | None = None
+    """Parallel compiler processes; None means one per CPU core."""
+
+
+def cache_root() -> Path:
+    """Where compiled kernels and measured ceilings are cached: ``$TUNER_CACHE_DIR``, else ``~/.cache/tuner``."""
+    return Path(os.environ.get("TUNER_CACHE_DIR") or Path.home() / ".cache" / "tuner")
