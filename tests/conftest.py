@@ -41,3 +41,12 @@ def recording(tmp_path_factory) -> Path:
     tuner.run(tuner.load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(),
               sampler="grid", trials=100, out=out, quiet=True, report=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def recorded_gemm():
+    """The shipped brute-force GEMM recordings, by file stem."""
+    from tuner.recorded import load_recorded
+
+    folder = ROOT / "experiments" / "data" / "recorded"
+    return {name: load_recorded(folder / f"{name}.json.gz") for name in ("gemm_A100", "gemm_RTX_2080_Ti")}

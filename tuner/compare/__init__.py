@@ -1,0 +1,1 @@
+"""Comparing search strategies on recorded spaces: running them, and scoring their runs."""

@@ -1,0 +1,156 @@
+"""Kernel Tuner cache files (schema ``kernel_tuner/schema/cache/1.0.0``).
+
+Top level: ``device_name``, ``kernel_name``, ``problem_size``, ``tune_params_keys`` (the parameters, in order),
+``tune_params`` (each parameter's values) and ``cache``: comma-joined values → a record holding the parameter
+values, ``time`` (ms), ``times`` (every run, ms), ``compile_time`` and, in some files, ``verification_time``,
+``benchmark_time``, ``framework_time`` and ``strategy_time`` (ms).
+
+Outcomes. As in Kernel Tuner's own reader, a record holding one of its failure names in any field failed:
+``InvalidConfig`` → invalid (the configuration broke a restriction or a launch-resource limit when tried),
+``CompilationFailedConfig`` → compile_error, ``RuntimeFailedConfig`` and ``ErrorConfig`` → crashed. Older
+versions recorded a failure as a time of 1e20 ms: any time from 1e10 ms up is taken as a failed compilation.
+Every other record with a finite, non-negative ``time`` is ok.
+
+Cost (seconds): ``compile_time + verification_time + framework_time + benchmark_time``, each where recorded;
+where ``benchmark_time`` is not, the sum of ``times`` stands for it (so a file holding only the runs, such as
+the merged A100 GEMM file, costs its kernels' run time). ``strategy_time`` is left out: it is the time of the
+search that made the recording, not of the configuration.
+
+Kernel Tuner appends each record to the file as it is measured and closes the braces at the end, so a file
+saved mid-run lacks them and may end in a record cut off mid-write: such a file is read up to its last
+complete record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from tuner.errors import TunerError
+from tuner.measurement import Status
+from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix, runs_of
+
+FAILURES: dict[str, Status] = {
+    "InvalidConfig": Status.INVALID,
+    "CompilationFailedConfig": Status.COMPILE_ERROR,
+    "RuntimeFailedConfig": Status.CRASHED,
+    "ErrorConfig": Status.CRASHED,
+}
+FAILED_TIME_MS = 1e10
+_CACHE_FIELD = re.compile(r'"cache"\s*:\s*\{')
+_SEPARATOR = re.compile(r"[\s,]*")
+_COLON = re.compile(r"\s*:\s*")
+
+
+def is_cache(document: Any) -> bool:
+    return isinstance(document, dict) and "cache" in document and "tune_params_keys" in document
+
+
+def parse_cache_text(text: str, source: str) -> dict[str, Any] | None:
+    """The document of a cache file whose closing braces are missing; None when the text is no cache file."""
+    match = _CACHE_FIELD.search(text)
+    if match is None:
+        return None
+    try:
+        document = json.loads(text[:match.start()].rstrip().rstrip(",") + "}")
+    except json.JSONDecodeError as exc:
+        raise TunerError(f"{source}: the fields before 'cache' are not valid JSON ({exc})") from None
+    decoder = json.JSONDecoder()
+    cache: dict[str, Any] = {}
+    at = match.end()
+    while True:
+        separator = _SEPARATOR.match(text, at)
+        assert separator is not None  # the pattern matches the empty string
+        at = separator.end()
+        if at >= len(text) or text[at] == "}":
+            break
+        try:
+            key, at = decoder.raw_decode(text, at)
+            colon = _COLON.match(text, at)
+            if colon is None:
+                break
+            record, at = decoder.raw_decode(text, colon.end())
+        except json.JSONDecodeError:
+            break  # the last record was cut off mid-write
+        cache[key] = record
+    document["cache"] = cache
+    return document
+
+
+def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
+    names = document.get("tune_params_keys")
+    tune_params = document.get("tune_params")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise TunerError(f"{source}: field 'tune_params_keys' must list the parameter names")
+    if not isinstance(tune_params, dict):
+        raise TunerError(f"{source}: field 'tune_params' must map each parameter to its values")
+    for name in names:
+        if not isinstance(tune_params.get(name), list) or not tune_params[name]:
+            raise TunerError(f"{source}: field 'tune_params.{name}' must list the values of parameter '{name}'")
+    values = tuple(tuple(tune_params[n]) for n in names)
+    try:
+        positions = [{v: i for i, v in enumerate(vals)} for vals in values]
+    except TypeError:
+        raise TunerError(f"{source}: field 'tune_params' holds values that are not numbers, strings or "
+                         f"booleans") from None
+    cache = document.get("cache")
+    if not isinstance(cache, dict):
+        raise TunerError(f"{source}: field 'cache' must map configurations to their records")
+
+    digits: list[list[int]] = []
+    statuses, reasons, times, runs, costs = [], [], [], [], []
+    for key, record in cache.items():
+        where = f"{source}: field 'cache.{key}'"
+        if not isinstance(record, dict):
+            raise TunerError(f"{where} must be a record of the configuration")
+        digits.append(_digits(record, names, positions, where))
+        status, reason, time_ms = _outcome(record, where)
+        record_runs = runs_of(record.get("times"))
+        statuses.append(status.value)
+        reasons.append(reason)
+        times.append(time_ms)
+        runs.append(record_runs)
+        costs.append(cost_seconds(record.get("compile_time"), record.get("verification_time"),
+                                  record.get("framework_time"), record.get("benchmark_time"), record_runs))
+    return RecordedSpace(
+        source=source, device=str(document.get("device_name", "")), kernel=str(document.get("kernel_name", "")),
+        problem_size=document.get("problem_size"), names=tuple(names), values=values,
+        indices=np.array(digits, dtype=np.int32).reshape(len(digits), len(names)),
+        status=np.array(statuses, dtype=str), reason=tuple(reasons), time_ms=np.array(times, dtype=float),
+        runs_ms=runs_matrix(runs), cost_s=np.array(costs, dtype=float),
+    )
+
+
+def _digits(record: dict[str, Any], names: list[str], positions: list[dict[Any, int]], where: str) -> list[int]:
+    digits = []
+    for name, position in zip(names, positions, strict=True):
+        if name not in record:
+            raise TunerError(f"{where} lacks the parameter '{name}'")
+        try:
+            digits.append(position[record[name]])
+        except (KeyError, TypeError):
+            raise TunerError(f"{where}: parameter '{name}' = {record[name]!r} is not among the values "
+                             f"'tune_params.{name}' lists") from None
+    return digits
+
+
+def _outcome(record: dict[str, Any], where: str) -> tuple[Status, str, float]:
+    """Status, recorded failure text and time (ms, NaN unless ok) of one record."""
+    failure = next((v for v in record.values() if isinstance(v, str) and v in FAILURES), None)
+    if failure is not None:
+        return FAILURES[failure], failure, math.nan
+    time_ms = record.get("time")
+    if isinstance(time_ms, str):
+        raise TunerError(f"{where}: field 'time' holds '{time_ms}', which is neither a time in ms nor one of "
+                         f"Kernel Tuner's failures ({', '.join(FAILURES)})")
+    if not is_number(time_ms):
+        raise TunerError(f"{where} has no 'time' in ms")
+    if time_ms >= FAILED_TIME_MS:
+        return Status.COMPILE_ERROR, f"time {time_ms:g} ms (older Kernel Tuner's mark of a failure)", math.nan
+    if not math.isfinite(time_ms) or time_ms < 0:
+        return Status.CRASHED, f"time {time_ms}", math.nan
+    return Status.OK, "", float(time_ms)

@@ -1,0 +1,60 @@
+"""Reading a recorded space from a file: a Kernel Tuner cache or a T4 results file, plain or gzipped.
+
+The format is told by the content: a gzip stream is recognised by its magic bytes, a cache by its
+``tune_params_keys`` and ``cache`` fields, a T4 file by its ``results`` list. What counts as an outcome and as
+cost is each format's reader's: :mod:`tuner.recorded.cache_file`, :mod:`tuner.recorded.t4`.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import TunerError
+from tuner.recorded.cache_file import is_cache, parse_cache_text, read_cache
+from tuner.recorded.space import RecordedSpace
+from tuner.recorded.t4 import is_t4, read_t4
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def load_recorded(path: str | Path) -> RecordedSpace:
+    """The recorded space of a Kernel Tuner cache file or T4 results file (.json or .json.gz)."""
+    source = str(path)
+    document = parse(read_text(Path(path)), source)
+    if is_cache(document):
+        return read_cache(document, source)
+    if is_t4(document):
+        return read_t4(document, source)
+    raise TunerError(f"{source}: neither a Kernel Tuner cache file (fields 'tune_params_keys' and 'cache') nor a "
+                     f"T4 results file (field 'results')")
+
+
+def read_text(path: Path) -> str:
+    """The file's text, decompressed when it is gzipped (a cut-off stream gives what it holds)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TunerError(f"{path}: the recording cannot be read ({exc.strerror or exc})") from None
+    if raw.startswith(GZIP_MAGIC):
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+        except zlib.error as exc:
+            raise TunerError(f"{path}: the gzip stream cannot be decompressed ({exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TunerError(f"{path}: not UTF-8 text ({exc})") from None
+
+
+def parse(text: str, source: str) -> Any:
+    """The JSON document; a cache file saved mid-run is read up to its last complete record."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        document = parse_cache_text(text, source)
+        if document is None:
+            raise TunerError(f"{source}: not valid JSON ({exc})") from None
+        return document
