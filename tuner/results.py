@@ -367,7 +367,7 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         elif column in INTEGER_COLUMNS or column in size_columns:
             df[column] = df[column].astype("Int64")
         elif column not in extra:
-            df[column] = df[column].astype("float64")
+            df[column] = pd.to_numeric(df[column], errors="coerce").astype("float64")
     return df
 
 

@@ -264,7 +264,7 @@ def open_study(storage: optuna.storages.RDBStorage, space: StudySpace, sampler_n
                                 load_if_exists=True)
     if "dtype" not in study.user_attrs:
         p = space.problem
-        for key, value in {"experiment": space.experiment, "problem": p.label, "M": p.M, "N": p.N, "K": p.K,
+        for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
                            "dtype": space.dtype}.items():
             study.set_user_attr(key, value)
     recover(study, space)

@@ -191,7 +191,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
     if backend != "pycuda":
         raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     try:
-        from tuner.backends.pycuda_backend import PycudaBackend
+        from tuner.backends.pycuda.backend import PycudaBackend
     except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
         raise TunerError(f"the pycuda backend cannot be loaded ({type(exc).__name__}: {exc}); it needs PyCUDA "
                          f"and a CUDA GPU (pip install 'tuner[cuda]'); without a GPU, replay a recorded run "
