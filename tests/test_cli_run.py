@@ -52,8 +52,8 @@ def test_quiet_silences_the_progress_not_the_summary(recording, tmp_path, monkey
     assert "GFLOP/s" in captured.out and f"results: {tmp_path / 'cli'}" in captured.out
 
 
-def test_a_broken_storage_url_exits_2_naming_it(tmp_path):
-    done = tuner_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--replay", str(tmp_path),
+def test_a_broken_storage_url_exits_2_naming_it(recording, tmp_path):
+    done = tuner_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--replay", str(recording),
                      "--storage", "nosuchdb://here", "--out", str(tmp_path / "cli"))
     assert done.returncode == 2
     assert done.stderr.startswith("error: cannot open the Optuna storage 'nosuchdb://here'")

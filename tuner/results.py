@@ -114,7 +114,8 @@ class Record:
     device_s: float | None = None
 
     def attrs(self) -> dict[str, Any]:
-        """The JSON values a trial's user attributes keep (study, trial and experiment are the trial's own)."""
+        """The JSON values a trial's user attributes keep (study and experiment are the trial's own; ``trial`` is
+        the number the row was measured under, which a trial put back into a new storage keeps)."""
         return {
             "config_key": self.config.key,
             "config": config_to_dict(self.config),
@@ -124,6 +125,7 @@ class Record:
             "measured_at": self.measured_at,
             "sampler": self.sampler,
             "device_s": self.device_s,
+            "trial": self.trial,
         }
 
     @classmethod
@@ -132,7 +134,7 @@ class Record:
             experiment=experiment,
             study=study,
             sampler=attrs["sampler"],
-            trial=trial,
+            trial=int(attrs.get("trial", trial)),
             config=config_from_dict(attrs["config"]),
             measurement=Measurement.from_dict(attrs["measurement"]),
             metadata_id=attrs["metadata_id"],

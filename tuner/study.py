@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
 import sqlalchemy
+from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.backends.protocol import Backend
@@ -135,6 +136,25 @@ class StudySpace:
         """The Optuna parameters that stand for ``config`` (for ``enqueue_trial``)."""
         named = {f"{config.family}.{k}": v for k, v in config.params}
         return {FAMILY_PARAM: config.family, **named} if len(self.choices) > 1 else named
+
+    def distributions(self, config: Config) -> dict[str, optuna.distributions.BaseDistribution]:
+        """The distributions of the parameters that stand for ``config``."""
+        listed = self.choices[config.family]
+        named: dict[str, optuna.distributions.BaseDistribution] = {
+            f"{config.family}.{n}": CategoricalDistribution(list(values)) for n, values in listed.items()}
+        return {FAMILY_PARAM: CategoricalDistribution(list(self.choices)), **named} if len(self.choices) > 1 else named
+
+    def add_recorded(self, study: optuna.Study, record: Record) -> bool:
+        """Put a recorded evaluation into the study as a completed trial; False when the experiment no longer
+        lists its configuration."""
+        config = record.config
+        listed = self.choices.get(config.family, {})
+        if set(listed) != set(config.param_dict) or any(value not in listed[name] for name, value in config.params):
+            return False
+        study.add_trial(optuna.trial.create_trial(
+            params=self.params(config), distributions=self.distributions(config),
+            value=objective_of(config, record.measurement) or 0.0, user_attrs={RECORD_ATTR: record.attrs()}))
+        return True
 
     def config_of(self, params: dict[str, Any]) -> Config | None:
         """The configuration a trial's parameters describe; None when they are incomplete."""

@@ -38,26 +38,23 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
-import pandas as pd
 from optuna.trial import TrialState
 
 from tuner import results
 from tuner.backends.protocol import Backend
 from tuner.backends.replay import ReplayBackend, default_recording
-from tuner.config import Config
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, Experiment, load_experiment
+from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, stored_records
 from tuner.kernels.discovery import use_family_dirs
-from tuner.measurement import Measurement
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
-from tuner.results import BASELINE, DUPLICATE_ATTR, Record, RunResult, is_evaluation, trial_record
+from tuner.results import BASELINE, DUPLICATE_ATTR, RunResult
 from tuner.settings import STORAGE_FILE
 from tuner.study import (
     Budget,
@@ -70,108 +67,6 @@ from tuner.study import (
 
 BACKENDS = ("pycuda", "replay")
 BASELINE_DTYPES = ("float32", "float64")
-SAVE_INTERVAL_S = 2.0
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds")
-
-
-class Ledger:
-    """The run records and environments of an experiment, kept in the study ``<experiment>/runs``."""
-
-    def __init__(self, storage: optuna.storages.RDBStorage, experiment: str):
-        self.study = optuna.create_study(storage=storage, study_name=f"{experiment}/runs", direction="maximize",
-                                         load_if_exists=True)
-        attrs = self.study.user_attrs
-        if "first_started_utc" not in attrs:
-            self.study.set_user_attr("first_started_utc", _iso(_now()))
-            attrs = self.study.user_attrs
-        self.first_started = datetime.fromisoformat(attrs["first_started_utc"])
-        self.environments: dict[str, dict[str, Any]] = dict(attrs.get("environments", {}))
-        self.runs: list[dict[str, Any]] = list(attrs.get("runs", []))
-
-    def add_environments(self, environments: dict[str, dict[str, Any]]) -> None:
-        new = {k: v for k, v in environments.items() if k not in self.environments}
-        if new:
-            self.environments.update(new)
-            self.study.set_user_attr("environments", self.environments)
-
-    def start_run(self, run: dict[str, Any]) -> None:
-        self.runs.append(run)
-        self.study.set_user_attr("runs", self.runs)
-
-    def update_run(self, run: dict[str, Any]) -> None:
-        self.runs[-1] = run
-        self.study.set_user_attr("runs", self.runs)
-
-
-def stored_records(storage: optuna.storages.RDBStorage, experiment: str) -> list[Record]:
-    """Every evaluation and baseline of the experiment's studies, rebuilt from their user attributes."""
-    records = []
-    for frozen in storage.get_all_studies():
-        if not frozen.study_name.startswith(f"{experiment}/") or "dtype" not in frozen.user_attrs:
-            continue
-        if "baseline" in frozen.user_attrs:
-            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs["baseline"]))
-        study_id = storage.get_study_id_from_name(frozen.study_name)
-        for trial in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,)):
-            if is_evaluation(trial):
-                records.append(trial_record(experiment, frozen.study_name, trial))
-    return records
-
-
-class Table:
-    """The results rows of the run folder, saved every few seconds; also the studies' Recorder."""
-
-    def __init__(self, experiment: Experiment, out: Path, ledger: Ledger, backend: Backend, environment_id: str):
-        self.experiment, self.out, self.ledger, self.backend = experiment, out, ledger, backend
-        self.environment_id = environment_id
-        self.rows: list[dict[str, Any]] = []
-        self.last_save = 0.0
-        try:
-            self.source = Path(experiment.path).read_text(encoding="utf-8") if experiment.path else ""
-        except OSError:
-            self.source = ""
-
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
-               device_s: float | None) -> Record:
-        recorded_id = self.backend.environment_id(config)
-        moment = _now()
-        return Record(
-            experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
-            measurement=measurement,
-            metadata_id=recorded_id or self.environment_id,
-            wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
-            measured_at=_iso(moment), device_s=device_s,
-        )
-
-    def add(self, record: Record) -> None:
-        self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
-        if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
-            self.save()
-
-    def frame(self) -> pd.DataFrame:
-        df = results.to_frame(self.rows)
-        return df.sort_values("wall_offset_s", kind="stable").reset_index(drop=True)
-
-    def metadata(self) -> dict[str, Any]:
-        return {
-            "experiment": {"name": self.experiment.name, "path": self.experiment.path, "source": self.source,
-                           "machine_models": [asdict(m) for m in self.experiment.machine_models]},
-            "environments": self.ledger.environments,
-            "runs": self.ledger.runs,
-        }
-
-    def save(self) -> pd.DataFrame:
-        df = self.frame()
-        results.save(df, self.metadata(), self.out)
-        self.last_save = time.monotonic()
-        return df
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
@@ -328,29 +223,46 @@ def run(
     use_family_dirs(experiment.template_dirs)
     sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = Path(out) if out is not None else Path("reports") / experiment.name
-    lock = _lock(out_dir)
+    previous = claim(out_dir, experiment, storage)  # before anything is opened or written
+    chosen = open_backend(backend, experiment, replay)
     try:
-        store = open_storage(storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}")
+        lock = _lock(out_dir)
         try:
-            chosen = open_backend(backend, experiment, replay)
-            resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay, "trials": trials,
-                      "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage, "out": out_dir}
-            with _terminate_as_interrupt():
-                return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet, report,
-                            _resume_command(experiment, resume))
+            store = open_storage(storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}")
+            try:
+                resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
+                          "trials": trials, "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage,
+                          "out": out_dir}
+                place = Place(out_dir, storage, previous)
+                with _terminate_as_interrupt():
+                    return _run(experiment, chosen, store, sampler_name, budget, seed_value, place, quiet, report,
+                                _resume_command(experiment, resume))
+            finally:
+                store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
         finally:
-            store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
+            os.close(lock)
     finally:
-        os.close(lock)
+        chosen.close()
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a run records: its folder, the storage it names (None: the folder's study.db) and what the
+    folder held before."""
+
+    out: Path
+    storage: str | None
+    previous: Previous | None
 
 
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
-         budget: Budget, seed: int, out: Path, quiet: bool, report: bool, resume_command: str) -> RunResult:
+         budget: Budget, seed: int, place: Place, quiet: bool, report: bool, resume_command: str) -> RunResult:
+    out = place.out
     optuna_logger = optuna.logging.get_logger("optuna")
     verbosity = optuna_logger.level
     optuna.logging.set_verbosity(logging.WARNING)
     progress = Progress(quiet=quiet)
-    started = _now()
+    started = now()
     interrupted, error = False, None
     try:
         recording = backend.recording()
@@ -360,11 +272,14 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
         ledger = Ledger(store, experiment.name)
         ledger.add_environments(recording.environments if recording else {environment_id: environment})
         studies = {space: open_study(store, space, sampler, seed) for space in study_spaces(experiment)}
-        table = Table(experiment, out, ledger, backend, environment_id)
+        table = Table(experiment, out, ledger, backend, environment_id, place.storage)
+        if place.previous is not None:
+            ledger.adopt(place.previous.metadata)
+            table.rows.extend(reseed(studies, place.previous))
         for record in stored_records(store, experiment.name):
             table.rows.append(results.row(record, ledger.environments.get(record.metadata_id)))
         run_record: dict[str, Any] = {
-            "started_utc": _iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
+            "started_utc": iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
             "recording": str(recording.path) if recording else None,
             "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
@@ -387,7 +302,7 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
             wall = time.monotonic() - clock
             busy = backend.busy_seconds
             run_record.update({
-                "finished_utc": _iso(_now()), "wall_s": round(wall, 3), "evaluations": len(table.rows) - rows_before,
+                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": len(table.rows) - rows_before,
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
                 "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
             })
@@ -396,10 +311,7 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
             if report:
                 _write_report(out, progress)
     finally:
-        try:
-            backend.close()
-        finally:
-            optuna_logger.setLevel(verbosity)
+        optuna_logger.setLevel(verbosity)
     result = RunResult(df, out, table.metadata(), _duplicates(studies))
     if interrupted:
         print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",

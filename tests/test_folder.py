@@ -1,0 +1,116 @@
+"""A run never deletes or replaces a recorded row: a folder of another experiment or storage is refused, and a
+table whose storage is gone re-seeds the studies so that nothing is measured twice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+
+import tuner
+from tests.conftest import run_cli
+from tests.scripted_backend import ScriptedBackend
+from tuner import results
+from tuner.errors import TunerError
+
+ROOT = Path(__file__).resolve().parent.parent
+FERMI = ROOT / "experiments" / "fermi_like.yaml"
+
+
+def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner.RunResult:
+    options = {"sampler": "grid", "trials": 4, "quiet": True, "report": False, **options}
+    return tuner.run(tuner.load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
+
+
+@pytest.fixture
+def measured(tmp_path) -> Path:
+    out = tmp_path / "run"
+    sweep(out)
+    return out
+
+
+def table(out: Path) -> pd.DataFrame:
+    return results.load(out)[0].sort_values(["study", "config_key"]).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+def test_a_lost_storage_is_reseeded_from_the_table(measured, how):
+    before = table(measured)
+    (measured / "study.db").unlink()
+    if how == "emptied":
+        optuna.storages.RDBStorage(f"sqlite:///{measured / 'study.db'}")  # the tables, no study
+    again = ScriptedBackend()
+    result = sweep(measured, again)
+    assert again.calls == [] and again.baselines == [], "what the table holds is not measured again"
+    pd.testing.assert_frame_equal(table(measured), before)
+    assert len(result.df) == len(before)
+    assert [run["evaluations"] for run in result.metadata["runs"]] == [len(before), 0]
+
+
+def test_a_reseeded_study_goes_on_where_the_table_stopped(measured):
+    before = table(measured)
+    (measured / "study.db").unlink()
+    more = ScriptedBackend()
+    sweep(measured, more, trials=6)
+    after = table(measured)
+    assert len(more.calls) == 2 * 3 and not set(more.calls) & set(before["config_key"])
+    pd.testing.assert_frame_equal(after[after["config_key"].isin(before["config_key"])].reset_index(drop=True),
+                                  before)
+
+
+def test_another_storage_is_refused_and_the_table_kept(measured, tmp_path):
+    before = table(measured)
+    with pytest.raises(TunerError, match=r"recorded in the storage the folder's study\.db.*--out"):
+        sweep(measured, storage=f"sqlite:///{tmp_path / 'other.db'}")
+    pd.testing.assert_frame_equal(table(measured), before)
+    done = run_cli("run", str(FERMI), "--backend", "replay", "--replay", str(measured), "--out", str(measured),
+                   "--storage", f"sqlite:///{tmp_path / 'other.db'}", "--no-report")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "no --storage" in done.stderr
+    pd.testing.assert_frame_equal(table(measured), before)
+
+
+def test_a_folder_recorded_in_another_storage_takes_only_that_storage(tmp_path):
+    out, elsewhere = tmp_path / "run", f"sqlite:///{tmp_path / 'shared.db'}"
+    sweep(out, storage=elsewhere)
+    assert json.loads((out / "metadata.json").read_text())["storage"] == elsewhere
+    with pytest.raises(TunerError, match="--storage sqlite:///"):
+        sweep(out)
+    assert sweep(out, ScriptedBackend(), storage=elsewhere).df.shape[0] == table(out).shape[0]
+
+
+def test_another_experiment_is_refused_and_the_table_kept(measured, tmp_path):
+    before = table(measured)
+    other = tmp_path / "other.yaml"
+    other.write_text(FERMI.read_text().replace("name: fermi_like", "name: another"))
+    with pytest.raises(TunerError, match="holds the results of experiment 'fermi_like'.*--out"):
+        tuner.run(tuner.load_experiment(other), backend=ScriptedBackend(), out=measured, quiet=True, report=False)
+    pd.testing.assert_frame_equal(table(measured), before)
+    assert not (measured / "study.db-journal").exists()
+
+
+def test_a_row_the_experiment_no_longer_lists_is_kept(measured, tmp_path):
+    before = table(measured)
+    narrower = tmp_path / "narrower.yaml"
+    text = FERMI.read_text()
+    assert "TILE_WIDTH: [8, 16, 32]" in text
+    narrower.write_text(text.replace("TILE_WIDTH: [8, 16, 32]", "TILE_WIDTH: [16, 32]"))
+    (measured / "study.db").unlink()
+    again = ScriptedBackend()
+    tuner.run(tuner.load_experiment(narrower), backend=again, out=measured, sampler="grid", trials=4, quiet=True,
+              report=False)
+    assert again.calls == []
+    pd.testing.assert_frame_equal(table(measured), before)
+
+
+def test_a_copy_of_a_folder_continues_with_its_own_storage(measured, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(measured, copy)
+    again = ScriptedBackend()
+    sweep(copy, again)
+    assert again.calls == []
+    pd.testing.assert_frame_equal(table(copy), table(measured))

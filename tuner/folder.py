@@ -1,0 +1,254 @@
+"""The run folder: its results table and metadata, the ledger of runs kept in the storage, and how a run joins
+a folder without ever losing or replacing a recorded row.
+
+A folder belongs to one experiment and one storage (both named in its ``metadata.json``). A run into a folder
+of another experiment or storage is refused before anything is written (``claim``). A run into its own folder
+rebuilds the table from the storage; rows the storage lacks (its file deleted, emptied or moved aside) are
+put back into their studies (``reseed``), so that they count as measured and are never measured again, and a
+row that fits no study is kept in the table as it was.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pandas as pd
+import pyarrow
+from optuna.trial import TrialState
+
+from tuner import results
+from tuner.backends.protocol import Backend
+from tuner.config import Config
+from tuner.errors import TunerError
+from tuner.experiment import Experiment
+from tuner.measurement import Measurement
+from tuner.results import BASELINE, BASELINE_FAMILY, Record, is_evaluation, trial_record
+from tuner.study import StudySpace
+
+SAVE_INTERVAL_S = 2.0
+DEFAULT_STORAGE = "the folder's study.db"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
+class Ledger:
+    """The run records and environments of an experiment, kept in the study ``<experiment>/runs``."""
+
+    def __init__(self, storage: optuna.storages.BaseStorage, experiment: str):
+        self.study = optuna.create_study(storage=storage, study_name=f"{experiment}/runs", direction="maximize",
+                                         load_if_exists=True)
+        attrs = self.study.user_attrs
+        if "first_started_utc" not in attrs:
+            self.study.set_user_attr("first_started_utc", iso(now()))
+            attrs = self.study.user_attrs
+        self.first_started = datetime.fromisoformat(attrs["first_started_utc"])
+        self.environments: dict[str, dict[str, Any]] = dict(attrs.get("environments", {}))
+        self.runs: list[dict[str, Any]] = list(attrs.get("runs", []))
+
+    def add_environments(self, environments: Mapping[str, dict[str, Any]]) -> None:
+        new = {k: v for k, v in environments.items() if k not in self.environments}
+        if new:
+            self.environments.update(new)
+            self.study.set_user_attr("environments", self.environments)
+
+    def adopt(self, metadata: Mapping[str, Any]) -> None:
+        """Take the environments and runs a folder's metadata.json holds that the storage lacks."""
+        environments = metadata.get("environments")
+        if isinstance(environments, dict):
+            self.add_environments({str(k): v for k, v in environments.items() if isinstance(v, dict)})
+        runs = metadata.get("runs")
+        if isinstance(runs, list):
+            known = {run.get("started_utc") for run in self.runs}
+            earlier = [run for run in runs if isinstance(run, dict) and run.get("started_utc") not in known]
+            if earlier:
+                self.runs = sorted([*earlier, *self.runs], key=lambda run: str(run.get("started_utc")))
+                self.study.set_user_attr("runs", self.runs)
+            starts = [str(run["started_utc"]) for run in runs if isinstance(run, dict) and run.get("started_utc")]
+            if starts and min(starts) < iso(self.first_started):
+                self.first_started = datetime.fromisoformat(min(starts))
+                self.study.set_user_attr("first_started_utc", min(starts))
+
+    def start_run(self, run: dict[str, Any]) -> None:
+        self.runs.append(run)
+        self.study.set_user_attr("runs", self.runs)
+
+    def update_run(self, run: dict[str, Any]) -> None:
+        self.runs[-1] = run
+        self.study.set_user_attr("runs", self.runs)
+
+
+def stored_records(storage: optuna.storages.BaseStorage, experiment: str) -> list[Record]:
+    """Every evaluation and baseline of the experiment's studies, rebuilt from their user attributes."""
+    records = []
+    for frozen in storage.get_all_studies():
+        if not frozen.study_name.startswith(f"{experiment}/") or "dtype" not in frozen.user_attrs:
+            continue
+        if "baseline" in frozen.user_attrs:
+            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs["baseline"]))
+        study_id = storage.get_study_id_from_name(frozen.study_name)
+        for trial in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,)):
+            if is_evaluation(trial):
+                records.append(trial_record(experiment, frozen.study_name, trial))
+    return records
+
+
+# --- joining a folder ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Previous:
+    """What a folder already holds."""
+
+    rows: pd.DataFrame
+    metadata: dict[str, Any]
+
+
+def storage_label(storage: str | None) -> str:
+    return storage if storage else DEFAULT_STORAGE
+
+
+def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:
+    """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
+    (nothing written) when its table belongs to another experiment or storage; None for a new folder."""
+    table = out / results.RESULTS_PARQUET
+    if not table.is_file():
+        return None
+    try:
+        rows, metadata = results.load(out)
+    except (OSError, ValueError, pyarrow.ArrowException) as exc:
+        raise TunerError(f"{table} cannot be read ({exc}); it is left as it is: move it aside to start afresh, "
+                         f"or choose another folder with --out") from None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    recorded = metadata["experiment"] if isinstance(metadata.get("experiment"), dict) else {}
+    names = {str(n) for n in rows.get("experiment", pd.Series(dtype=str)).dropna().unique()}
+    owner = recorded.get("name") or (names.pop() if len(names) == 1 else None)
+    if owner is not None and owner != experiment.name:
+        raise TunerError(f"{out} holds the results of experiment '{owner}' ({len(rows)} rows), not of "
+                         f"'{experiment.name}'; choose another folder with --out, so that they stay as they are")
+    used = metadata.get("storage", None)
+    if storage_label(used) != storage_label(storage):
+        again = f"--storage {used}" if used else "no --storage (the folder's study.db)"
+        raise TunerError(f"{out} holds {len(rows)} rows recorded in the storage {storage_label(used)}, not "
+                         f"{storage_label(storage)}; to continue them run with {again}, or choose another folder "
+                         f"with --out")
+    return Previous(rows, metadata)
+
+
+def record_of_row(row: Mapping[str, Any]) -> Record:
+    """The Record a results row was made from (the inverse of :func:`tuner.results.row`)."""
+    def number(name: str) -> float | None:
+        value = row.get(name)
+        return None if value is None or pd.isna(value) else float(value)
+
+    return Record(
+        experiment=str(row["experiment"]), study=str(row["study"]), sampler=str(row["sampler"]),
+        trial=int(row["trial"]), config=results.config_of_row(row), measurement=results.measurement_from_row(row),
+        metadata_id=str(row["metadata_id"]), wall_offset_s=float(number("wall_offset_s") or 0.0),
+        measured_at=str(row["measured_at"]), device_s=number("device_s"),
+    )
+
+
+def reseed(studies: Mapping[StudySpace, optuna.Study], previous: Previous) -> list[dict[str, Any]]:
+    """Put every row of the folder's table that the studies lack back into them (as completed trials holding
+    the row's record, or as a study's baseline); return the rows that fit no study, to keep as they are."""
+    by_name = {space.name: (space, study) for space, study in studies.items()}
+    held: dict[str, set[str]] = {
+        space.name: {trial_record(space.experiment, space.name, t).config.key
+                     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if is_evaluation(t)}
+        for space, study in studies.items()
+    }
+    kept = []
+    for row in previous.rows.to_dict("records"):
+        try:
+            record = record_of_row(row)
+        except (KeyError, TypeError, ValueError):
+            kept.append(row)
+            continue
+        if record.config.family == BASELINE_FAMILY:
+            name = f"{record.experiment}/{record.config.problem.label}/{record.config.dtype}"
+            if name in by_name and "baseline" not in by_name[name][1].user_attrs:
+                by_name[name][1].set_user_attr("baseline", record.attrs())
+            elif name not in by_name:
+                kept.append(row)
+            continue
+        if record.study not in by_name:
+            kept.append(row)
+            continue
+        space, study = by_name[record.study]
+        if record.config.key in held[record.study]:
+            continue
+        if space.add_recorded(study, record):
+            held[record.study].add(record.config.key)
+        else:
+            kept.append(row)
+    return kept
+
+
+# --- the table ----------------------------------------------------------------------------------------------
+
+
+class Table:
+    """The results rows of the run folder, saved every few seconds; also the studies' Recorder."""
+
+    def __init__(self, experiment: Experiment, out: Path, ledger: Ledger, backend: Backend, environment_id: str,
+                 storage: str | None):
+        self.experiment, self.out, self.ledger, self.backend = experiment, out, ledger, backend
+        self.environment_id = environment_id
+        self.storage = storage
+        self.rows: list[dict[str, Any]] = []
+        self.last_save = 0.0
+        try:
+            self.source = Path(experiment.path).read_text(encoding="utf-8") if experiment.path else ""
+        except OSError:
+            self.source = ""
+
+    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+               device_s: float | None) -> Record:
+        recorded_id = self.backend.environment_id(config)
+        moment = now()
+        return Record(
+            experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
+            measurement=measurement,
+            metadata_id=recorded_id or self.environment_id,
+            wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
+            measured_at=iso(moment), device_s=device_s,
+        )
+
+    def add(self, record: Record) -> None:
+        self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
+        if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
+            self.save()
+
+    def frame(self) -> pd.DataFrame:
+        df = results.to_frame(self.rows)
+        order = df["wall_offset_s"].fillna(-math.inf)
+        return df.iloc[order.argsort(kind="stable")].reset_index(drop=True)
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "experiment": {"name": self.experiment.name, "path": self.experiment.path, "source": self.source,
+                           "machine_models": [asdict(m) for m in self.experiment.machine_models],
+                           "template_dirs": [str(d) for d in self.experiment.template_dirs]},
+            "storage": self.storage,
+            "environments": self.ledger.environments,
+            "runs": self.ledger.runs,
+        }
+
+    def save(self) -> pd.DataFrame:
+        df = self.frame()
+        results.save(df, self.metadata(), self.out)
+        self.last_save = time.monotonic()
+        return df
