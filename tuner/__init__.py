@@ -1,4 +1,4 @@
-"""tuner: autotuning performance experiments for tiled matrix multiplication on CUDA GPUs.
+"""tuner: autotuning performance experiments for tiled matrix multiplication on CUDA GPUs (and the CPU).
 
 Public API::
 
@@ -7,10 +7,42 @@ Public API::
     result = tuner.run(experiment, backend="replay", replay="experiments/data/fermi_like_h100")
     result.df      # every evaluation, one row each
     result.best    # the best configuration per problem
+
+The names are imported when first used, so that a worker process importing one module of the package does
+not pay for the whole of it.
 """
 
-from tuner.experiment import Experiment, load_experiment
-from tuner.results import RunResult
-from tuner.tuning import run
+from __future__ import annotations
 
-__all__ = ["Experiment", "RunResult", "load_experiment", "run"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tuner.backends.protocol import Backend, BackendBase
+    from tuner.config import Config, Problem
+    from tuner.experiment import Experiment, load_experiment
+    from tuner.measurement import Measurement, Status
+    from tuner.results import RunResult
+    from tuner.tuning import run
+
+_EXPORTS = {
+    "Backend": "tuner.backends.protocol",
+    "BackendBase": "tuner.backends.protocol",
+    "Config": "tuner.config",
+    "Experiment": "tuner.experiment",
+    "Measurement": "tuner.measurement",
+    "Problem": "tuner.config",
+    "RunResult": "tuner.results",
+    "Status": "tuner.measurement",
+    "load_experiment": "tuner.experiment",
+    "run": "tuner.tuning",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'tuner' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
