@@ -7,6 +7,7 @@ import pytest
 from tests.conftest import run_cli
 from tuner.errors import ExperimentError
 from tuner.experiment import load_experiment
+from tuner.yaml_document import MAX_DEPTH
 
 VALID = """\
 name: t
@@ -17,6 +18,21 @@ kernels:
     parameters:
       TILE_WIDTH: [8, 16]
       dtype: [float32]
+"""
+
+NAIVE = VALID.replace("template: tiled", "template: naive").replace("TILE_WIDTH: [8, 16]", "BLOCK_X: [0]")
+MACHINE = "machine_models:\n  - {name: f, peak_gflops: {float32: 1000}, bandwidth_gbs: 150}\n"
+# Nine aliases of nine aliases ... of nine strings: 9^10 strings from a few hundred bytes ("billion laughs").
+LAUGHS = 'l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
+    f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
+SQUARE = """\
+name: t
+problems:
+  - &square {M: 64, N: 64, K: 64}
+  - <<: *square
+    K: 128
+kernels:
+  - template: tiled
 """
 
 # (case id, file text, the field the message must name, words the message must contain)
@@ -72,6 +88,26 @@ CASES = [
      "bandwidth_gbs: 150}\n", "machine_models[0].peak_gflops.float32", "positive number"),
     ("duplicate key", VALID + "name: u\n", "name", "appears twice"),
     ("name with a slash", VALID.replace("name: t", "name: a/b"), "name", "folder name"),
+    ("billion laughs", VALID + LAUGHS, "l6", "expands to 5,380,840 values through its aliases"),
+    ("alias inside its own anchor", VALID + "loop: &loop [1, *loop]\n", "loop[1]", "refers to itself"),
+    ("mapping inside itself", VALID.replace("name: t", "name: &n {inner: *n}"), "name.inner", "refers to itself"),
+    ("nesting too deep", VALID + "deep: " + "[" * 80 + "]" * 80 + "\n", "deep" + "[0]" * MAX_DEPTH,
+     f"nests deeper than {MAX_DEPTH} levels"),
+    ("nesting too deep through aliases", VALID + "d0: &d0 " + "[" * 40 + "]" * 40 + "\nd1: [[[[[*d0]]]]]\n"
+     "d2: " + "[" * 30 + "*d0" + "]" * 30 + "\n", "d2" + "[0]" * 30, f"nests deeper than {MAX_DEPTH} levels"),
+    ("nesting far too deep to compose", "[" * 5000 + "]" * 5000 + "\n", "", f"deeper than the {MAX_DEPTH} levels"),
+    ("NUL character", VALID.replace("kernels:", "kernels:\0"), "", "U+0000"),
+    ("date that does not exist", VALID.replace("name: t", "name: 2001-02-30"), "name", "YAML cannot read"),
+    ("integer of 5000 digits", VALID.replace("M: 64", "M: " + "9" * 5000), "problems[0].M", "YAML cannot read"),
+    ("merged problem listed twice", SQUARE.replace("    K: 128\n", ""), "problems[1]", "listed twice"),
+    ("key twice beside a merge key", SQUARE.replace("K: 128", "K: 128\n    K: 256"), "problems[1].K",
+     "appears twice"),
+    ("merge key twice", SQUARE.replace("K: 128", "<<: *square"), "problems[1].<<", "appears twice"),
+    ("merge of a number", SQUARE.replace("<<: *square", "<<: 3"), "problems[1].<<", "takes a mapping"),
+    ("merge of a list of numbers", SQUARE.replace("<<: *square", "<<: [*square, 3]"), "problems[1].<<",
+     "takes a mapping"),
+    ("merged key unknown in its new place", SQUARE.replace("  - template: tiled", "  - {<<: *square, template: "
+                                                           "tiled}"), "kernels[0].M", "unknown key 'M'"),
 ]
 
 
@@ -124,20 +160,57 @@ def test_omitted_parameters_take_the_family_defaults(tmp_path):
     assert experiment.kernels[0].dtypes == ("float32",)
 
 
+def test_merge_keys_merge(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(SQUARE)
+    experiment = load_experiment(path)
+    assert [p.label for p in experiment.problems] == ["64x64x64", "64x64x128"]
+
+
+def test_of_several_merged_mappings_the_earlier_wins_and_own_keys_win_over_both(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(SQUARE.replace("  - <<: *square\n    K: 128\n", "  - &tall {M: 512, N: 8, K: 8}\n"
+                                   "  - {<<: [*tall, *square], K: 16}\n"))
+    experiment = load_experiment(path)
+    assert [p.label for p in experiment.problems] == ["64x64x64", "512x8x8", "512x8x16"]
+
+
+def test_line_numbers_point_at_where_a_merged_field_is_written(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(SQUARE.replace("K: 128", "K: -1"))
+    with pytest.raises(ExperimentError) as own:
+        load_experiment(path)
+    assert (own.value.field, own.value.line) == ("problems[1].K", 5)
+    path.write_text(SQUARE.replace("  - template: tiled", "  - {<<: *square, template: tiled}"))
+    with pytest.raises(ExperimentError) as merged:
+        load_experiment(path)
+    assert (merged.value.field, merged.value.line) == ("kernels[0].M", 3)
+
+
 @pytest.mark.parametrize("case", ["unparseable", "top-level list", "unknown parameter", "zero size",
-                                  "unknown template", "unknown dtype", "impossible constraints"])
+                                  "unknown template", "unknown dtype", "impossible constraints", "billion laughs",
+                                  "alias inside its own anchor", "NUL character", "merge of a number",
+                                  "nesting far too deep to compose"])
 def test_cli_exits_2_with_one_paragraph(tmp_path, case):
     text = dict((c[0], c[1]) for c in CASES)[case]
     path = tmp_path / "exp.yaml"
     path.write_text(text)
-    result = run_cli("space", str(path))
+    result = run_cli("space", str(path), timeout=60)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}")
 
 
-def test_cli_missing_experiment_file(tmp_path):
-    result = run_cli("space", str(tmp_path / "nope.yaml"))
+@pytest.mark.parametrize("case", ["billion laughs", "NUL character"])
+def test_run_refuses_the_file_before_writing_anything(tmp_path, recording, case):
+    text = dict((c[0], c[1]) for c in CASES)[case]
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    result = run_cli("run", str(path), "--backend", "replay", "--replay", str(recording), "--out",
+                     str(tmp_path / "out"), timeout=60)
     assert result.returncode == 2
-    assert "no such file" in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}")
+    assert not (tmp_path / "out").exists()
+
