@@ -99,6 +99,14 @@ CASES = [
     ("NUL character", VALID.replace("kernels:", "kernels:\0"), "", "U+0000"),
     ("date that does not exist", VALID.replace("name: t", "name: 2001-02-30"), "name", "YAML cannot read"),
     ("integer of 5000 digits", VALID.replace("M: 64", "M: " + "9" * 5000), "problems[0].M", "YAML cannot read"),
+    ("infinite search timeout", VALID + "search: {timeout_s: .inf}\n", "search.timeout_s", "only finite numbers"),
+    ("infinite measure timeout", VALID + "measure: {timeout_s: .inf}\n", "measure.timeout_s", "only finite"),
+    ("not-a-number measure timeout", VALID + "measure: {timeout_s: .nan}\n", "measure.timeout_s", "only finite"),
+    ("not-a-number noise target", VALID + "measure: {target_noise: .NaN}\n", "measure.target_noise", "only finite"),
+    ("negative infinity", VALID + "measure: {max_time_s: -.inf}\n", "measure.max_time_s", "positive number"),
+    ("infinite peak", VALID + MACHINE.replace("1000", ".inf"), "machine_models[0].peak_gflops.float32",
+     "only finite"),
+    ("infinite bandwidth", VALID + MACHINE.replace("150", ".Inf"), "machine_models[0].bandwidth_gbs", "only finite"),
     ("merged problem listed twice", SQUARE.replace("    K: 128\n", ""), "problems[1]", "listed twice"),
     ("key twice beside a merge key", SQUARE.replace("K: 128", "K: 128\n    K: 256"), "problems[1].K",
      "appears twice"),
@@ -202,7 +210,7 @@ def test_cli_exits_2_with_one_paragraph(tmp_path, case):
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}")
 
 
-@pytest.mark.parametrize("case", ["billion laughs", "NUL character"])
+@pytest.mark.parametrize("case", ["billion laughs", "NUL character", "infinite measure timeout"])
 def test_run_refuses_the_file_before_writing_anything(tmp_path, recording, case):
     text = dict((c[0], c[1]) for c in CASES)[case]
     path = tmp_path / "exp.yaml"

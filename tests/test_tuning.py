@@ -210,6 +210,8 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
     ({"backend": "opencl"}, "unknown backend 'opencl'"),
     ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),
     ({"storage": "notadb://x"}, "cannot open the Optuna storage 'notadb://x'"),
+    ({"timeout": float("inf")}, "--timeout must be a positive number of seconds, not inf"),
+    ({"timeout": float("nan")}, "--timeout must be a positive number of seconds, not nan"),
 ])
 def test_bad_options_are_explained(tmp_path, options, message):
     with pytest.raises(TunerError, match=message):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,8 +111,11 @@ class _Validator:
         return value
 
     def number(self, value: Any, path: FieldPath, positive: bool = True) -> float:
+        expected = f"expected a {'positive ' if positive else ''}number"
         if isinstance(value, bool) or not isinstance(value, int | float) or (positive and value <= 0):
-            raise self.r.error(path, f"expected a {'positive ' if positive else ''}number, found {_describe(value)}")
+            raise self.r.error(path, f"{expected}, found {_describe(value)}")
+        if not math.isfinite(value):
+            raise self.r.error(path, f"{expected}, found {_describe(value)} (only finite numbers are allowed)")
         return float(value)
 
     def text(self, value: Any, path: FieldPath) -> str:

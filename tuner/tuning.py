@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import math
 import os
 import shlex
 import signal
@@ -232,7 +233,7 @@ def _settings(experiment: Experiment, trials: int | None, timeout: float | None,
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise TunerError(f"--trials must be a whole number of at least 1, not {trials!r}")
     timeout = timeout if timeout is not None else search.timeout_s
-    if timeout is not None and not timeout > 0:
+    if timeout is not None and not 0 < timeout < math.inf:
         raise TunerError(f"--timeout must be a positive number of seconds, not {timeout!r}")
     seed = seed if seed is not None else search.seed
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
