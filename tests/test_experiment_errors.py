@@ -107,6 +107,10 @@ CASES = [
     ("infinite peak", VALID + MACHINE.replace("1000", ".inf"), "machine_models[0].peak_gflops.float32",
      "only finite"),
     ("infinite bandwidth", VALID + MACHINE.replace("150", ".Inf"), "machine_models[0].bandwidth_gbs", "only finite"),
+    ("duplicate machine model", VALID + MACHINE + MACHINE.split("\n")[1] + "\n", "machine_models[1].name",
+     "defined twice"),
+    ("repeated dtype", VALID.replace("[float32]", "[float32, float64, float32]"), "kernels[0].parameters.dtype[2]",
+     "listed twice"),
     ("merged problem listed twice", SQUARE.replace("    K: 128\n", ""), "problems[1]", "listed twice"),
     ("key twice beside a merge key", SQUARE.replace("K: 128", "K: 128\n    K: 256"), "problems[1].K",
      "appears twice"),
@@ -193,6 +197,28 @@ def test_line_numbers_point_at_where_a_merged_field_is_written(tmp_path):
     with pytest.raises(ExperimentError) as merged:
         load_experiment(path)
     assert (merged.value.field, merged.value.line) == ("kernels[0].M", 3)
+
+
+def test_twenty_thousand_problems_load_and_a_repeat_among_them_is_found(tmp_path):
+    path = tmp_path / "exp.yaml"
+    problems = "".join(f"  - {{M: {m}, N: 64, K: 64}}\n" for m in range(1, 20_001))
+    path.write_text(f"name: t\nproblems:\n{problems}kernels:\n  - template: tiled\n")
+    assert len(load_experiment(path).problems) == 20_000
+    path.write_text(f"name: t\nproblems:\n{problems}  - {{M: 7, N: 64, K: 64}}\nkernels:\n  - template: tiled\n")
+    with pytest.raises(ExperimentError, match="the problem 7x64x64 is listed twice") as caught:
+        load_experiment(path)
+    assert caught.value.field == "problems[20000]"
+
+
+def test_twenty_thousand_parameter_values_load_and_a_repeat_among_them_is_found(tmp_path):
+    path = tmp_path / "exp.yaml"
+    values = ", ".join(str(w) for w in range(1, 20_001))
+    path.write_text(VALID.replace("[8, 16]", f"[{values}]"))
+    assert len(load_experiment(path).kernels[0].values["TILE_WIDTH"]) == 20_000
+    path.write_text(VALID.replace("[8, 16]", f"[{values}, 16]"))
+    with pytest.raises(ExperimentError, match="the value 16 is listed twice") as caught:
+        load_experiment(path)
+    assert caught.value.field == "kernels[0].parameters.TILE_WIDTH[20000]"
 
 
 @pytest.mark.parametrize("case", ["unparseable", "top-level list", "unknown parameter", "zero size",

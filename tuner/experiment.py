@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,10 +137,17 @@ class _Validator:
         if not isinstance(value, list) or not value:
             raise self.r.error(path, f"expected a non-empty list of values to search, found {_describe(value)}")
         items = tuple(check(v, (*path, i)) for i, v in enumerate(value))
-        for i, item in enumerate(items):
-            if item in items[:i]:
-                raise self.r.error((*path, i), f"the value {item!r} is listed twice")
+        self.unique(items, path, lambda item: f"the value {item!r} is listed twice")
         return items
+
+    def unique(self, items: Iterable[Hashable], path: FieldPath, message: Callable[[Any], str],
+               within: tuple[str, ...] = ()) -> None:
+        """Refuse the second of two equal items of the list at ``path`` (the error names ``path[i]`` + ``within``)."""
+        seen: set[Hashable] = set()
+        for i, item in enumerate(items):
+            if item in seen:
+                raise self.r.error((*path, i, *within), message(item))
+            seen.add(item)
 
 
 def _problem(v: _Validator, value: Any, path: FieldPath) -> Problem:
@@ -228,14 +235,10 @@ def parse_experiment(text: str, file: str) -> Experiment:
         return tuple(parse(v, x, (key, i)) for i, x in enumerate(raw))
 
     machine_models = items("machine_models", _machine)
-    names = [m.name for m in machine_models]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise document.error(("machine_models", i, "name"), f"the machine model '{name}' is defined twice")
+    v.unique((m.name for m in machine_models), ("machine_models",),
+             lambda name: f"the machine model '{name}' is defined twice", within=("name",))
     problems = items("problems", _problem)
-    for i, problem in enumerate(problems):
-        if problem in problems[:i]:
-            raise document.error(("problems", i), f"the problem {problem.label} is listed twice")
+    v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
 
     search = _settings(v, top.get("search"), ("search",), SearchSettings, {
         "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
