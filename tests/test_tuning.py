@@ -212,6 +212,8 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
     ({"storage": "notadb://x"}, "cannot open the Optuna storage 'notadb://x'"),
     ({"timeout": float("inf")}, "--timeout must be a positive number of seconds, not inf"),
     ({"timeout": float("nan")}, "--timeout must be a positive number of seconds, not nan"),
+    ({"out": ""}, "--out is empty"),
+    ({"out": "a\0b"}, "--out may not hold a NUL character"),
 ])
 def test_bad_options_are_explained(tmp_path, options, message):
     with pytest.raises(TunerError, match=message):

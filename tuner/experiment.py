@@ -17,6 +17,7 @@ from tuner.yaml_document import Document, FieldPath, read_document
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "bruteforce")
 INDEX_LIMIT = 2**31 - 1  # the kernels index matrices with 32-bit ints
+NAME_BYTES = 255  # the longest file name that common file systems take
 
 
 @dataclass(frozen=True)
@@ -295,6 +296,13 @@ def _name(v: _Validator, value: Any) -> str:
     name = v.text(value, ("name",))
     if any(c in name for c in "/\\") or name.startswith("."):
         raise v.r.error(("name",), f"is used as a folder name and may not contain '/' or start with '.': {name!r}")
+    hidden = next((c for c in name if not c.isprintable()), None)
+    if hidden is not None:
+        raise v.r.error(("name",), f"is used as a folder name and may not hold control or other invisible "
+                                   f"characters (it holds U+{ord(hidden):04X}): {name!r}")
+    if len(name.encode()) > NAME_BYTES:
+        raise v.r.error(("name",), f"is used as a folder name, which may have at most {NAME_BYTES} bytes "
+                                   f"(this one has {len(name.encode())})")
     return name
 
 

@@ -351,7 +351,7 @@ def run(
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
-    out_dir = Path(out) if out is not None else Path("reports") / experiment.name
+    out_dir = _output_folder(out, experiment)
     lock = _lock(out_dir)
     try:
         store = open_storage(storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}")
@@ -366,6 +366,17 @@ def run(
             store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
     finally:
         os.close(lock)
+
+
+def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
+    if out is None:
+        return Path("reports") / experiment.name
+    text = str(out)
+    if not text.strip():
+        raise TunerError("--out is empty: give the output folder (without --out, it is reports/<experiment name>)")
+    if "\0" in text:
+        raise TunerError(f"--out may not hold a NUL character: {text!r}")
+    return Path(text)
 
 
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
