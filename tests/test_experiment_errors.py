@@ -111,6 +111,8 @@ CASES = [
     ("infinite peak", VALID + MACHINE.replace("1000", ".inf"), "machine_models[0].peak_gflops.float32",
      "only finite"),
     ("infinite bandwidth", VALID + MACHINE.replace("150", ".Inf"), "machine_models[0].bandwidth_gbs", "only finite"),
+    ("zero tile width", VALID.replace("[8, 16]", "[0]"), "kernels[0].parameters", "rejected by 'TILE_WIDTH ≥ 1'"),
+    ("zero block size", NAIVE, "kernels[0].parameters", "rejected by 'BLOCK_X and BLOCK_Y ≥ 1'"),
     ("duplicate machine model", VALID + MACHINE + MACHINE.split("\n")[1] + "\n", "machine_models[1].name",
      "defined twice"),
     ("repeated dtype", VALID.replace("[float32]", "[float32, float64, float32]"), "kernels[0].parameters.dtype[2]",
@@ -252,3 +254,18 @@ def test_run_refuses_the_file_before_writing_anything(tmp_path, recording, case)
     assert len(lines) == 1 and lines[0].startswith(f"error: {path}")
     assert not (tmp_path / "out").exists()
 
+
+def test_space_refuses_a_tile_width_of_zero_before_compiling(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(VALID.replace("[8, 16]", "[0]"))
+    result = run_cli("space", "--compile", str(path), timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: {path}, line 7: field 'kernels[0].parameters': no combination of these values satisfies the "
+        f"family's constraints (all 1 rejected: 1 rejected by 'TILE_WIDTH ≥ 1')"]
+
+
+def test_cli_missing_experiment_file(tmp_path):
+    result = run_cli("space", str(tmp_path / "nope.yaml"))
+    assert result.returncode == 2
+    assert "no such file" in result.stderr

@@ -2,9 +2,13 @@
 
 import pytest
 
+from tuner import results
 from tuner.config import Config, Problem
 from tuner.experiment import KernelSpec, load_experiment
 from tuner.family import families, get_family
+from tuner.measurement import Measurement, Status
+from tuner.model import cost
+from tuner.results import Record
 from tuner.space import count_valid, experiment_space, kernel_space, valid_configs, violations
 from tuner.templates import launch, render, template_hash
 
@@ -71,3 +75,26 @@ def test_config_key_and_row():
     assert config.key == "1000x777x333/tiled/float32/TILE_WIDTH=16"
     row = config.as_row()
     assert row["p_TILE_WIDTH"] == 16 and row["M"] == 1000 and row["family"] == "tiled"
+
+
+@pytest.mark.parametrize(("family", "params", "rule"), [
+    ("tiled", {"TILE_WIDTH": 0}, "TILE_WIDTH ≥ 1"),
+    ("naive", {"BLOCK_X": 0, "BLOCK_Y": 8}, "BLOCK_X and BLOCK_Y ≥ 1"),
+    ("naive", {"BLOCK_X": 32, "BLOCK_Y": 0}, "BLOCK_X and BLOCK_Y ≥ 1"),
+])
+def test_a_size_of_zero_breaks_only_the_precondition_and_no_formula_sees_it(family, params, rule):
+    assert violations(get_family(family), params, "float32") == [rule]
+    config = Config.make(ODD, family, "float32", params)
+    with pytest.raises(ValueError, match=rule):
+        launch(config)
+    with pytest.raises(ValueError, match=rule):
+        cost(config)
+
+
+def test_a_rejected_size_of_zero_is_a_row_without_the_analytical_columns():
+    config = Config.make(ODD, "tiled", "float32", {"TILE_WIDTH": 0})
+    record = Record("t", "t/study", "random", 0, config, Measurement(Status.INVALID, reason="TILE_WIDTH ≥ 1"),
+                    "env", 0.0, "2000-01-01T00:00:00+00:00")
+    row = results.row(record)
+    assert row["status"] == "invalid" and row["flops"] == ODD.flops
+    assert (row["block"], row["grid"], row["bytes_model"], row["intensity"]) == (None, None, None, None)

@@ -41,8 +41,10 @@ class Cost:
 
 
 def cost(config: Config) -> Cost:
+    """FLOPs, global bytes and further intensities; ValueError where a precondition of the family is broken."""
     family = get_family(config.family)
     params = config.param_dict
+    family.require_preconditions(params, config.dtype)
     return Cost(
         flops=config.problem.flops,
         global_bytes=family.global_bytes(params, config.problem, config.element_bytes),

@@ -37,7 +37,8 @@ device_s               seconds the device spent verifying and timing this config
 
 cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the
 compulsory traffic (A and B read once, C written once). Statically invalid rows still carry the analytical
-columns (flops, bytes_model, intensity) of the configuration that was rejected.
+columns (flops, bytes_model, intensity) of the configuration that was rejected, unless its values break a
+precondition of the family's cost model (e.g. a tile size of 0).
 
 A row is built from a :class:`Record`: one evaluation as the study stores it in its trial's user attributes,
 so the whole table can be rebuilt from the Optuna storage.
@@ -55,6 +56,7 @@ from typing import Any
 import pandas as pd
 
 from tuner.config import DTYPE_BYTES, Config, ParamValue, Problem
+from tuner.family import get_family
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import cost
 from tuner.templates import launch
@@ -180,18 +182,26 @@ def gflops_of(config: Config, measurement: Measurement) -> float | None:
     return config.problem.flops / (measurement.timing.median_ms * 1e-3) / 1e9
 
 
-def _geometry(config: Config, multiprocessors: int | None) -> tuple[str | None, str | None]:
+def _modelled(config: Config) -> bool:
+    """Whether the family's launch geometry and cost model describe the configuration (never cuBLAS, nor values
+    that break a precondition such as a tile size of 0)."""
     if config.family == BASELINE_FAMILY:
+        return False
+    return not get_family(config.family).broken_preconditions(config.param_dict, config.dtype)
+
+
+def _geometry(config: Config, multiprocessors: int | None) -> tuple[str | None, str | None]:
+    if not _modelled(config):
         return None, None
     geometry = launch(config)
     return "×".join(map(str, geometry.block)), "×".join(map(str, geometry.grid_on(multiprocessors)))
 
 
-def _bytes_model(config: Config) -> int:
+def _bytes_model(config: Config) -> int | None:
     if config.family == BASELINE_FAMILY:
         p = config.problem
         return DTYPE_BYTES[config.dtype] * (p.M * p.K + p.K * p.N + p.M * p.N)
-    return cost(config).global_bytes
+    return cost(config).global_bytes if _modelled(config) else None
 
 
 def _percent(value: float | None, ceiling: Any) -> float | None:
@@ -207,7 +217,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
     flops = config.problem.flops
     bytes_model = _bytes_model(config)
     gflops = gflops_of(config, m)
-    bandwidth = bytes_model / (timing.median_ms * 1e-3) / 1e9 if gflops is not None else None
+    bandwidth = bytes_model / (timing.median_ms * 1e-3) / 1e9 if gflops is not None and bytes_model else None
     measured = ((environment or {}).get("peaks") or {}).get("measured") or {}
     block, grid = _geometry(config, ((environment or {}).get("device") or {}).get("multiprocessors"))
     spills = (resources.spill_store_bytes, resources.spill_load_bytes)
@@ -228,7 +238,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "verify_error": m.error,
         "flops": flops,
         "bytes_model": bytes_model,
-        "intensity": flops / bytes_model,
+        "intensity": flops / bytes_model if bytes_model else None,
         "gflops": gflops,
         "bandwidth_gbs": bandwidth,
         "pct_flops_ceiling": _percent(gflops, measured.get(f"{config.dtype}_gflops")),

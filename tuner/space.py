@@ -17,15 +17,18 @@ if TYPE_CHECKING:
 
 
 def violations(family: Family, params: Params, dtype: str) -> list[str]:
-    """The static rules these parameter values break (empty when the configuration is valid)."""
-    broken = []
+    """The static rules these parameter values break (empty when the configuration is valid); only the broken
+    preconditions where there are any."""
+    broken = family.broken_preconditions(params, dtype)
+    if broken:
+        return broken
     threads = family.threads_per_block(params)
     if threads > MAX_THREADS_PER_BLOCK:
         broken.append(f"threads per block ≤ {MAX_THREADS_PER_BLOCK}")
     if family.shared_bytes(params, DTYPE_BYTES[dtype]) > family.shared_limit:
         broken.append(f"shared memory per block ≤ {family.shared_limit // 1024} KB")
     for constraint in family.constraints:
-        if not constraint.holds(params, dtype):
+        if not constraint.precondition and not constraint.holds(params, dtype):
             broken.append(constraint.description)
     return broken
 
