@@ -214,6 +214,7 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
     ({"timeout": float("nan")}, "--timeout must be a positive number of seconds, not nan"),
     ({"out": ""}, "--out is empty"),
     ({"out": "a\0b"}, "--out may not hold a NUL character"),
+    ({"storage": "sqlite:///:memory:"}, "in-memory SQLite database"),
 ])
 def test_bad_options_are_explained(tmp_path, options, message):
     with pytest.raises(TunerError, match=message):

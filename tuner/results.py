@@ -46,8 +46,10 @@ so the whole table can be rebuilt from the Optuna storage.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +58,7 @@ from typing import Any
 import pandas as pd
 
 from tuner.config import DTYPE_BYTES, Config, ParamValue, Problem
+from tuner.errors import TunerError
 from tuner.family import get_family
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import cost
@@ -340,17 +343,31 @@ def best_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None:
-    """Write results.parquet, results.csv and metadata.json, each replaced atomically."""
+    """Write results.parquet, results.csv and metadata.json, each replaced atomically.
+
+    A folder that cannot take them (a full disk, a read-only file system, no permission) raises TunerError
+    naming it; the files written there before are left as they were, and no partial file stays behind."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, write in (
-        (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
-        (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
-        (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
-    ):
-        partial = folder / f".{name}.partial"
-        write(partial)
-        partial.replace(folder / name)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, write in (
+            (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
+            (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
+            (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
+        ):
+            partial = folder / f".{name}.partial"
+            try:
+                write(partial)
+                partial.replace(folder / name)
+            finally:
+                with contextlib.suppress(OSError):
+                    partial.unlink(missing_ok=True)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)  # pyarrow wraps the system's words in its own
+        raise TunerError(f"{folder}: the results table cannot be saved in this folder ({reason}); the files saved "
+                         f"there before are left as they were, and a run's evaluations stay in its Optuna storage, "
+                         f"from which the table is rebuilt: free space or make the folder writable, then run the "
+                         f"same command again") from None
 
 
 def load(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:

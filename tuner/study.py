@@ -67,6 +67,7 @@ from tuner.family import get_family
 from tuner.measurement import Backend, Measurement, Status
 from tuner.results import Record, gflops_of
 from tuner.space import kernel_space, violations
+from tuner.storage import check_storage_url, open_failure
 
 if TYPE_CHECKING:
     from tuner.experiment import Experiment
@@ -224,12 +225,11 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
     times, and a full sync per commit would cost more than many measurements. The file stays consistent
     through a crash of the process or of the machine; the latter may lose the last commits.
     """
+    check_storage_url(url)
     try:
         storage = optuna.storages.RDBStorage(url)
     except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TunerError(f"cannot open the Optuna storage '{url}' ({detail}); give a database URL such as "
-                         f"sqlite:///path/to/study.db") from None
+        raise open_failure(exc, url) from None
     if storage.engine.dialect.name == "sqlite":
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections made from now on get the pragmas

@@ -57,6 +57,7 @@ from tuner.measurement import Backend, Measurement
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, Record
+from tuner.storage import failures_explained
 from tuner.study import (
     DUPLICATE_ATTR,
     Budget,
@@ -352,14 +353,15 @@ def run(
         experiment = load_experiment(experiment)
     sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = _output_folder(out, experiment)
+    url = storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
     lock = _lock(out_dir)
     try:
-        store = open_storage(storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}")
+        store = _open_storage(url, out_dir)
         try:
             chosen = open_backend(backend, experiment, replay)
             resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay, "trials": trials,
                       "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage, "out": out_dir}
-            with _terminate_as_interrupt():
+            with _terminate_as_interrupt(), failures_explained(url):
                 return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet,
                             _resume_command(experiment, resume))
         finally:
@@ -377,6 +379,17 @@ def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -
     if "\0" in text:
         raise TunerError(f"--out may not hold a NUL character: {text!r}")
     return Path(text)
+
+
+def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
+    """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
+    try:
+        return open_storage(url)
+    except TunerError as exc:
+        table = out / results.RESULTS_PARQUET
+        if not table.is_file():
+            raise
+        raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
@@ -426,9 +439,11 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
                 "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
             })
-            ledger.update_run(run_record)
-            df = table.save()
-            _write_report(out, progress)
+            try:
+                ledger.update_run(run_record)
+            finally:  # a storage that fails here still leaves the rows it holds saved
+                df = table.save()
+                _write_report(out, progress)
     finally:
         try:
             backend.close()
