@@ -1,10 +1,11 @@
-"""A run's surroundings going wrong: the output folder, the Optuna storage, a full or read-only disk. Each is one
-paragraph and exit status 2, and nothing recorded is lost. The failures are real ones (a database that fills up,
-/dev/full, a read-only mount)."""
+"""A run's surroundings going wrong: the output folder, the Optuna storage, a full or read-only disk, a missing
+backend. Each is one paragraph and exit status 2, nothing is created before the backend has started, and
+nothing recorded is lost. The failures are real ones (a database that fills up, /dev/full, a read-only mount)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -67,6 +68,13 @@ def test_a_name_with_a_nul_creates_no_folder(tmp_path, recording):
     assert [p.name for p in tmp_path.iterdir()] == ["nul.yaml"]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is installed here")
+def test_a_backend_that_cannot_start_leaves_no_folder_and_no_storage(tmp_path):
+    done = tuner_cli("run", str(FERMI), "--backend", "pycuda", "--out", str(tmp_path / "run"))
+    assert "the pycuda backend needs PyCUDA" in one_paragraph(done)
+    assert not (tmp_path / "run").exists()
+
+
 # --- the storage -----------------------------------------------------------------------------------------------
 
 
@@ -75,6 +83,7 @@ def test_an_in_memory_storage_is_refused(tmp_path, recording, url):
     done = tuner_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--storage", url,
                      "--out", str(tmp_path / "run"))
     assert "in-memory SQLite database" in one_paragraph(done) and "sqlite:///path/to/study.db" in done.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_storage_file_that_is_no_database_is_named_and_the_results_stay(tmp_path, recording):

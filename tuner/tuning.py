@@ -57,7 +57,7 @@ from tuner.measurement import Backend, Measurement
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, Record
-from tuner.storage import failures_explained
+from tuner.storage import check_storage_url, failures_explained
 from tuner.study import (
     DUPLICATE_ATTR,
     Budget,
@@ -348,26 +348,33 @@ def run(
     ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
     ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
     ``reports/<experiment name>``). ``quiet`` silences the progress on stderr (not the summary on stdout).
+
+    Nothing is created before the backend has started: a backend that cannot run leaves no trace.
     """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = _output_folder(out, experiment)
     url = storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
-    lock = _lock(out_dir)
+    check_storage_url(url)
+    chosen = open_backend(backend, experiment, replay)
     try:
-        store = _open_storage(url, out_dir)
+        lock = _lock(out_dir)
         try:
-            chosen = open_backend(backend, experiment, replay)
-            resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay, "trials": trials,
-                      "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage, "out": out_dir}
-            with _terminate_as_interrupt(), failures_explained(url):
-                return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet,
-                            _resume_command(experiment, resume))
+            store = _open_storage(url, out_dir)
+            try:
+                resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
+                          "trials": trials, "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage,
+                          "out": out_dir}
+                with _terminate_as_interrupt(), failures_explained(url):
+                    return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet,
+                                _resume_command(experiment, resume))
+            finally:
+                store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
         finally:
-            store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
+            os.close(lock)
     finally:
-        os.close(lock)
+        chosen.close()  # _run closes it too; a second close does nothing
 
 
 def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
