@@ -9,6 +9,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +18,7 @@ import sqlalchemy
 from scripted_backend import ScriptedBackend
 
 import tuner
-from tuner import cli, results, tuning
+from tuner import cli, metadata, results, tuning
 from tuner.errors import TunerError
 from tuner.study import open_storage
 from tuner.tuning import stored_records
@@ -207,3 +208,24 @@ def test_a_read_only_output_folder_is_one_paragraph(read_only_mount, tmp_path, r
     assert all(line.startswith("report: ") for line in progress)  # the figures it was about to write
     assert error.startswith(f"error: {out}: the report cannot be written in this folder (Read-only file system)")
     assert (out / "results.parquet").read_bytes() == saved
+
+
+# --- what a run prints, and the hints it gives ----------------------------------------------------------------
+
+
+def test_the_distribution_has_a_name_of_its_own():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == metadata.DISTRIBUTION != "tuner"
+    assert metadata.tuner_version() is not None
+
+
+def test_install_hints_work_from_a_checkout():
+    for path in (ROOT / "tuner").rglob("*.py"):
+        assert "'tuner[" not in path.read_text(), f"{path} suggests installing 'tuner[...]', another project's name"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is installed here")
+def test_device_without_pycuda_suggests_what_works():
+    message = one_paragraph(tuner_cli("device"))
+    assert 'pip install -e ".[cuda]"' in message
+    assert "python -m tuner run EXPERIMENT --backend replay" in message

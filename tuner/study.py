@@ -190,7 +190,7 @@ class _ExhaustiveSampler(optuna.samplers.BruteForceSampler):
         return None
 
 
-_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", "pip install 'tuner[gp]'")}
+_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", 'pip install -e ".[gp]" in the checkout')}
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:

@@ -213,8 +213,8 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         from tuner.backends.pycuda_backend import PycudaBackend
     except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
         raise TunerError(f"the pycuda backend cannot be loaded ({type(exc).__name__}: {exc}); it needs PyCUDA "
-                         f"and a CUDA GPU (pip install 'tuner[cuda]'); without a GPU, replay a recorded run "
-                         f"with --backend replay --replay PATH") from None
+                         f"and a CUDA GPU (pip install -e \".[cuda]\" in the checkout); without a GPU, replay a "
+                         f"recorded run with --backend replay --replay PATH") from None
     try:
         return PycudaBackend(experiment.measure, experiment.compile)
     except TunerError:

@@ -114,8 +114,8 @@ class PycudaBackend:
                  compile_settings: CompileSettings | None = None):
         if importlib.util.find_spec("pycuda") is None:
             raise TunerError("the pycuda backend needs PyCUDA, which is not installed here; install it with "
-                             "pip install 'tuner[cuda]' on a machine with an NVIDIA GPU and nvcc, or use "
-                             "--backend replay to work from a recorded run")
+                             'pip install -e ".[cuda]" in the checkout, on a machine with an NVIDIA GPU and nvcc, '
+                             "or use --backend replay to work from a recorded run")
         if shutil.which("nvcc") is None:
             raise TunerError("the pycuda backend compiles with nvcc, which is not on the PATH; add the CUDA "
                              "toolkit's bin folder (e.g. /usr/local/cuda/bin) to PATH")
