@@ -213,6 +213,13 @@ def test_a_read_only_output_folder_is_one_paragraph(read_only_mount, tmp_path, r
 # --- what a run prints, and the hints it gives ----------------------------------------------------------------
 
 
+def test_quiet_silences_the_summary_of_the_api_unless_asked_for(tmp_path, capsys, no_report, recording):
+    tuner.run(FERMI, backend="replay", replay=recording, trials=1, out=tmp_path / "quiet", quiet=True)
+    assert capsys.readouterr().out == ""
+    tuner.run(FERMI, backend="replay", replay=recording, trials=1, out=tmp_path / "told", quiet=True, summary=True)
+    assert f"results: {tmp_path / 'told'}" in capsys.readouterr().out
+
+
 def test_the_distribution_has_a_name_of_its_own():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == metadata.DISTRIBUTION != "tuner"

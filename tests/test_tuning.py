@@ -41,7 +41,7 @@ def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner
 
 
 def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
-    result = sweep(tmp_path / "run")
+    result = sweep(tmp_path / "run", summary=True)
     out = tmp_path / "run"
     assert result.out == out
     assert {p.name for p in out.iterdir()} >= {"results.parquet", "results.csv", "metadata.json", "study.db"}

@@ -35,6 +35,7 @@ def _run(args: argparse.Namespace) -> int:
         storage=args.storage,
         out=args.out,
         quiet=args.quiet,
+        summary=True,
     )
     return 0
 

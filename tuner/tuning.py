@@ -340,6 +340,7 @@ def run(
     storage: str | None = None,
     out: str | os.PathLike[str] | None = None,
     quiet: bool = False,
+    summary: bool | None = None,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -347,7 +348,8 @@ def run(
     results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
     ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
     ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
-    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr (not the summary on stdout).
+    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr; ``summary`` prints the summary
+    table on stdout (by default unless ``quiet``; the command line prints it even with --quiet).
 
     Nothing is created before the backend has started: a backend that cannot run leaves no trace.
     """
@@ -368,7 +370,7 @@ def run(
                           "out": out_dir}
                 with _terminate_as_interrupt(), failures_explained(url):
                     return _run(experiment, chosen, store, sampler_name, budget, seed_value, out_dir, quiet,
-                                _resume_command(experiment, resume))
+                                not quiet if summary is None else summary, _resume_command(experiment, resume))
             finally:
                 store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
         finally:
@@ -400,7 +402,7 @@ def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
 
 
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
-         budget: Budget, seed: int, out: Path, quiet: bool, resume_command: str) -> RunResult:
+         budget: Budget, seed: int, out: Path, quiet: bool, summary: bool, resume_command: str) -> RunResult:
     optuna_logger = optuna.logging.get_logger("optuna")
     verbosity = optuna_logger.level
     optuna.logging.set_verbosity(logging.WARNING)
@@ -461,5 +463,6 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
         print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",
               file=sys.stderr)
         raise KeyboardInterrupt
-    print_summary(result)
+    if summary:
+        print_summary(result)
     return result
