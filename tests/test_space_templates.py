@@ -1,5 +1,6 @@
 """The search space and template rendering."""
 
+import pandas as pd
 import pytest
 
 from tuner import results
@@ -8,6 +9,7 @@ from tuner.experiment import KernelSpec, load_experiment
 from tuner.family import families, get_family
 from tuner.measurement import Measurement, Status
 from tuner.model import cost
+from tuner.report.groups import key_parameters
 from tuner.results import Record
 from tuner.space import count_valid, experiment_space, kernel_space, valid_configs, violations
 from tuner.templates import launch, render, template_hash
@@ -98,3 +100,9 @@ def test_a_rejected_size_of_zero_is_a_row_without_the_analytical_columns():
     row = results.row(record)
     assert row["status"] == "invalid" and row["flops"] == ODD.flops
     assert (row["block"], row["grid"], row["bytes_model"], row["intensity"]) == (None, None, None, None)
+
+
+def test_the_report_classes_leave_out_values_no_formula_describes():
+    rows = pd.DataFrame({"params": [{"TILE_WIDTH": 0}, {"TILE_WIDTH": 16}, {"TILE_WIDTH": 32}],
+                         "M": [64] * 3, "N": [64] * 3, "K": [64] * 3, "dtype": ["float32"] * 3})
+    assert key_parameters("tiled", rows) == ("TILE_WIDTH",)
