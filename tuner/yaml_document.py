@@ -181,7 +181,9 @@ class _Builder:
             raise self.document.error(path, f"holds a value YAML cannot read ({problem})") from None
 
     def _key(self, node: yaml.Node, path: FieldPath) -> str:
-        key = self._scalar(node, path) if isinstance(node, yaml.ScalarNode) else "a list or mapping"
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.document.error(path, "keys must be text, found a list or mapping")
+        key = self._scalar(node, path)
         if not isinstance(key, str):
             raise self.document.error(path, f"keys must be text, found {key!r}")
         return key
