@@ -5,7 +5,7 @@ Each multiply-add loads one element of A and one of B: 2·s bytes per 2 FLOP, so
 """
 
 from tuner.config import Problem
-from tuner.kernels.family import Family, Parameter, Params, ceil_div
+from tuner.kernels.family import Constraint, Family, Parameter, Params, ceil_div
 
 
 def _global_bytes(params: Params, problem: Problem, size: int) -> int:
@@ -24,4 +24,6 @@ FAMILY = Family(
     grid=lambda p, pr: (ceil_div(pr.N, int(p["BLOCK_X"])), ceil_div(pr.M, int(p["BLOCK_Y"])), 1),
     shared_bytes=lambda p, size: 0,
     global_bytes=_global_bytes,
+    constraints=(Constraint("BLOCK_X and BLOCK_Y ≥ 1", lambda p, d: min(int(p["BLOCK_X"]), int(p["BLOCK_Y"])) >= 1,
+                            precondition=True),),
 )

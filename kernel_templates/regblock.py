@@ -190,7 +190,7 @@ def _vector_multiple(p: Params, d: str) -> bool:
 
 
 CONSTRAINTS = (
-    Constraint("BM, BN, BK, TM, TN, WARP_N, UNROLL and MIN_BLOCKS ≥ 1", lambda p, d: _positive(p)),
+    Constraint("BM, BN, BK, TM, TN, WARP_N, UNROLL and MIN_BLOCKS ≥ 1", lambda p, d: _positive(p), precondition=True),
     Constraint(
         "BM divisible by TM and BN by TN",
         _if_positive(lambda p, d: _p(p, "BM") % _p(p, "TM") == 0 and _p(p, "BN") % _p(p, "TN") == 0),

@@ -5,7 +5,7 @@ falls by TILE_WIDTH against the naive kernel: TILE_WIDTH/s FLOP per byte (T/4 in
 """
 
 from tuner.config import Problem
-from tuner.kernels.family import Family, Parameter, Params, ceil_div
+from tuner.kernels.family import Constraint, Family, Parameter, Params, ceil_div
 
 
 def _global_bytes(params: Params, problem: Problem, size: int) -> int:
@@ -23,4 +23,5 @@ FAMILY = Family(
     grid=lambda p, pr: (ceil_div(pr.N, int(p["TILE_WIDTH"])), ceil_div(pr.M, int(p["TILE_WIDTH"])), 1),
     shared_bytes=lambda p, size: 2 * int(p["TILE_WIDTH"]) ** 2 * size,
     global_bytes=_global_bytes,
+    constraints=(Constraint("TILE_WIDTH ≥ 1", lambda p, d: int(p["TILE_WIDTH"]) >= 1, precondition=True),),
 )

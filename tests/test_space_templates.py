@@ -1,11 +1,17 @@
 """The search space and template rendering."""
 
+import pandas as pd
 import pytest
 
+from tuner import results
 from tuner.config import Config, Problem
 from tuner.experiment import load_experiment
 from tuner.kernels.discovery import families, get_family, template_hash
 from tuner.kernels.render import launch, render
+from tuner.measurement import Measurement, Status
+from tuner.model import cost
+from tuner.report.groups import key_parameters
+from tuner.results import Record
 from tuner.space import KernelSpec, count_valid, experiment_space, kernel_space, valid_configs, violations
 
 ODD = Problem(1000, 777, 333)
@@ -71,3 +77,32 @@ def test_config_key_and_row():
     assert config.key == "1000x777x333/tiled/float32/TILE_WIDTH=16"
     row = config.as_row()
     assert row["p_TILE_WIDTH"] == 16 and row["M"] == 1000 and row["family"] == "tiled"
+
+
+@pytest.mark.parametrize(("family", "params", "rule"), [
+    ("tiled", {"TILE_WIDTH": 0}, "TILE_WIDTH ≥ 1"),
+    ("naive", {"BLOCK_X": 0, "BLOCK_Y": 8}, "BLOCK_X and BLOCK_Y ≥ 1"),
+    ("naive", {"BLOCK_X": 32, "BLOCK_Y": 0}, "BLOCK_X and BLOCK_Y ≥ 1"),
+])
+def test_a_size_of_zero_breaks_only_the_precondition_and_no_formula_sees_it(family, params, rule):
+    assert violations(get_family(family), params, "float32") == [rule]
+    config = Config.make(ODD, family, "float32", params)
+    with pytest.raises(ValueError, match=rule):
+        launch(config)
+    with pytest.raises(ValueError, match=rule):
+        cost(config)
+
+
+def test_a_rejected_size_of_zero_is_a_row_without_the_analytical_columns():
+    config = Config.make(ODD, "tiled", "float32", {"TILE_WIDTH": 0})
+    record = Record("t", "t/study", "random", 0, config, Measurement(Status.INVALID, reason="TILE_WIDTH ≥ 1"),
+                    "env", 0.0, "2000-01-01T00:00:00+00:00")
+    row = results.row(record)
+    assert row["status"] == "invalid" and row["flops"] == 2 * ODD.M * ODD.N * ODD.K
+    assert (row["block"], row["grid"], row["bytes_model"], row["intensity"]) == (None, None, None, None)
+
+
+def test_the_report_classes_leave_out_values_no_formula_describes():
+    rows = pd.DataFrame({"params": [{"TILE_WIDTH": 0}, {"TILE_WIDTH": 16}, {"TILE_WIDTH": 32}],
+                         "M": [64] * 3, "N": [64] * 3, "K": [64] * 3, "dtype": ["float32"] * 3})
+    assert key_parameters("tiled", rows) == ("TILE_WIDTH",)

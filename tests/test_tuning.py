@@ -41,7 +41,7 @@ def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner
 
 
 def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
-    result = sweep(tmp_path / "run")
+    result = sweep(tmp_path / "run", summary=True)
     out = tmp_path / "run"
     assert result.out == out
     assert {p.name for p in out.iterdir()} >= {"results.parquet", "results.csv", "metadata.json", "study.db"}
@@ -210,6 +210,11 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
     ({"backend": "opencl"}, "unknown backend 'opencl'"),
     ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),
     ({"storage": "notadb://x"}, "cannot open the Optuna storage 'notadb://x'"),
+    ({"timeout": float("inf")}, "--timeout must be a positive number of seconds, not inf"),
+    ({"timeout": float("nan")}, "--timeout must be a positive number of seconds, not nan"),
+    ({"out": ""}, "--out is empty"),
+    ({"out": "a\0b"}, "--out may not hold a NUL character"),
+    ({"storage": "sqlite:///:memory:"}, "in-memory SQLite database"),
 ])
 def test_bad_options_are_explained(tmp_path, options, message):
     with pytest.raises(TunerError, match=message):

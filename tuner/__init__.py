@@ -37,7 +37,8 @@ _EXPORTS = {
     "load_experiment": "tuner.experiment",
     "run": "tuner.tuning",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = ["Backend", "BackendBase", "Config", "Experiment", "Measurement", "Problem", "RunResult", "Status",
+           "load_experiment", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -35,6 +36,7 @@ def _run(args: argparse.Namespace) -> int:
         out=args.out,
         quiet=args.quiet,
         report=not args.no_report,
+        summary=True,
     )
     return 0
 
@@ -42,7 +44,13 @@ def _run(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from tuner.report import write_report
 
-    for path in write_report(args.run_dir):
+    try:
+        written = write_report(args.run_dir)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise TunerError(f"{args.run_dir}: the report cannot be written in this folder ({reason}); the results "
+                         f"there are untouched") from None
+    for path in written:
         print(path)
     return 0
 

@@ -79,8 +79,9 @@ def require_gpu() -> None:
         import pycuda.driver  # noqa: F401
     except ImportError as exc:
         raise TunerError(f"the GPU path needs PyCUDA with a CUDA driver, and importing it failed ({exc}); "
-                         "install it with pip install 'tuner[cuda]' on a machine with an NVIDIA GPU, or use "
-                         "--backend replay to work from a recorded run") from None
+                         'install it with pip install -e ".[cuda]" in the checkout, on a machine with an NVIDIA '
+                         "GPU; without one, python -m tuner run EXPERIMENT --backend replay --replay RUN_FOLDER "
+                         "works from a recorded run") from None
     try:
         import pycuda.autoprimaryctx  # noqa: F401
     except Exception as exc:  # pycuda raises its own error types, or RuntimeError without a device

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from tuner.config import DTYPES, Problem
 from tuner.errors import ExperimentError, TunerError
@@ -19,9 +18,11 @@ from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space import KernelSpec, count_valid
+from tuner.yaml_document import Document, FieldPath, read_document
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "bruteforce")
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
+NAME_BYTES = 255  # the longest file name that common file systems take
 
 
 @dataclass(frozen=True)
@@ -44,52 +45,6 @@ class Experiment:
         return tuple(seen)
 
 
-# --- reading YAML while remembering where each field stands ----------------------------------------------
-
-Path_ = tuple[str | int, ...]
-
-
-def field_name(path: Path_) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-class _Reader:
-    """Turns a composed YAML node tree into plain values, recording each field's line."""
-
-    def __init__(self, file: str, loader: yaml.SafeLoader):
-        self.file = file
-        self.loader = loader
-        self.lines: dict[Path_, int] = {}
-
-    def error(self, path: Path_, message: str) -> ExperimentError:
-        line = None
-        for i in range(len(path), -1, -1):
-            if path[:i] in self.lines:
-                line = self.lines[path[:i]]
-                break
-        return ExperimentError(self.file, field_name(path), message, line)
-
-    def value(self, node: yaml.Node, path: Path_) -> Any:
-        self.lines[path] = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            result: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                key = self.loader.construct_object(key_node, deep=True)
-                if not isinstance(key, str):
-                    raise self.error(path, f"keys must be text, found {key!r}")
-                if key in result:
-                    self.lines[(*path, key)] = key_node.start_mark.line + 1
-                    raise self.error((*path, key), "appears twice in the same mapping")
-                result[key] = self.value(value_node, (*path, key))
-            return result
-        if isinstance(node, yaml.SequenceNode):
-            return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self.loader.construct_object(node, deep=True)
-
-
 def _describe(value: Any) -> str:
     if value is None:
         return "nothing (null)"
@@ -103,10 +58,10 @@ def _describe(value: Any) -> str:
 
 
 class _Validator:
-    def __init__(self, reader: _Reader):
-        self.r = reader
+    def __init__(self, document: Document):
+        self.r = document
 
-    def mapping(self, value: Any, path: Path_, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+    def mapping(self, value: Any, path: FieldPath, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
         if not isinstance(value, dict):
             raise self.r.error(path, f"expected a mapping with keys {', '.join(required + optional)}, "
                                      f"found {_describe(value)}")
@@ -119,47 +74,56 @@ class _Validator:
                 raise self.r.error(path, f"missing required key '{key}'")
         return value
 
-    def integer(self, value: Any, path: Path_, minimum: int = 1) -> int:
+    def integer(self, value: Any, path: FieldPath, minimum: int = 1) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise self.r.error(path, f"expected an integer ≥ {minimum}, found {_describe(value)}")
         return value
 
-    def number(self, value: Any, path: Path_, positive: bool = True) -> float:
+    def number(self, value: Any, path: FieldPath, positive: bool = True) -> float:
+        expected = f"expected a {'positive ' if positive else ''}number"
         if isinstance(value, bool) or not isinstance(value, int | float) or (positive and value <= 0):
-            raise self.r.error(path, f"expected a {'positive ' if positive else ''}number, found {_describe(value)}")
+            raise self.r.error(path, f"{expected}, found {_describe(value)}")
+        if not math.isfinite(value):
+            raise self.r.error(path, f"{expected}, found {_describe(value)} (only finite numbers are allowed)")
         return float(value)
 
-    def text(self, value: Any, path: Path_) -> str:
+    def text(self, value: Any, path: FieldPath) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.r.error(path, f"expected non-empty text, found {_describe(value)}")
         return value
 
-    def boolean(self, value: Any, path: Path_) -> bool:
+    def boolean(self, value: Any, path: FieldPath) -> bool:
         if not isinstance(value, bool):
             raise self.r.error(path, f"expected true or false, found {_describe(value)}")
         return value
 
-    def choice(self, value: Any, path: Path_, choices: tuple[str, ...]) -> str:
+    def choice(self, value: Any, path: FieldPath, choices: tuple[str, ...]) -> str:
         if value not in choices:
             raise self.r.error(path, f"expected one of {', '.join(choices)}, found {_describe(value)}")
         return value
 
-    def values(self, value: Any, path: Path_, check: Callable[[Any, Path_], Any]) -> tuple:
+    def values(self, value: Any, path: FieldPath, check: Callable[[Any, FieldPath], Any]) -> tuple:
         if not isinstance(value, list) or not value:
             raise self.r.error(path, f"expected a non-empty list of values to search, found {_describe(value)}")
         items = tuple(check(v, (*path, i)) for i, v in enumerate(value))
-        for i, item in enumerate(items):
-            if item in items[:i]:
-                raise self.r.error((*path, i), f"the value {item!r} is listed twice")
+        self.unique(items, path, lambda item: f"the value {item!r} is listed twice")
         return items
 
+    def unique(self, items: Iterable[Hashable], path: FieldPath, message: Callable[[Any], str],
+               within: tuple[str, ...] = ()) -> None:
+        """Refuse the second of two equal items of the list at ``path`` (the error names ``path[i]`` + ``within``)."""
+        seen: set[Hashable] = set()
+        for i, item in enumerate(items):
+            if item in seen:
+                raise self.r.error((*path, i, *within), message(item))
+            seen.add(item)
 
-def _problem(v: _Validator, value: Any, path: Path_, dims: tuple[str, ...]) -> Problem:
+def _problem(v: _Validator, value: Any, path: FieldPath, dims: tuple[str, ...]) -> Problem:
     m = v.mapping(value, path, dims, ())
     return Problem(**{d: v.integer(m[d], (*path, d)) for d in dims})
 
 
-def _check_index_range(v: _Validator, problem: Problem, family: Family, path: Path_) -> None:
+def _check_index_range(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
     for buffer in family.buffers:
         elements = buffer.elements(problem)
         if elements > INDEX_LIMIT:
@@ -168,7 +132,7 @@ def _check_index_range(v: _Validator, problem: Problem, family: Family, path: Pa
                                   f"the kernels' 32-bit index range ({INDEX_LIMIT})")
 
 
-def _kernel(v: _Validator, value: Any, path: Path_, arch: str) -> KernelSpec:
+def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str) -> KernelSpec:
     m = v.mapping(value, path, ("template",), ("parameters",))
     known = families()
     name = v.text(m["template"], (*path, "template"))
@@ -198,7 +162,7 @@ def _kernel(v: _Validator, value: Any, path: Path_, arch: str) -> KernelSpec:
     return spec
 
 
-def _value(v: _Validator, value: Any, path: Path_, *, param: Parameter) -> Any:
+def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> Any:
     """A parameter value of the type the family's defaults have: integers ≥ 0, text or booleans."""
     kinds = {bool if isinstance(d, bool) else int if isinstance(d, int) else str for d in param.default}
     if kinds == {bool}:
@@ -212,7 +176,7 @@ def _value(v: _Validator, value: Any, path: Path_, *, param: Parameter) -> Any:
     return value
 
 
-def _dtype(v: _Validator, value: Any, path: Path_, supported: tuple[str, ...]) -> str:
+def _dtype(v: _Validator, value: Any, path: FieldPath, supported: tuple[str, ...]) -> str:
     if value not in DTYPES:
         raise v.r.error(path, f"unknown dtype {_describe(value)}; expected one of {', '.join(DTYPES)}")
     if value not in supported:
@@ -220,7 +184,7 @@ def _dtype(v: _Validator, value: Any, path: Path_, supported: tuple[str, ...]) -
     return value
 
 
-def _machine(v: _Validator, value: Any, path: Path_) -> MachineModel:
+def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
     m = v.mapping(value, path, ("name", "peak_gflops", "bandwidth_gbs"), ())
     peaks_path = (*path, "peak_gflops")
     peaks = v.mapping(m["peak_gflops"], peaks_path, (), DTYPES)
@@ -233,7 +197,7 @@ def _machine(v: _Validator, value: Any, path: Path_) -> MachineModel:
     )
 
 
-def _settings(v: _Validator, value: Any, path: Path_, cls: type, checks: dict[str, Callable]) -> Any:
+def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable]) -> Any:
     m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
     return cls(**{k: checks[k](x, (*path, k)) for k, x in m.items()})
 
@@ -245,39 +209,22 @@ def _optional(check: Callable) -> Callable:
 def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLike[str], ...] = ()) -> Experiment:
     """Validate an experiment given as YAML text; ``file`` names it in error messages. ``template_dirs`` are
     folders of kernel families beyond those the file names (``--templates DIR``)."""
-    loader = yaml.SafeLoader(text)
-    reader = _Reader(file, loader)
-    v = _Validator(reader)
-    try:
-        node = loader.get_single_node()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ExperimentError(file, "", f"is not valid YAML ({problem})", mark.line + 1 if mark else None) from None
-    if node is None:
+    document = read_document(text, file)
+    v = _Validator(document)
+    if document.value is None:
         raise ExperimentError(file, "", "is empty; expected a mapping with keys name, problems and kernels")
-    try:
-        doc = reader.value(node, ())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ExperimentError(file, "", f"holds a value YAML cannot read ({getattr(exc, 'problem', exc)})",
-                              mark.line + 1 if mark else None) from None
-    finally:
-        loader.dispose()
-    top = v.mapping(doc, (), ("name", "problems", "kernels"),
+    top = v.mapping(document.value, (), ("name", "problems", "kernels"),
                     ("description", "template_dirs", "machine_models", "search", "measure", "compile"))
 
     def items(key: str, parse: Callable) -> tuple:
         raw = top.get(key, [])
         if not isinstance(raw, list) or (key != "machine_models" and not raw):
-            raise reader.error((key,), f"expected a non-empty list, found {_describe(raw)}")
+            raise document.error((key,), f"expected a non-empty list, found {_describe(raw)}")
         return tuple(parse(v, x, (key, i)) for i, x in enumerate(raw))
 
     machine_models = items("machine_models", _machine)
-    names = [m.name for m in machine_models]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise reader.error(("machine_models", i, "name"), f"the machine model '{name}' is defined twice")
+    v.unique((m.name for m in machine_models), ("machine_models",),
+             lambda name: f"the machine model '{name}' is defined twice", within=("name",))
     search = _settings(v, top.get("search"), ("search",), SearchSettings, {
         "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
         "trials": v.integer,
@@ -296,8 +243,8 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "input_seed": lambda x, p: v.integer(x, p, minimum=0),
     })
     if measure.max_samples < measure.min_samples:
-        raise reader.error(("measure", "max_samples"),
-                           f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
+        raise document.error(("measure", "max_samples"),
+                             f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
     compile_ = _settings(v, top.get("compile"), ("compile",), CompileSettings, {
         "arch": lambda x, p: _arch(v, x, p),
         "options": lambda x, p: tuple(v.text(o, (*p, i)) for i, o in enumerate(_list(v, x, p))),
@@ -307,15 +254,12 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     try:
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
     except TunerError as exc:
-        raise reader.error(("template_dirs",), str(exc)) from None
+        raise document.error(("template_dirs",), str(exc)) from None
     kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch))
     dims = tuple(dict.fromkeys(d for k in kernels for d in families()[k.family].dims))
     problems = items("problems", lambda v_, x, p: _problem(v_, x, p, dims))
-    seen: set[Problem] = set()
+    v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
     for i, problem in enumerate(problems):
-        if problem in seen:
-            raise reader.error(("problems", i), f"the problem {problem.label} is listed twice")
-        seen.add(problem)
         for spec in kernels:
             _check_index_range(v, problem, families()[spec.family], ("problems", i))
     return Experiment(
@@ -344,13 +288,13 @@ def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
     return tuple(folders)
 
 
-def _list(v: _Validator, value: Any, path: Path_) -> list:
+def _list(v: _Validator, value: Any, path: FieldPath) -> list:
     if not isinstance(value, list):
         raise v.r.error(path, f"expected a list, found {_describe(value)}")
     return value
 
 
-def _arch(v: _Validator, value: Any, path: Path_) -> str:
+def _arch(v: _Validator, value: Any, path: FieldPath) -> str:
     text = v.text(value, path)
     try:
         target(text)
@@ -363,6 +307,13 @@ def _name(v: _Validator, value: Any) -> str:
     name = v.text(value, ("name",))
     if any(c in name for c in "/\\") or name.startswith("."):
         raise v.r.error(("name",), f"is used as a folder name and may not contain '/' or start with '.': {name!r}")
+    hidden = next((c for c in name if not c.isprintable()), None)
+    if hidden is not None:
+        raise v.r.error(("name",), f"is used as a folder name and may not hold control or other invisible "
+                                   f"characters (it holds U+{ord(hidden):04X}): {name!r}")
+    if len(name.encode()) > NAME_BYTES:
+        raise v.r.error(("name",), f"is used as a folder name, which may have at most {NAME_BYTES} bytes "
+                                   f"(this one has {len(name.encode())})")
     return name
 
 

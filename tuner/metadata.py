@@ -22,6 +22,8 @@ from tuner.errors import TunerError
 from tuner.settings import CompileSettings, MeasureSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTION = "tiled-tuner"
+"""The name under which pip installs the package (``tuner`` on the package index is another project)."""
 
 
 def _nvcc_version() -> str | None:
@@ -42,7 +44,7 @@ def _version(package: str) -> str | None:
 
 def tuner_version() -> str | None:
     """The installed version, or the one in pyproject.toml when running from a checkout."""
-    installed = _version("tuner")
+    installed = _version(DISTRIBUTION)
     if installed:
         return installed
     try:

@@ -43,8 +43,10 @@ class Cost:
 
 
 def cost(config: Config) -> Cost:
+    """FLOPs, global bytes and further intensities; ValueError where a precondition of the family is broken."""
     family = get_family(config.family)
     params, size = config.param_dict, config.element_bytes
+    family.require_preconditions(params, config.dtype)
     return Cost(
         flops=family.flops(config.problem),
         global_bytes=family.global_bytes(params, config.problem, size),

@@ -39,7 +39,8 @@ device_s               seconds the device spent verifying and timing this config
 
 cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the
 compulsory traffic (A and B read once, C written once). Statically invalid rows still carry the analytical
-columns (flops, bytes_model, intensity) of the configuration that was rejected.
+columns (flops, bytes_model, intensity) of the configuration that was rejected, unless its values break a
+precondition of the family's cost model (e.g. a tile size of 0).
 
 A row is built from a :class:`Record`: one evaluation as the study stores it in its trial's user attributes,
 so the whole table can be rebuilt from the Optuna storage.
@@ -47,8 +48,10 @@ so the whole table can be rebuilt from the Optuna storage.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +61,7 @@ import pandas as pd
 from optuna.trial import FrozenTrial
 
 from tuner.config import DTYPE_BYTES, MATMUL_DIMS, Config, ParamValue, Problem
+from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.discovery import families, get_family
 from tuner.kernels.render import launch
@@ -207,27 +211,41 @@ def _seconds(measurement: Measurement) -> float | None:
     return measurement.timing.median_ms * 1e-3
 
 
-def config_cost(config: Config) -> Cost:
-    """The analytical cost of a configuration; a baseline's is the GEMM's compulsory traffic."""
+def config_cost(config: Config) -> Cost | None:
+    """The analytical cost of a configuration (a baseline's: the GEMM's, with its compulsory traffic); None
+    where the family's cost model is not defined for its values (a broken precondition)."""
     if config.family == BASELINE_FAMILY:
         size = DTYPE_BYTES[config.dtype]
         traffic = matmul.compulsory_bytes(config.problem, size)
         return Cost(matmul.flops(config.problem), traffic, traffic, {})
-    return cost(config)
+    return cost(config) if _modelled(config) else None
+
+
+def _flops(config: Config) -> int:
+    """The operations of one launch, which depend on the problem alone (defined where the cost model is not)."""
+    return get_family(config.family).flops(config.problem)
 
 
 def objective_of(config: Config, measurement: Measurement) -> float | None:
     """What the search maximizes: GFLOP/s at the median time for a kernel that computes, the effective
     bandwidth (compulsory bytes over the median time, GB/s) for one that only moves data; None unless ok."""
     seconds = _seconds(measurement)
-    if seconds is None:
+    work = config_cost(config) if seconds is not None else None
+    if seconds is None or work is None:
         return None
-    work = config_cost(config)
     return (work.flops if work.flops else work.compulsory_bytes) / seconds / 1e9
 
 
+def _modelled(config: Config) -> bool:
+    """Whether the family's launch geometry and cost model describe the configuration (never cuBLAS, nor values
+    that break a precondition such as a tile size of 0)."""
+    if config.family == BASELINE_FAMILY:
+        return False
+    return not get_family(config.family).broken_preconditions(config.param_dict, config.dtype)
+
+
 def _geometry(config: Config, multiprocessors: int | None) -> tuple[str | None, str | None]:
-    if config.family == BASELINE_FAMILY or get_family(config.family).target != "cuda":
+    if not _modelled(config) or get_family(config.family).target != "cuda":
         return None, None
     geometry = launch(config)
     return "×".join(map(str, geometry.block)), "×".join(map(str, geometry.grid_on(multiprocessors)))
@@ -244,9 +262,9 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
     config, m = record.config, record.measurement
     timing, resources = m.timing, m.resources
     work = config_cost(config)
-    seconds = _seconds(m)
-    gflops = work.flops / seconds / 1e9 if seconds and work.flops else None
-    bandwidth = work.global_bytes / seconds / 1e9 if seconds else None
+    seconds = _seconds(m) if work is not None else None
+    gflops = work.flops / seconds / 1e9 if work and seconds and work.flops else None
+    bandwidth = work.global_bytes / seconds / 1e9 if work and seconds else None
     measured = ((environment or {}).get("peaks") or {}).get("measured") or {}
     block, grid = _geometry(config, ((environment or {}).get("device") or {}).get("multiprocessors"))
     spills = (resources.spill_store_bytes, resources.spill_load_bytes)
@@ -265,12 +283,12 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "status": m.status.value,
         "reason": m.reason,
         "verify_error": m.error,
-        "flops": work.flops,
-        "bytes_model": work.global_bytes,
-        "intensity": work.intensity,
+        "flops": work.flops if work else _flops(config),
+        "bytes_model": work.global_bytes if work else None,
+        "intensity": work.intensity if work else None,
         "gflops": gflops,
         "bandwidth_gbs": bandwidth,
-        "effective_bandwidth_gbs": work.compulsory_bytes / seconds / 1e9 if seconds else None,
+        "effective_bandwidth_gbs": work.compulsory_bytes / seconds / 1e9 if work and seconds else None,
         "pct_flops_ceiling": _percent(gflops, measured.get(f"{config.dtype}_gflops")),
         "pct_bandwidth_ceiling": _percent(bandwidth, measured.get("bandwidth_gbs")),
         "compile_time_s": m.compile_time_s,
@@ -399,17 +417,31 @@ def best_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None:
-    """Write results.parquet, results.csv and metadata.json, each replaced atomically."""
+    """Write results.parquet, results.csv and metadata.json, each replaced atomically.
+
+    A folder that cannot take them (a full disk, a read-only file system, no permission) raises TunerError
+    naming it; the files written there before are left as they were, and no partial file stays behind."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, write in (
-        (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
-        (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
-        (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
-    ):
-        partial = folder / f".{name}.partial"
-        write(partial)
-        partial.replace(folder / name)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, write in (
+            (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
+            (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
+            (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
+        ):
+            partial = folder / f".{name}.partial"
+            try:
+                write(partial)
+                partial.replace(folder / name)
+            finally:
+                with contextlib.suppress(OSError):
+                    partial.unlink(missing_ok=True)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)  # pyarrow wraps the system's words in its own
+        raise TunerError(f"{folder}: the results table cannot be saved in this folder ({reason}); the files saved "
+                         f"there before are left as they were, and a run's evaluations stay in its Optuna storage, "
+                         f"from which the table is rebuilt: free space or make the folder writable, then run the "
+                         f"same command again") from None
 
 
 def load(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -50,8 +50,12 @@ def _rules(family: Family, on: Target) -> tuple[Constraint, ...]:
 
 
 def violations(family: Family, params: Params, dtype: str, on: Target | None = None) -> list[str]:
-    """The static rules these parameter values break (empty when the configuration is valid)."""
-    return [rule.description for rule in rules(family, on) if not rule.holds(params, dtype)]
+    """The static rules these parameter values break (empty when the configuration is valid); only the broken
+    preconditions where there are any, since the other rules rely on them."""
+    broken = family.broken_preconditions(params, dtype)
+    if broken:
+        return broken
+    return [rule.description for rule in rules(family, on) if not rule.precondition and not rule.holds(params, dtype)]
 
 
 def combinations(spec: KernelSpec) -> Iterator[tuple[str, dict]]:

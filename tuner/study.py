@@ -71,6 +71,7 @@ from tuner.measurement import Measurement, Status
 from tuner.results import DUPLICATE_ATTR, RECORD_ATTR, Record, is_evaluation, objective_of
 from tuner.settings import CompileSettings
 from tuner.space import kernel_space, violations
+from tuner.storage import check_storage_url, open_failure
 
 if TYPE_CHECKING:
     from tuner.experiment import Experiment
@@ -223,7 +224,7 @@ class _ExhaustiveSampler(optuna.samplers.BruteForceSampler):
         return None
 
 
-_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", "pip install 'tuner[gp]'")}
+_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", 'pip install -e ".[gp]" in the checkout')}
 
 
 def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
@@ -258,12 +259,11 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
     times, and a full sync per commit would cost more than many measurements. The file stays consistent
     through a crash of the process or of the machine; the latter may lose the last commits.
     """
+    check_storage_url(url)
     try:
         storage = optuna.storages.RDBStorage(url)
     except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TunerError(f"cannot open the Optuna storage '{url}' ({detail}); give a database URL such as "
-                         f"sqlite:///path/to/study.db") from None
+        raise open_failure(exc, url) from None
     if storage.engine.dialect.name == "sqlite":
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections made from now on get the pragmas

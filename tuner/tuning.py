@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import math
 import os
 import shlex
 import signal
@@ -56,6 +57,7 @@ from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, DUPLICATE_ATTR, RunResult
 from tuner.settings import STORAGE_FILE
+from tuner.storage import check_storage_url, failures_explained
 from tuner.study import (
     Budget,
     StudySearch,
@@ -89,8 +91,8 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         from tuner.backends.pycuda.backend import PycudaBackend
     except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
         raise TunerError(f"the pycuda backend cannot be loaded ({type(exc).__name__}: {exc}); it needs PyCUDA "
-                         f"and a CUDA GPU (pip install 'tuner[cuda]'); without a GPU, replay a recorded run "
-                         f"with --backend replay --replay PATH") from None
+                         f"and a CUDA GPU (pip install -e \".[cuda]\" in the checkout); without a GPU, replay a "
+                         f"recorded run with --backend replay --replay PATH") from None
     try:
         return PycudaBackend(experiment.measure, experiment.compile)
     except TunerError:
@@ -110,7 +112,7 @@ def _settings(experiment: Experiment, trials: int | None, timeout: float | None,
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise TunerError(f"--trials must be a whole number of at least 1, not {trials!r}")
     timeout = timeout if timeout is not None else search.timeout_s
-    if timeout is not None and not timeout > 0:
+    if timeout is not None and not 0 < timeout < math.inf:
         raise TunerError(f"--timeout must be a positive number of seconds, not {timeout!r}")
     seed = seed if seed is not None else search.seed
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -208,6 +210,7 @@ def run(
     out: str | os.PathLike[str] | None = None,
     quiet: bool = False,
     report: bool = True,
+    summary: bool | None = None,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -215,28 +218,34 @@ def run(
     results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
     ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
     ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
-    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr (not the summary on stdout).
-    ``report`` writes the figures and report.html at the end.
+    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr; ``summary`` prints the summary
+    table on stdout (by default unless ``quiet``; the command line prints it even with --quiet). ``report``
+    writes the figures and report.html at the end.
+
+    Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
+    that holds another experiment's or storage's results is refused before anything is opened.
     """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     use_family_dirs(experiment.template_dirs)
     sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
-    out_dir = Path(out) if out is not None else Path("reports") / experiment.name
+    out_dir = _output_folder(out, experiment)
+    url = storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
+    check_storage_url(url)
     previous = claim(out_dir, experiment, storage)  # before anything is opened or written
     chosen = open_backend(backend, experiment, replay)
     try:
         lock = _lock(out_dir)
         try:
-            store = open_storage(storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}")
+            store = _open_storage(url, out_dir)
             try:
                 resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
                           "trials": trials, "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage,
                           "out": out_dir}
                 place = Place(out_dir, storage, previous)
-                with _terminate_as_interrupt():
-                    return _run(experiment, chosen, store, sampler_name, budget, seed_value, place, quiet, report,
-                                _resume_command(experiment, resume))
+                with _terminate_as_interrupt(), failures_explained(url):
+                    return _run(experiment, chosen, store, sampler_name, budget, seed_value, place, quiet,
+                                not quiet if summary is None else summary, report, _resume_command(experiment, resume))
             finally:
                 store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
         finally:
@@ -255,8 +264,31 @@ class Place:
     previous: Previous | None
 
 
+def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
+    if out is None:
+        return Path("reports") / experiment.name
+    text = str(out)
+    if not text.strip():
+        raise TunerError("--out is empty: give the output folder (without --out, it is reports/<experiment name>)")
+    if "\0" in text:
+        raise TunerError(f"--out may not hold a NUL character: {text!r}")
+    return Path(text)
+
+
+def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
+    """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
+    try:
+        return open_storage(url)
+    except TunerError as exc:
+        table = out / results.RESULTS_PARQUET
+        if not table.is_file():
+            raise
+        raise TunerError(f"{exc}. The results table {table} is left as it is") from None
+
+
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
-         budget: Budget, seed: int, place: Place, quiet: bool, report: bool, resume_command: str) -> RunResult:
+         budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
+         resume_command: str) -> RunResult:
     out = place.out
     optuna_logger = optuna.logging.get_logger("optuna")
     verbosity = optuna_logger.level
@@ -306,8 +338,10 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
                 "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
             })
-            ledger.update_run(run_record)
-            df = table.save()
+            try:
+                ledger.update_run(run_record)
+            finally:  # a storage that fails here still leaves the rows it holds saved
+                df = table.save()
             if report:
                 _write_report(out, progress)
     finally:
@@ -317,5 +351,6 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
         print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",
               file=sys.stderr)
         raise KeyboardInterrupt
-    print_summary(result)
+    if summary:
+        print_summary(result)
     return result

@@ -45,6 +45,9 @@ class Constraint:
 
     description: str
     holds: Callable[[Params, str], bool]
+    precondition: bool = False
+    """A rule the family's other functions rely on (e.g. sizes ≥ 1, which they divide by): while it is broken,
+    they are never called and no other rule is checked."""
 
 
 Reference = Callable[[Mapping[str, np.ndarray], Problem, int], dict[str, Expected]]
@@ -113,6 +116,17 @@ class Family:
     @property
     def buffers(self) -> tuple[Buffer, ...]:
         return tuple(a for a in self.arguments if isinstance(a, Buffer))
+
+    def broken_preconditions(self, params: Params, dtype: str) -> list[str]:
+        """The preconditions these values break; while any is, no other function of the family may be called."""
+        return [c.description for c in self.constraints if c.precondition and not c.holds(params, dtype)]
+
+    def require_preconditions(self, params: Params, dtype: str) -> None:
+        """Raise ValueError where the family's launch geometry and cost model are not defined for these values."""
+        broken = self.broken_preconditions(params, dtype)
+        if broken:
+            values = ", ".join(f"{k}={v}" for k, v in params.items())
+            raise ValueError(f"the {self.name} family is not defined for {values} ({'; '.join(broken)})")
 
     def threads_per_block(self, params: Params) -> int:
         x, y, z = self.block(params)

@@ -58,8 +58,10 @@ def render(config: Config) -> str:
 
 
 def launch(config: Config) -> Launch:
+    """Block, grid and shared memory of a launch; ValueError where a precondition of the family is broken."""
     family = get_family(config.family)
     params = config.param_dict
+    family.require_preconditions(params, config.dtype)
     dynamic = family.shared_bytes(params, config.element_bytes) if family.dynamic_shared else 0
     return Launch(family.kernel_name, family.block(params), family.grid(params, config.problem), dynamic,
                   family.resident_blocks(params))

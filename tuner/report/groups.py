@@ -50,12 +50,18 @@ def key_parameters(family: str, rows: pd.DataFrame) -> tuple[str, ...]:
         return tuple(n for n in names if _varies_in_data(rows, n, names))
     distinct = list({tuple(sorted(p.items())): p for p in param_sets}.values())
     problems = _problems(rows)
-    sizes = {DTYPE_BYTES[d] for d in rows["dtype"].unique() if d in DTYPE_BYTES}
+    dtypes = [d for d in rows["dtype"].unique() if d in DTYPE_BYTES]
+    sizes = {DTYPE_BYTES[d] for d in dtypes}
+
+    def modelled(params: dict[str, ParamValue]) -> bool:  # e.g. no tile width of 0 (a rejected row may have one)
+        return not any(known.broken_preconditions(params, d) for d in dtypes)
+
     key = []
     for name in names:
         if any(known.global_bytes({**params, name: value}, problem, size) != known.global_bytes(params, problem, size)
-               for params in distinct if set(params) == set(names)
-               for problem in problems for size in sizes for value in values[name]):
+               for params in distinct if set(params) == set(names) and modelled(params)
+               for problem in problems for size in sizes for value in values[name]
+               if modelled({**params, name: value})):
             key.append(name)
     return tuple(key)
 
