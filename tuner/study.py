@@ -52,9 +52,8 @@ import time
 import warnings
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
@@ -66,7 +65,8 @@ from tuner.errors import TunerError
 from tuner.family import get_family
 from tuner.measurement import Backend, Measurement, Status
 from tuner.results import Record, gflops_of
-from tuner.space import kernel_space, violations
+from tuner.space import entry_space, violations
+from tuner.space_configs import Rejections, union
 
 if TYPE_CHECKING:
     from tuner.experiment import Experiment
@@ -97,9 +97,9 @@ class StudySpace:
     dtype: str
     choices: dict[str, dict[str, tuple[ParamValue, ...]]]
     """family -> parameter -> values, in file order."""
-    valid: tuple[Config, ...]
+    valid: Sequence[Config]
     """Every valid configuration, in enumeration (file) order."""
-    rejected: dict[str, str] = field(default_factory=dict)
+    rejected: Mapping[str, str] = field(default_factory=dict)
     """Config key -> the static rules it breaks, for every listed but invalid combination."""
 
     @property
@@ -144,13 +144,9 @@ class StudySpace:
         broken = violations(get_family(config.family), config.param_dict, config.dtype)
         if broken:
             return "; ".join(broken)
-        if config not in self._valid_set:
+        if config not in self.valid:
             return "this combination of values is not listed by any kernels entry of the experiment"
         return None
-
-    @cached_property
-    def _valid_set(self) -> frozenset[Config]:
-        return frozenset(self.valid)
 
 
 def study_spaces(experiment: Experiment) -> list[StudySpace]:
@@ -159,18 +155,15 @@ def study_spaces(experiment: Experiment) -> list[StudySpace]:
     for problem in experiment.problems:
         for dtype in experiment.dtypes:
             choices: dict[str, dict[str, tuple[ParamValue, ...]]] = {}
-            valid: dict[Config, None] = {}
-            rejected: dict[str, str] = {}
-            for spec in experiment.kernels:
-                if dtype not in spec.dtypes:
-                    continue
+            specs = [spec for spec in experiment.kernels if dtype in spec.dtypes]
+            for spec in specs:
                 merged = choices.setdefault(spec.family, {})
                 for name, values in spec.values.items():
                     merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *values)))
-                space = kernel_space(spec, problem)
-                valid.update(dict.fromkeys(c for c in space.valid if c.dtype == dtype))
-                rejected.update({c.key: why for c, why in space.rejected if c.dtype == dtype})
-            spaces.append(StudySpace(experiment.name, problem, dtype, choices, tuple(valid), rejected))
+            entries = [entry_space(spec) for spec in specs]
+            valid = union(problem, entries, dtype)
+            rejected = Rejections(union(problem, entries, dtype, valid=False))
+            spaces.append(StudySpace(experiment.name, problem, dtype, choices, valid, rejected))
     return spaces
 
 
