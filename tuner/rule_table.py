@@ -14,7 +14,6 @@ A rule that reads every parameter costs as many evaluations as the whole product
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,8 @@ import numpy as np
 
 from tuner.config import ParamValue
 
+Holds = Callable[[Mapping[str, ParamValue], str], object]
+"""A static rule: whether it holds for a configuration's parameters and dtype."""
 DTYPE_AXIS = 0
 """Axis of the dtype in a space's product; parameter i is axis i + 1."""
 
@@ -79,8 +80,8 @@ def _recording(known: _KnownValues) -> Mapping[str, ParamValue]:
     return Recording()
 
 
-def tabulate(holds: Callable[[Mapping[str, ParamValue], str], object], names: Sequence[str],
-             values: Sequence[Sequence[ParamValue]], dtypes: Sequence[str]) -> RuleTable:
+def tabulate(holds: Holds, names: Sequence[str], values: Sequence[Sequence[ParamValue]],
+             dtypes: Sequence[str]) -> RuleTable:
     """The truth table of ``holds(params, dtype)`` over a product: ``dtypes`` (axis 0) × ``values`` of ``names``.
 
     Every evaluation is of a combination the product lists, so an exception the rule raises is one that checking
@@ -91,16 +92,35 @@ def tabulate(holds: Callable[[Mapping[str, ParamValue], str], object], names: Se
     read: set[str] = set()
     while True:
         columns = sorted(position[name] for name in read)
-        column_names = [names[axis - 1] for axis in columns]
-        options = [dtypes, *(values[axis - 1] for axis in columns)]
-        table = np.empty(math.prod(len(o) for o in options), dtype=bool)
+        options = [values[axis - 1] for axis in columns]
         known = _KnownValues(first)
-        params = _recording(known)
-        for i, (dtype, *chosen) in enumerate(itertools.product(*options)):
-            known.update(zip(column_names, chosen, strict=True))
-            table[i] = bool(holds(params, dtype))
+        results = _evaluate(holds, known, dtypes, [names[axis - 1] for axis in columns], options)
+        if results is None:
+            read |= known.new
+            continue
+        shape = [len(dtypes), *(len(o) for o in options)]
+        return RuleTable((DTYPE_AXIS, *columns), np.array(results, dtype=bool).reshape(shape))
+
+
+def _evaluate(holds: Holds, known: _KnownValues, dtypes: Sequence[str], names: Sequence[str],
+              options: Sequence[Sequence[ParamValue]]) -> list[bool] | None:
+    """The rule over the product of ``dtypes`` and the ``options`` of ``names`` (the last varying fastest), or None
+    as soon as it reads a key outside ``names``."""
+    params = _recording(known)
+    results: list[bool] = []
+    if not names:
+        for dtype in dtypes:
+            results.append(bool(holds(params, dtype)))
             if known.new:
-                read |= known.new
-                break
-        else:
-            return RuleTable((DTYPE_AXIS, *columns), table.reshape([len(o) for o in options]))
+                return None
+        return results
+    *outer_names, inner_name = names
+    *outer_options, inner_options = options
+    for dtype, *outer in itertools.product(dtypes, *outer_options):
+        known.update(zip(outer_names, outer, strict=True))
+        for value in inner_options:  # only the innermost parameter changes from one evaluation to the next
+            known[inner_name] = value
+            results.append(bool(holds(params, dtype)))
+            if known.new:
+                return None
+    return results
