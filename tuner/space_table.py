@@ -13,7 +13,8 @@ from tuner.config import Config
 from tuner.experiment import Experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import launch
-from tuner.space import KernelSpace, KernelSpec, kernel_space, violations
+from tuner.space import EntrySpace, KernelSpec, entry_space
+from tuner.space_configs import union
 
 if TYPE_CHECKING:
     from tuner.compile.result import CompileResult
@@ -37,36 +38,29 @@ def _values(spec: KernelSpec) -> str:
     return "  ".join(f"{name}={','.join(str(v) for v in values)}" for name, values in spec.values.items())
 
 
-def _rejections(space: KernelSpace) -> str:
-    family = get_family(space.family)
-    rules: Counter[str] = Counter()
-    for config, _ in space.rejected:
-        rules.update(violations(family, config.param_dict, config.dtype))
-    return "; ".join(f"{n}× {rule}" for rule, n in rules.items()) or "-"
+def _rejections(space: EntrySpace) -> str:
+    return "; ".join(f"{n}× {rule}" for rule, n in space.rejected_by.items()) or "-"
 
 
-def _space_section(experiment: Experiment) -> tuple[str, list[Config]]:
+def _space_section(experiment: Experiment) -> tuple[str, Sequence[Config]]:
     """The size table and the distinct valid kernels (one per family, dtype and parameters)."""
-    rows = []
-    kernels: dict[tuple, Config] = {}
-    before = after = 0
-    for problem in experiment.problems:
-        for spec in experiment.kernels:
-            space = kernel_space(spec, problem)
-            rows.append([problem.label, spec.family, _values(spec), ",".join(spec.dtypes),
-                         space.size_before, space.size_after, _rejections(space)])
-            before += space.size_before
-            after += space.size_after
-            for config in space.valid:
-                kernels.setdefault((config.family, config.dtype, config.params), config)
+    entries = [entry_space(spec) for spec in experiment.kernels]
+    rows = [[problem.label, spec.family, _values(spec), ",".join(spec.dtypes), space.size, len(space.valid_rows),
+             _rejections(space)]
+            for problem in experiment.problems for spec, space in zip(experiment.kernels, entries, strict=True)]
+    problems = len(experiment.problems)
+    before = problems * sum(space.size for space in entries)
+    after = problems * sum(len(space.valid_rows) for space in entries)
+    # The valid set does not depend on the problem: the first one's configurations name every kernel.
+    kernels = union(experiment.problems[0], entries) if experiment.problems else ()
     table = format_table(
         ("problem", "template", "parameters and values searched", "dtypes", "before", "after",
          "rejected by the static constraints"),
         rows, right=(4, 5),
     )
-    total = (f"{after} of {before} configurations satisfy the static constraints over {len(experiment.problems)} "
+    total = (f"{after} of {before} configurations satisfy the static constraints over {problems} "
              f"problem(s); {len(kernels)} distinct kernels (the source does not depend on the problem size)")
-    return f"{table}\n\n{total}", list(kernels.values())
+    return f"{table}\n\n{total}", kernels
 
 
 class _ProgressLine:
@@ -201,4 +195,4 @@ def print_space(experiment: Experiment, compile_: bool = False, arch: str | None
     print(sizes)
     if compile_:
         print(flush=True)
-        print(_compile_section(experiment, kernels, target, quiet))
+        print(_compile_section(experiment, list(kernels), target, quiet))

@@ -52,9 +52,8 @@ import time
 import warnings
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
@@ -70,7 +69,8 @@ from tuner.kernels.targets import target
 from tuner.measurement import Measurement, Status
 from tuner.results import DUPLICATE_ATTR, RECORD_ATTR, Record, is_evaluation, objective_of
 from tuner.settings import CompileSettings
-from tuner.space import kernel_space, violations
+from tuner.space import entry_space, violations
+from tuner.space_configs import Rejections, union
 from tuner.storage import check_storage_url, open_failure
 
 if TYPE_CHECKING:
@@ -98,9 +98,9 @@ class StudySpace:
     dtype: str
     choices: dict[str, dict[str, tuple[ParamValue, ...]]]
     """family -> parameter -> values, in file order."""
-    valid: tuple[Config, ...]
+    valid: Sequence[Config]
     """Every valid configuration, in enumeration (file) order."""
-    rejected: dict[str, str] = field(default_factory=dict)
+    rejected: Mapping[str, str] = field(default_factory=dict)
     """Config key -> the static rules it breaks, for every listed but invalid combination."""
     arch: str = CompileSettings().arch
     """The target whose resource limits the configurations respect."""
@@ -172,13 +172,9 @@ class StudySpace:
         broken = violations(get_family(config.family), config.param_dict, config.dtype, target(self.arch))
         if broken:
             return "; ".join(broken)
-        if config not in self._valid_set:
+        if config not in self.valid:
             return "this combination of values is not listed by any kernels entry of the experiment"
         return None
-
-    @cached_property
-    def _valid_set(self) -> frozenset[Config]:
-        return frozenset(self.valid)
 
 
 def _suggested(value: Any) -> ParamValue:
@@ -193,18 +189,15 @@ def study_spaces(experiment: Experiment) -> list[StudySpace]:
     for problem in experiment.problems:
         for dtype in experiment.dtypes:
             choices: dict[str, dict[str, tuple[ParamValue, ...]]] = {}
-            valid: dict[Config, None] = {}
-            rejected: dict[str, str] = {}
-            for spec in experiment.kernels:
-                if dtype not in spec.dtypes:
-                    continue
+            specs = [spec for spec in experiment.kernels if dtype in spec.dtypes]
+            for spec in specs:
                 merged = choices.setdefault(spec.family, {})
                 for name, values in spec.values.items():
                     merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *values)))
-                space = kernel_space(spec, problem)
-                valid.update(dict.fromkeys(c for c in space.valid if c.dtype == dtype))
-                rejected.update({c.key: why for c, why in space.rejected if c.dtype == dtype})
-            spaces.append(StudySpace(experiment.name, problem, dtype, choices, tuple(valid), rejected,
+            entries = [entry_space(spec) for spec in specs]
+            valid = union(problem, entries, dtype)
+            rejected = Rejections(union(problem, entries, dtype, valid=False))
+            spaces.append(StudySpace(experiment.name, problem, dtype, choices, valid, rejected,
                                      experiment.compile.arch))
     return spaces
 
