@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from tuner.report.convergence import convergence_figure
 from tuner.report.html import Image, render_html
-from tuner.report.importances import importances_figure, param_importances
+from tuner.report.importances import METHOD, TOP_TRIALS, importances_figure, param_importances
 from tuner.report.parameters import parameter_figures
 from tuner.report.roofline import roofline_figures
 from tuner.report.run_folder import load_run
@@ -64,13 +64,14 @@ def write_report(run_dir: str | Path, *, quiet: bool = False) -> list[Path]:
                                                 "parameter value (grey cells and red labels: never ok)."))
         written.append(path)
 
-    studies = sorted(s for s in run.kernels["study"].unique() if s)
-    found, notes["importances"] = param_importances(folder, studies)
+    found, notes["importances"] = param_importances(run)
     if found:
         path = _save(importances_figure(found), folder / "importances.png", quiet)
-        images["importances"].append(Image.embed(path, "Parameter importances", "fANOVA importances of the "
-                                                 "parameters for each Optuna study, per set of trials sharing "
-                                                 "their parameters."))
+        images["importances"].append(Image.embed(
+            path, "Parameter importances", f"{METHOD} importances of the parameters for each Optuna study, per "
+            f"set of trials sharing their parameters: how differently each parameter's values are spread among "
+            f"the best trials (the top 10%, at least {TOP_TRIALS}, at most half; their number is in each title) "
+            f"than among all of them. Failed evaluations count as 0 GFLOP/s, as the study was told."))
         written.append(path)
 
     page = folder / REPORT_HTML
