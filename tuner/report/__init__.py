@@ -60,8 +60,9 @@ def write_report(run_dir: str | Path, *, quiet: bool = False) -> list[Path]:
     for name, figure in parameter_figures(run).items():
         path = _save(figure, folder / name, quiet)
         family = name.removeprefix("params_").removesuffix(".png")
-        images["parameters"].append(Image.embed(path, f"Parameters of {family}", "Best GFLOP/s reached with each "
-                                                "parameter value (grey cells and red labels: never ok)."))
+        images["parameters"].append(Image.embed(
+            path, f"Parameters of {family}", "Best GFLOP/s reached with each parameter value (grey cells, red "
+            "labels and red crosses: evaluated, never ok; white cells: never evaluated)."))
         written.append(path)
 
     found, notes["importances"] = param_importances(run)
