@@ -256,9 +256,12 @@ def roofline_figure(run: Run, dtype: str | None = None, problem: str | None = No
 
 
 def roofline_figures(run: Run) -> dict[str, Figure]:
-    """File name -> figure: roofline.png always, and one per dtype and problem when there are several."""
-    figures = {"roofline.png": roofline_figure(run)}
+    """File name -> figure: roofline.png, and one per dtype and problem when there are several (none without any
+    tuned kernel's row)."""
     slices = run.slices()
+    if not slices:
+        return {}
+    figures = {"roofline.png": roofline_figure(run)}
     if len(slices) > 1:
         for dtype, problem in slices:
             figures[f"roofline_{dtype}_{problem}.png"] = roofline_figure(run, dtype, problem)
