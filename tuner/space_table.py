@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from tuner.config import Config
@@ -14,6 +13,7 @@ from tuner.experiment import Experiment, KernelSpec
 from tuner.family import get_family
 from tuner.space import KernelSpace, kernel_space, violations
 from tuner.templates import launch
+from tuner.text_table import format_table, terminal_width, wrapped
 
 if TYPE_CHECKING:
     from tuner.compile import CompileResult
@@ -21,52 +21,61 @@ if TYPE_CHECKING:
 _LOG_LINES = 20  # of a compiler message shown under the resource table
 
 
-def format_table(header: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = (),
-                 indent: str = "  ") -> str:
-    """Columns aligned on their widest cell; the columns numbered in ``right`` are right-aligned."""
-    cells = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = []
-    for row in cells:
-        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        lines.append(indent + "  ".join(parts).rstrip())
-    return "\n".join(lines)
-
-
 def _values(spec: KernelSpec) -> str:
     return "  ".join(f"{name}={','.join(str(v) for v in values)}" for name, values in spec.values.items())
 
 
-def _rejections(space: KernelSpace) -> str:
+def _rejections(space: KernelSpace) -> tuple[str, ...]:
+    """``12× rule``: how many configurations each static constraint rejected."""
     family = get_family(space.family)
     rules: Counter[str] = Counter()
     for config, _ in space.rejected:
         rules.update(violations(family, config.param_dict, config.dtype))
-    return "; ".join(f"{n}× {rule}" for rule, n in rules.items()) or "-"
+    return tuple(f"{n}× {rule}" for rule, n in rules.items())
 
 
-def _space_section(experiment: Experiment) -> tuple[str, list[Config]]:
-    """The size table and the distinct valid kernels (one per family, dtype and parameters)."""
+def _space_section(experiment: Experiment, width: int) -> tuple[str, list[Config]]:
+    """The size table (a row per problem and kernel entry, naming the entry by its number), each entry's values
+    and rejections within ``width`` columns, and the distinct valid kernels (one per family, dtype and
+    parameters)."""
     rows = []
     kernels: dict[tuple, Config] = {}
     before = after = 0
     for problem in experiment.problems:
-        for spec in experiment.kernels:
+        for number, spec in enumerate(experiment.kernels, start=1):
             space = kernel_space(spec, problem)
-            rows.append([problem.label, spec.family, _values(spec), ",".join(spec.dtypes),
-                         space.size_before, space.size_after, _rejections(space)])
+            rows.append((problem.label, number, spec, space.size_before, space.size_after, _rejections(space)))
             before += space.size_before
             after += space.size_after
             for config in space.valid:
                 kernels.setdefault((config.family, config.dtype, config.params), config)
     table = format_table(
-        ("problem", "template", "parameters and values searched", "dtypes", "before", "after",
-         "rejected by the static constraints"),
-        rows, right=(4, 5),
+        ("problem", "entry", "template", "dtypes", "before", "after", "rejected"),
+        [[label, f"[{number}]", spec.family, ",".join(spec.dtypes), size_before, size_after, size_before - size_after]
+         for label, number, spec, size_before, size_after, _ in rows],
+        right=(4, 5, 6),
     )
+    entries = _entries(rows, len(experiment.problems), width)
     total = (f"{after} of {before} configurations satisfy the static constraints over {len(experiment.problems)} "
              f"problem(s); {len(kernels)} distinct kernels (the source does not depend on the problem size)")
-    return f"{table}\n\n{total}", list(kernels.values())
+    text = "\n".join([table, "", "Kernel entries: the values searched, and the static constraints' rejections:",
+                      *entries, "", wrapped(total, width, hanging="")])
+    return text, list(kernels.values())
+
+
+def _entries(rows: list[tuple], problems: int, width: int) -> list[str]:
+    """Per kernel entry: its values, then what each rule rejected (once where every problem saw the same)."""
+    lines = []
+    for number, spec in {number: spec for _, number, spec, *_ in rows}.items():
+        lines.append(wrapped(f"[{number}] {spec.family} ({','.join(spec.dtypes)}): {_values(spec)}", width,
+                             indent="  ", hanging="      "))
+        rejections = [(label, rejected) for label, n, _, _, _, rejected in rows if n == number]
+        if len({rejected for _, rejected in rejections}) == 1:
+            rejections = [("every problem" if problems > 1 else rejections[0][0], rejections[0][1])]
+        for label, rejected in rejections:
+            lines.append(f"      rejected on {label}:" + ("" if rejected else " nothing"))
+            lines += [wrapped(rule, width, indent="        ") for rule in rejected]
+    return lines
 
 
 class _ProgressLine:
@@ -193,9 +202,9 @@ def print_space(experiment: Experiment, compile_: bool = False, arch: str | None
     where = f" ({experiment.path})" if experiment.path else ""
     print(f"Experiment {experiment.name}{where}")
     if experiment.description:
-        print(experiment.description)
+        print(wrapped(experiment.description, terminal_width(), hanging=""))
     print()
-    sizes, kernels = _space_section(experiment)
+    sizes, kernels = _space_section(experiment, terminal_width())
     print("Search space per problem and kernel entry:")
     print(sizes)
     if compile_:
