@@ -33,7 +33,7 @@ from tuner.model import cost
 from tuner.report import write_report
 from tuner.report.bounds import class_bounds
 from tuner.report.convergence import TRIAL_LABEL, convergence_figure
-from tuner.report.importances import param_importances, study_trials
+from tuner.report.importances import BARS_UP_TO, Importances, importances_figure, param_importances, study_trials
 from tuner.report.parameters import parameter_figure
 from tuner.report.roofline import INTENSITY_LABEL, roofline_figure
 from tuner.report.run_folder import load_run
@@ -432,6 +432,20 @@ def test_importances_per_family_subset(fixture_folder):
     assert naive.top_trials == 8  # not the top decile's 2 trials: at least 10, at most half of them
     assert sum(naive.values.values()) == pytest.approx(1.0)
     assert any(f"{odd}, family tiled: only tiled.TILE_WIDTH varied" in n for n in notes)
+
+
+def test_many_importances_are_one_table_of_cells():
+    entries = [Importances(f"exp/{n}x{n}x{n}/float32", "all completed trials", 100, {"naive.BLOCK_X": 0.7,
+                                                                                  "naive.BLOCK_Y": 0.3}, 10)
+               for n in range(64, 64 * (BARS_UP_TO + 3), 64)]
+    fig = importances_figure(entries)
+    (image,) = [im for ax in fig.axes for im in ax.get_images()]
+    assert image.get_array().shape == (len(entries), 2)
+    ax = image.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["naive.BLOCK_X", "naive.BLOCK_Y"]
+    assert ax.get_yticklabels()[0].get_text() == "64x64x64/float32, all completed trials (100 trials, best 10)"
+    assert sorted(t.get_text() for t in ax.texts) == ["0.30"] * len(entries) + ["0.70"] * len(entries)
+    assert "(exp)" in fig.get_suptitle()
 
 
 def test_importances_are_the_studies_trials(fixture_folder):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import warnings
 from collections import defaultdict
@@ -50,6 +51,8 @@ DEADLINE_S = 10.0
 """Seconds the importances of one report may take; the sets not reached by then are left out with a note."""
 FAMILY_PARAM = "family"
 METHOD = "PED-ANOVA"
+BARS_UP_TO = 4
+"""Studies and subsets drawn as bar charts at most; more are one table of coloured cells."""
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,11 @@ def param_importances(run: Run, deadline_s: float = DEADLINE_S) -> tuple[list[Im
 
 
 def importances_figure(importances: list[Importances]) -> Figure:
-    """One horizontal bar chart per study and subset of trials."""
+    """One horizontal bar chart per study and subset of trials; beyond ``BARS_UP_TO`` of them, one table of
+    coloured cells (a row per study and subset, a column per parameter), which reads as well and draws in a
+    fraction of the time."""
+    if len(importances) > BARS_UP_TO:
+        return _importances_grid(importances)
     columns = 2 if len(importances) > 1 else 1
     lines = math.ceil(len(importances) / columns)
     heights = [max(1.6, 0.45 * len(entry.values) + 1.1) for entry in importances]
@@ -199,4 +206,31 @@ def importances_figure(importances: list[Importances]) -> Figure:
     for ax in axes[len(importances):]:
         ax.set_axis_off()
     fig.suptitle("Optuna parameter importances", fontsize=12)
+    return fig
+
+
+def _importances_grid(importances: list[Importances]) -> Figure:
+    totals: dict[str, float] = defaultdict(float)
+    for entry in importances:
+        for name, value in entry.values.items():
+            totals[name] += value
+    names = sorted(totals, key=lambda n: -totals[n])
+    grid = np.array([[entry.values.get(n, np.nan) for n in names] for entry in importances])
+    prefix = os.path.commonprefix([entry.study for entry in importances])
+    prefix = prefix[:prefix.rfind("/") + 1]
+    rows = [f"{entry.study.removeprefix(prefix)}, {entry.subset} ({entry.trials} trials, best {entry.top_trials})"
+            for entry in importances]
+    fig = Figure(figsize=(min(14.0, 5.5 + 1.1 * len(names)), 1.4 + 0.32 * len(rows)), layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="Blues", vmin=0, vmax=1, aspect="auto", gid="importance")
+    for (row, column), value in np.ndenumerate(grid):
+        if np.isfinite(value):
+            ax.text(column, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if value > 0.6 else "black")
+    ax.set_xticks(range(len(names)), names, rotation=30 if len(names) > 4 else 0, ha="right" if len(names) > 4
+                  else "center")
+    ax.set_yticks(range(len(rows)), rows, fontsize=8)
+    ax.tick_params(length=0)
+    fig.colorbar(image, ax=ax, shrink=0.8).set_label(f"importance ({METHOD}; each row sums to 1)", fontsize=8)
+    fig.suptitle(f"Optuna parameter importances{f' ({prefix.rstrip(chr(47))})' if prefix else ''}", fontsize=12)
     return fig

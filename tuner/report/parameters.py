@@ -29,7 +29,7 @@ FAILED_COLOR = "#c8c8c8"
 """Heatmap cells whose evaluations all failed; cells never evaluated stay white."""
 CELL_LABELS_MAX = 12
 """A heatmap with at most this many values along each axis writes the best (or the failure) in each cell."""
-MAX_TICKS = 16
+MAX_TICKS = 10
 """Tick labels along a heatmap axis at most: beyond, every k-th value is labelled."""
 MAX_BARS = 24
 """Values of a parameter drawn as bars at most."""
@@ -55,11 +55,14 @@ def outcomes(rows: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     none was ok) and ``note`` ("" or, without a success, the statuses of its evaluations joined by /)."""
     values = pd.DataFrame(list(rows["params"]), index=rows.index, columns=names)
     ok = (rows["status"] == "ok") & rows["gflops"].notna()
-    frame = values.assign(status__=rows["status"].astype(str), best=rows["gflops"].where(ok).astype(float))
+    frame = values.assign(status=rows["status"].astype(str), best=rows["gflops"].where(ok).astype(float))
     grouped = frame.groupby(names, sort=False, dropna=True)
-    best = grouped["best"].max()
-    statuses = grouped["status__"].agg(lambda s: "/".join(sorted(set(s))))
-    return pd.DataFrame({"best": best, "note": statuses.where(best.isna(), "")})
+    table = grouped["best"].max().to_frame().assign(note="")
+    failed = frame[grouped["best"].transform("max").isna()].drop_duplicates([*names, "status"])
+    if not failed.empty:
+        statuses = failed.sort_values("status").groupby(names, sort=False, dropna=True)["status"].agg("/".join)
+        table.loc[statuses.index, "note"] = statuses
+    return table
 
 
 def _outcome(table: pd.DataFrame, key: ParamValue | tuple[ParamValue, ...]) -> tuple[float, str]:

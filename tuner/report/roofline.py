@@ -134,14 +134,15 @@ def _draw_evaluations(ax: Axes, ok: pd.DataFrame, groups: list[Group], colors: d
                       handles: list) -> None:
     """One point per successful evaluation: colour by class, marker by problem."""
     markers = dict(zip(problems, PROBLEM_MARKERS * len(problems), strict=False))
+    by_class = dict(iter(ok.groupby(["group", "problem"], sort=False)))
     for group in groups:
         for problem in problems:
-            points = ok[(ok["group"] == group) & (ok["problem"] == problem)]
-            if not points.empty:
+            points = by_class.get((group, problem))
+            if points is not None:
                 ax.scatter(points["intensity"], points["gflops"], s=30, color=colors[group], marker=markers[problem],
                            edgecolors="white", linewidths=0.5, alpha=0.9, zorder=4, gid="evaluations",
                            label=f"{group.label} ({problem})")
-        achieved = (ok["group"] == group).any()
+        achieved = any((group, problem) in by_class for problem in problems)
         handles.append(Line2D([], [], marker="o", linestyle="none", color=colors[group], markersize=7,
                               label=group.label if achieved else f"{group.label} (no successful evaluation)"))
     if len(problems) > 1:
