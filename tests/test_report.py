@@ -434,6 +434,16 @@ def test_importances_per_family_subset(fixture_folder):
     assert any(f"{odd}, family tiled: only tiled.TILE_WIDTH varied" in n for n in notes)
 
 
+def test_importances_of_trials_that_all_failed_are_a_note(tmp_path, fixture_folder):
+    df, metadata = results.load(fixture_folder)
+    failed = df[(df["family"] == "naive") & (df["problem"] == "1000x777x333")].assign(status="crashed", gflops=None)
+    results.save(failed, metadata, tmp_path)
+    found, notes = param_importances(load_run(tmp_path))
+    assert found == []
+    assert notes == ["study report_fixture/1000x777x333/float32, all completed trials: every trial has the same value "
+                     "(0 GFLOP/s; a failure counts as 0), so there is nothing to rank"]
+
+
 def test_many_importances_are_one_table_of_cells():
     entries = [Importances(f"exp/{n}x{n}x{n}/float32", "all completed trials", 100, {"naive.BLOCK_X": 0.7,
                                                                                   "naive.BLOCK_Y": 0.3}, 10)

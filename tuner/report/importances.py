@@ -129,6 +129,10 @@ def _evaluate(study_name: str, subset: str, trials: list[_Trial], names: list[st
         notes.append(f"study {study_name}, {subset}: {len(trials)} completed trial(s); importances need at least "
                      f"{MIN_TRIALS}")
         return None
+    if len({t.value for t in trials}) < 2:
+        notes.append(f"study {study_name}, {subset}: every trial has the same value ({trials[0].value:g} GFLOP/s; "
+                     f"a failure counts as 0), so there is nothing to rank")
+        return None
     quantile = min(0.5, max(TOP_QUANTILE, TOP_TRIALS / len(trials)))
     try:
         with _quiet_optuna():
