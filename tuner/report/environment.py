@@ -68,7 +68,7 @@ def environment_note(run: Run) -> str:
     if not recordings:
         return ""
     named = ", ".join(recordings)
-    if all(entry.get("backend") == "replay" for entry in _runs(run)):
+    if _only_replays(run):
         return (f"Every run into this folder replayed recorded measurements ({named}): the environments below "
                 f"(device, versions, git commit, settings, ceilings) are the recording's, where the measurements "
                 f"were taken, not the machine's that replayed them.")
@@ -76,11 +76,14 @@ def environment_note(run: Run) -> str:
             f"are the recording's, where the measurements were taken, not the machine's that replayed them.")
 
 
-def environment_heading(run: Run, env_id: str) -> str:
+def _only_replays(run: Run) -> bool:
+    """Did every run into this folder replay a recording (so that every environment is a recording's)?"""
     runs = _runs(run)
-    if runs and all(entry.get("backend") == "replay" for entry in runs):
-        return f"Environment {env_id} (of the recording)"
-    return f"Environment {env_id}"
+    return bool(runs) and all(entry.get("backend") == "replay" for entry in runs)
+
+
+def environment_heading(run: Run, env_id: str) -> str:
+    return f"Environment {env_id} (of the recording)" if _only_replays(run) else f"Environment {env_id}"
 
 
 def runs_table(run: Run) -> Table:
