@@ -45,13 +45,16 @@ def test_space_prints_sizes_and_parameters_per_problem_and_kernel() -> None:
     assert done.stderr == ""
     for problem in PROBLEMS:
         naive, tiled = rows_starting_with(done.stdout, problem)
-        assert naive[1:6] == ["naive", "BLOCK_X=8,16,32,64", "BLOCK_Y=4,8,16,32", "float32", "16"]
-        assert naive[6] == "15"
-        assert "1× threads per block ≤ 1024" in " ".join(naive)
-        assert tiled[1:7] == ["tiled", "TILE_WIDTH=8,16,32", "float32", "3", "3", "-"]
+        assert naive[1:] == ["[1]", "naive", "float32", "16", "15", "1"]
+        assert tiled[1:] == ["[2]", "tiled", "float32", "3", "3", "0"]
+    entries = done.stdout.split("Kernel entries", 1)[1].splitlines()
+    assert entries[1:6] == ["  [1] naive (float32): BLOCK_X=8,16,32,64  BLOCK_Y=4,8,16,32",
+                            "      rejected on every problem:", "        1× threads per block ≤ 1024",
+                            "  [2] tiled (float32): TILE_WIDTH=8,16,32", "      rejected on every problem: nothing"]
     assert "54 of 57 configurations" in done.stdout
     assert "18 distinct kernels" in done.stdout
     assert "Compiler's resource report" not in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 100  # the width when stdout is no terminal
 
 
 def test_space_compile_lists_every_kernel_with_its_resources(nvcc: str, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from tuner.model import cost
 from tuner.report import write_report
 from tuner.report.bounds import class_bounds
 from tuner.report.convergence import TRIAL_LABEL, convergence_figure
-from tuner.report.importances import param_importances
+from tuner.report.importances import BARS_UP_TO, Importances, importances_figure, param_importances, study_trials
 from tuner.report.parameters import parameter_figure
 from tuner.report.roofline import INTENSITY_LABEL, roofline_figure
 from tuner.report.run_folder import load_run
@@ -422,25 +422,69 @@ def test_generic_parameter_figure_for_a_family_of_many_parameters(tmp_path):
 
 
 def test_importances_per_family_subset(fixture_folder):
-    found, notes = param_importances(fixture_folder)
+    found, notes = param_importances(load_run(fixture_folder))
     odd = "report_fixture/1000x777x333/float32"
     assert {(i.study, i.subset) for i in found} >= {(odd, "family naive"), ("report_fixture/1024x1024x1024/float32",
                                                                              "family naive")}
     naive = [i for i in found if i.study == odd and i.subset == "family naive"][0]
     assert set(naive.values) == {"naive.BLOCK_X", "naive.BLOCK_Y"}
     assert naive.trials == 16  # every naive combination, the invalid one included (told 0 GFLOP/s)
+    assert naive.top_trials == 8  # not the top decile's 2 trials: at least 10, at most half of them
     assert sum(naive.values.values()) == pytest.approx(1.0)
     assert any(f"{odd}, family tiled: only tiled.TILE_WIDTH varied" in n for n in notes)
 
 
-def test_importances_without_storage_are_a_note(tmp_path, fixture_folder):
+def test_importances_of_trials_that_all_failed_are_a_note(tmp_path, fixture_folder):
+    df, metadata = results.load(fixture_folder)
+    failed = df[(df["family"] == "naive") & (df["problem"] == "1000x777x333")].assign(status="crashed", gflops=None)
+    results.save(failed, metadata, tmp_path)
+    found, notes = param_importances(load_run(tmp_path))
+    assert found == []
+    assert notes == ["study report_fixture/1000x777x333/float32, all completed trials: every trial has the same value "
+                     "(0 GFLOP/s; a failure counts as 0), so there is nothing to rank"]
+
+
+def test_many_importances_are_one_table_of_cells():
+    entries = [Importances(f"exp/{n}x{n}x{n}/float32", "all completed trials", 100, {"naive.BLOCK_X": 0.7,
+                                                                                  "naive.BLOCK_Y": 0.3}, 10)
+               for n in range(64, 64 * (BARS_UP_TO + 3), 64)]
+    fig = importances_figure(entries)
+    (image,) = [im for ax in fig.axes for im in ax.get_images()]
+    assert image.get_array().shape == (len(entries), 2)
+    ax = image.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["naive.BLOCK_X", "naive.BLOCK_Y"]
+    assert ax.get_yticklabels()[0].get_text() == "64x64x64/float32, all completed trials (100 trials, best 10)"
+    assert sorted(t.get_text() for t in ax.texts) == ["0.30"] * len(entries) + ["0.70"] * len(entries)
+    assert "(exp)" in fig.get_suptitle()
+
+
+def test_importances_are_the_studies_trials(fixture_folder):
+    """The trials rebuilt from the results table are the study's: same parameters, same values told."""
+    run = load_run(fixture_folder)
+    storage = optuna.storages.RDBStorage(f"sqlite:///{fixture_folder / 'study.db'}", skip_table_creation=True)
+    for name in optuna.get_all_study_names(storage):
+        stored = optuna.load_study(study_name=name, storage=storage).get_trials()
+        rebuilt = study_trials(run.kernels[run.kernels["study"] == name].sort_values("trial"))
+        assert [(t.params, t.value) for t in rebuilt] == [(t.params, t.value) for t in stored]
+
+
+def test_importances_need_no_storage_and_stop_at_their_deadline(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
-    found, notes = param_importances(tmp_path)
-    assert found == [] and "study.db" in notes[0]
-    written = write_report(tmp_path)
-    assert "importances.png" not in {p.name for p in written}
-    assert "study.db" in (tmp_path / "report.html").read_text()
+    assert "importances.png" in {p.name for p in write_report(tmp_path, quiet=True)}
+    found, notes = param_importances(load_run(tmp_path), deadline_s=0.0)
+    assert found == [] and notes[-1].startswith("importances left out after 0 s, the time the report gives them: ")
+    assert "report_fixture/1000x777x333/float32 (family naive)" in notes[-1]
+
+
+def test_too_few_trials_for_importances_is_a_note(tmp_path, fixture_folder):
+    df, metadata = results.load(fixture_folder)
+    naive = df[(df["family"] == "naive") & (df["status"] == "ok") & (df["problem"] == "1024x1024x1024")]
+    results.save(naive.head(3), metadata, tmp_path)
+    found, notes = param_importances(load_run(tmp_path))
+    assert found == []
+    assert notes == ["study report_fixture/1024x1024x1024/float32, all completed trials: 3 completed trial(s); "
+                     "importances need at least 5"]
 
 
 # --- the HTML page ------------------------------------------------------------------------------------------------
@@ -611,21 +655,6 @@ def test_a_changed_template_is_noted_beside_the_source(tmp_path, fixture_folder)
     write_report(tmp_path, quiet=True)
     page = html.unescape((tmp_path / "report.html").read_text())
     assert "the template of 'tiled' changed since this run (recorded hash feedfacefeedface" in page
-
-
-def test_too_few_trials_for_importances_is_a_note(tmp_path):
-    storage = f"sqlite:///{tmp_path / 'study.db'}"
-    study = optuna.create_study(study_name="tiny/64x64x64/float32", storage=storage, direction="maximize")
-    choices = {"naive.BLOCK_X": [8, 16], "naive.BLOCK_Y": [4, 8]}
-    distributions = {k: optuna.distributions.CategoricalDistribution(v) for k, v in choices.items()}
-    for x, y, value in ((8, 4, 1.0), (16, 8, 2.0), (16, 4, 3.0)):
-        study.add_trial(optuna.trial.create_trial(params={"naive.BLOCK_X": x, "naive.BLOCK_Y": y},
-                                                  distributions=distributions, value=value,
-                                                  user_attrs={RECORD_ATTR: {}}))
-    found, notes = param_importances(tmp_path)
-    assert found == []
-    assert notes == ["study tiny/64x64x64/float32, all completed trials: 3 completed trial(s); importances need at "
-                     "least 5"]
 
 
 def test_the_report_of_a_folder_that_tuner_run_wrote(tmp_path, capsys):

@@ -14,9 +14,11 @@ import pandas as pd
 
 from tuner.config import Config
 from tuner.measurement import Status
-from tuner.results import BASELINE_FAMILY, RunResult, best_rows
+from tuner.results import BASELINE_FAMILY, RunResult, best_rows, row_params
+from tuner.text_table import format_table, terminal_width, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0
+NOTHING_OK = "(nothing ok)"
 
 
 def describe(config: Config) -> str:
@@ -101,7 +103,7 @@ def summary_table(df: pd.DataFrame, duplicates: dict[tuple[str, str], int]) -> p
         row = {"problem": problem, "dtype": dtype}
         if key in best.index:
             b = best.loc[key]
-            values = " ".join(f"{c[2:]}={int(b[c])}" for c in best.columns if c.startswith("p_") and pd.notna(b[c]))
+            values = " ".join(f"{name}={value}" for name, value in row_params(b).items())
             row.update({
                 "best": f"{b['family']} {values}".strip(),
                 "GFLOP/s": round(float(b["gflops"]), 1),
@@ -109,7 +111,7 @@ def summary_table(df: pd.DataFrame, duplicates: dict[tuple[str, str], int]) -> p
                 "% DRAM BW": _rounded(b["pct_bandwidth_ceiling"]),
             })
         else:
-            row.update({"best": "(nothing ok)", "GFLOP/s": None, "% FMA peak": None, "% DRAM BW": None})
+            row.update({"best": NOTHING_OK, "GFLOP/s": None, "% FMA peak": None, "% DRAM BW": None})
         row["cuBLAS GFLOP/s"] = round(float(cublas[key]), 1) if key in cublas.index else None
         for status in Status:
             row[status.value] = int(counts.loc[key, status.value]) if status.value in counts.columns else 0
@@ -122,13 +124,49 @@ def _rounded(value: Any) -> float | None:
     return None if pd.isna(value) else round(float(value), 1)
 
 
-def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
+SUMMARY_NOTES = (
+    "GFLOP/s: the best configuration at its median time. % FMA: of the device's measured multiply-add peak for the "
+    "dtype. % DRAM: the no-cache model's bytes (every operand read counted as DRAM traffic) over that time, of the "
+    "measured DRAM bandwidth, so caches can push it past 100%. cuBLAS: the library's GFLOP/s on the same problem. "
+    "ok, invalid, ...: distinct configurations evaluated, by outcome. dup: the sampler's repeated suggestions, "
+    "answered from the record and not measured again."
+)
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None or pd.isna(value) else str(value)
+
+
+def summary_text(table: pd.DataFrame, width: int) -> str:
+    """The summary table within ``width`` columns where it can be: the best configurations named in the table, or
+    by a number in it and in full below it; the status columns that count anything; a note on the numbers."""
+    statuses = ["ok", *(s.value for s in Status if s is not Status.OK and table[s.value].any())]
+    header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", "cuBLAS", *statuses, "dup"]
+    right = [i for i, name in enumerate(header) if name not in ("problem", "dtype", "best")]
+
+    def render(best: list[str]) -> str:
+        rows = [[r["problem"], r["dtype"], name, _cell(r["GFLOP/s"]), _cell(r["% FMA peak"]), _cell(r["% DRAM BW"]),
+                 _cell(r["cuBLAS GFLOP/s"]), *(r[s] for s in statuses), r["duplicates"]]
+                for name, (_, r) in zip(best, table.iterrows(), strict=True)]
+        return format_table(header, rows, right=right, indent="")
+
+    text = render(list(table["best"]))
+    legend = []
+    if widest(text) > width:
+        numbers = {name: f"[{i}]" for i, name in enumerate(dict.fromkeys(b for b in table["best"]
+                                                                         if b != NOTHING_OK), start=1)}
+        text = render([numbers.get(b, b) for b in table["best"]])
+        legend = [wrapped(f"{number} {name}", width) for name, number in numbers.items()]
+    return "\n".join([text, *legend, wrapped(SUMMARY_NOTES, width, hanging="")])
+
+
+def print_summary(result: RunResult, stream: TextIO | None = None, width: int | None = None) -> None:
     stream = stream if stream is not None else sys.stdout
     table = summary_table(result.df, result.duplicates)
     if table.empty:
         print("nothing was evaluated", file=stream)
     else:
-        print(table.to_string(index=False, na_rep="-"), file=stream)
+        print(summary_text(table, width or terminal_width()), file=stream)
     run = result.metadata["runs"][-1]
     busy = run.get("gpu_busy_fraction")
     if busy is not None:

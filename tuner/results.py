@@ -444,12 +444,20 @@ def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None
                          f"same command again") from None
 
 
+def load_table(path: str | Path) -> pd.DataFrame:
+    """The results table of a run folder, or of a results.parquet file."""
+    path = Path(path)
+    return pd.read_parquet(path / RESULTS_PARQUET if path.is_dir() else path)
+
+
+def load_metadata(path: str | Path) -> Any:
+    """The parsed metadata.json beside a results table ({} where there is none); not necessarily a mapping.
+    Raises ValueError (json.JSONDecodeError) when the file is not JSON."""
+    path = Path(path)
+    meta_file = (path if path.is_dir() else path.parent) / METADATA_JSON
+    return json.loads(meta_file.read_text()) if meta_file.exists() else {}
+
+
 def load(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """A recorded table and its metadata, from a run folder or a results.parquet file."""
-    path = Path(path)
-    folder = path if path.is_dir() else path.parent
-    table = path / RESULTS_PARQUET if path.is_dir() else path
-    df = pd.read_parquet(table)
-    meta_file = folder / METADATA_JSON
-    metadata = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-    return df, metadata
+    return load_table(path), load_metadata(path)

@@ -15,6 +15,7 @@ from tuner.kernels.discovery import get_family
 from tuner.kernels.render import launch
 from tuner.space import EntrySpace, KernelSpec, entry_space
 from tuner.space_configs import union
+from tuner.text_table import format_table, terminal_width, wrapped
 
 if TYPE_CHECKING:
     from tuner.compile.result import CompileResult
@@ -22,45 +23,55 @@ if TYPE_CHECKING:
 _LOG_LINES = 20  # of a compiler message shown under the resource table
 
 
-def format_table(header: Sequence[str], rows: Sequence[Sequence[object]], right: Sequence[int] = (),
-                 indent: str = "  ") -> str:
-    """Columns aligned on their widest cell; the columns numbered in ``right`` are right-aligned."""
-    cells = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = []
-    for row in cells:
-        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        lines.append(indent + "  ".join(parts).rstrip())
-    return "\n".join(lines)
-
-
 def _values(spec: KernelSpec) -> str:
     return "  ".join(f"{name}={','.join(str(v) for v in values)}" for name, values in spec.values.items())
 
 
-def _rejections(space: EntrySpace) -> str:
-    return "; ".join(f"{n}× {rule}" for rule, n in space.rejected_by.items()) or "-"
+def _rejections(space: EntrySpace) -> tuple[str, ...]:
+    """``12× rule``: how many configurations each static constraint rejected."""
+    return tuple(f"{n}× {rule}" for rule, n in space.rejected_by.items())
 
 
-def _space_section(experiment: Experiment) -> tuple[str, Sequence[Config]]:
-    """The size table and the distinct valid kernels (one per family, dtype and parameters)."""
+def _space_section(experiment: Experiment, width: int) -> tuple[str, Sequence[Config]]:
+    """The size table (a row per problem and kernel entry, naming the entry by its number), each entry's values
+    and rejections within ``width`` columns, and the distinct valid kernels (one per family, dtype and
+    parameters)."""
     entries = [entry_space(spec) for spec in experiment.kernels]
-    rows = [[problem.label, spec.family, _values(spec), ",".join(spec.dtypes), space.size, len(space.valid_rows),
-             _rejections(space)]
-            for problem in experiment.problems for spec, space in zip(experiment.kernels, entries, strict=True)]
+    rows = [(problem.label, number, spec, space.size, len(space.valid_rows), _rejections(space))
+            for problem in experiment.problems
+            for number, (spec, space) in enumerate(zip(experiment.kernels, entries, strict=True), start=1)]
     problems = len(experiment.problems)
     before = problems * sum(space.size for space in entries)
     after = problems * sum(len(space.valid_rows) for space in entries)
     # The valid set does not depend on the problem: the first one's configurations name every kernel.
     kernels = union(experiment.problems[0], entries) if experiment.problems else ()
     table = format_table(
-        ("problem", "template", "parameters and values searched", "dtypes", "before", "after",
-         "rejected by the static constraints"),
-        rows, right=(4, 5),
+        ("problem", "entry", "template", "dtypes", "before", "after", "rejected"),
+        [[label, f"[{number}]", spec.family, ",".join(spec.dtypes), size_before, size_after, size_before - size_after]
+         for label, number, spec, size_before, size_after, _ in rows],
+        right=(4, 5, 6),
     )
-    total = (f"{after} of {before} configurations satisfy the static constraints over {problems} "
+    listing = _entries(rows, len(experiment.problems), width)
+    total = (f"{after} of {before} configurations satisfy the static constraints over {len(experiment.problems)} "
              f"problem(s); {len(kernels)} distinct kernels (the source does not depend on the problem size)")
-    return f"{table}\n\n{total}", kernels
+    text = "\n".join([table, "", "Kernel entries: the values searched, and the static constraints' rejections:",
+                      *listing, "", wrapped(total, width, hanging="")])
+    return text, kernels
+
+
+def _entries(rows: list[tuple], problems: int, width: int) -> list[str]:
+    """Per kernel entry: its values, then what each rule rejected (once where every problem saw the same)."""
+    lines = []
+    for number, spec in {number: spec for _, number, spec, *_ in rows}.items():
+        lines.append(wrapped(f"[{number}] {spec.family} ({','.join(spec.dtypes)}): {_values(spec)}", width,
+                             indent="  ", hanging="      "))
+        rejections = [(label, rejected) for label, n, _, _, _, rejected in rows if n == number]
+        if len({rejected for _, rejected in rejections}) == 1:
+            rejections = [("every problem" if problems > 1 else rejections[0][0], rejections[0][1])]
+        for label, rejected in rejections:
+            lines.append(f"      rejected on {label}:" + ("" if rejected else " nothing"))
+            lines += [wrapped(rule, width, indent="        ") for rule in rejected]
+    return lines
 
 
 class _ProgressLine:
@@ -188,9 +199,9 @@ def print_space(experiment: Experiment, compile_: bool = False, arch: str | None
     where = f" ({experiment.path})" if experiment.path else ""
     print(f"Experiment {experiment.name}{where}")
     if experiment.description:
-        print(experiment.description)
+        print(wrapped(experiment.description, terminal_width(), hanging=""))
     print()
-    sizes, kernels = _space_section(experiment)
+    sizes, kernels = _space_section(experiment, terminal_width())
     print("Search space per problem and kernel entry:")
     print(sizes)
     if compile_:

@@ -14,11 +14,13 @@ def _tick(value: float, _position: float) -> str:
 
 
 def log_axis(axis: Axis, low: float, high: float) -> None:
-    """Decade ticks labelled in plain numbers; over less than two decades the 2 and 5 ticks are labelled too."""
+    """Decade ticks labelled in plain numbers; over less than two decades every minor tick is drawn and the 2 and
+    5 ticks are labelled, over more only the 2 and 5 ticks are drawn (each tick costs drawing time)."""
+    short = high / low < 100
     axis.set_major_locator(LogLocator(base=10, numticks=20))
-    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=20))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)) if short else (2, 5), numticks=20))
     axis.set_major_formatter(FuncFormatter(_tick))
-    if high / low < 100:
+    if short:
         axis.set_minor_formatter(FuncFormatter(lambda v, p: _tick(v, p) if round(v / 10 ** math.floor(
             math.log10(v) + 1e-9)) in (2, 5) else ""))
     else:

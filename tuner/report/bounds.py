@@ -35,8 +35,9 @@ def class_bounds(run: Run, dtype: str | None = None, problem: str | None = None)
         kernels = run.kernels
         rows = kernels[(kernels["dtype"] == slice_dtype) & (kernels["problem"] == slice_problem)]
         ceilings = run.device_ceilings(slice_dtype, rows)
-        for group in sorted_groups(rows["group"].dropna()):
-            members = rows[rows["group"] == group]
+        by_group = dict(iter(rows.groupby("group", sort=False)))
+        for group in sorted_groups(by_group):
+            members = by_group[group]
             intensities = members["intensity"].dropna()
             if intensities.empty:
                 continue

@@ -72,14 +72,17 @@ def convergence_figure(run: Run) -> Figure:
     axes = fig.subplots(len(slices), 2, squeeze=False)
     samplers = sorted(searched["sampler"].unique())
     colors = {s: SAMPLER_COLORS[i % len(SAMPLER_COLORS)] for i, s in enumerate(samplers)}
+    by_slice = dict(iter(searched.groupby(["dtype", "problem"], sort=False)))
+    baselines = dict(iter(run.baselines.groupby(["dtype", "problem"], sort=False)))
     for (dtype, problem), (ax_trial, ax_wall) in zip(slices, axes, strict=True):
-        rows = searched[(searched["dtype"] == dtype) & (searched["problem"] == problem)]
-        base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
-        _draw_panel(ax_trial, ax_wall, rows, colors, float(base["gflops"].max()) if not base.empty else None)
+        base = baselines.get((dtype, problem))
+        _draw_panel(ax_trial, ax_wall, by_slice[(dtype, problem)], colors,
+                    float(base["gflops"].max()) if base is not None else None)
         ax_trial.set_title(f"{problem}, {dtype}: best so far by trial", fontsize=10)
         ax_wall.set_title(f"{problem}, {dtype}: best so far by wall time", fontsize=10)
         ax_trial.set_ylabel(f"best {rate_unit(dtype)}")
-        ax_trial.set_xlabel(TRIAL_LABEL)
-        ax_wall.set_xlabel("wall time since the run started (s)")
+    # Every row's axes mean the same: their names once, under the last row (each text costs drawing time).
+    axes[-1][0].set_xlabel(TRIAL_LABEL)
+    axes[-1][1].set_xlabel("wall time since the run started (s)")
     fig.suptitle(f"Convergence of the search: {run.experiment_name}", fontsize=12)
     return fig

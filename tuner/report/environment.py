@@ -41,30 +41,70 @@ def summary_items(run: Run) -> list[tuple[str, str]]:
         ("kernel families", ", ".join(sorted(kernels["family"].astype(str).unique()))),
         ("dtypes", ", ".join(sorted(kernels["dtype"].astype(str).unique()))),
     ]
-    searched = kernels[kernels["trial"] >= 0] if "trial" in kernels else kernels
+    searched = kernels[kernels["trial"].fillna(-1) >= 0] if "trial" in kernels else kernels
     if "sampler" in searched and not searched.empty:
         items.append(("samplers", ", ".join(sorted(searched["sampler"].astype(str).unique()))))
     if "study" in searched and not searched.empty:
         items.append(("studies", str(searched["study"].nunique())))
+    if recordings := replayed_recordings(run):
+        items.append(("replayed from", ", ".join(recordings) + " (recorded measurements: the device and "
+                      "environment shown are the recording's)"))
     return items
+
+
+def _runs(run: Run) -> list[dict[str, Any]]:
+    return [entry for entry in run.metadata.get("runs") or [] if isinstance(entry, dict)]
+
+
+def replayed_recordings(run: Run) -> list[str]:
+    """The recordings that runs into this folder replayed (``a recording`` where a run names none)."""
+    return list(dict.fromkeys(str(entry.get("recording") or "a recording") for entry in _runs(run)
+                              if entry.get("backend") == "replay"))
+
+
+def environment_note(run: Run) -> str:
+    """Whose environment the report shows, where a run replayed recorded measurements ("" where none did)."""
+    recordings = replayed_recordings(run)
+    if not recordings:
+        return ""
+    named = ", ".join(recordings)
+    if _only_replays(run):
+        return (f"Every run into this folder replayed recorded measurements ({named}): the environments below "
+                f"(device, versions, git commit, settings, ceilings) are the recording's, where the measurements "
+                f"were taken, not the machine's that replayed them.")
+    return (f"Some runs into this folder replayed recorded measurements ({named}): the environments of their rows "
+            f"are the recording's, where the measurements were taken, not the machine's that replayed them.")
+
+
+def _only_replays(run: Run) -> bool:
+    """Did every run into this folder replay a recording (so that every environment is a recording's)?"""
+    runs = _runs(run)
+    return bool(runs) and all(entry.get("backend") == "replay" for entry in runs)
+
+
+def environment_heading(run: Run, env_id: str) -> str:
+    return f"Environment {env_id} (of the recording)" if _only_replays(run) else f"Environment {env_id}"
 
 
 def runs_table(run: Run) -> Table:
     """Each run (and resume) of the experiment into this folder, as metadata.json lists them."""
     table = Table(["started (UTC)", "finished (UTC)", "backend", "sampler", "trials", "evaluations", "wall s",
                    "GPU busy", "interrupted"], numeric={4, 5, 6, 7})
-    for entry in run.metadata.get("runs") or []:
-        if not isinstance(entry, dict):
-            continue
+    for entry in _runs(run):
         ended = "yes" if entry.get("interrupted") else "no"
         if entry.get("error"):
             ended = f"error: {entry['error']}"
         table.rows.append([str(entry.get("started_utc") or "—"), str(entry.get("finished_utc") or "—"),
-                           str(entry.get("backend") or "—"), str(entry.get("sampler") or "—"),
+                           _backend(entry), str(entry.get("sampler") or "—"),
                            str(entry.get("trials") or "—"), str(entry.get("evaluations") or "—"),
                            fixed(entry.get("wall_s"), 1), percent(entry.get("gpu_busy_fraction"), 0, scale=100),
                            ended])
     return table
+
+
+def _backend(entry: dict[str, Any]) -> str:
+    backend = str(entry.get("backend") or "—")
+    return f"{backend} of {entry['recording']}" if backend == "replay" and entry.get("recording") else backend
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:

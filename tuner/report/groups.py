@@ -42,13 +42,12 @@ def _problems(rows: pd.DataFrame) -> list[Problem]:
 
 def key_parameters(family: str, rows: pd.DataFrame) -> tuple[str, ...]:
     """The parameters of ``family`` whose value changes its global-memory bytes (in the rows' problems)."""
-    param_sets = [dict(p) for p in rows["params"]]
-    names = sorted({name for params in param_sets for name in params})
-    values = {n: sorted({p[n] for p in param_sets if n in p}, key=sort_value) for n in names}
+    distinct = list({tuple(sorted(p.items())): dict(p) for p in rows["params"]}.values())
+    names = sorted({name for params in distinct for name in params})
+    values = {n: sorted({p[n] for p in distinct if n in p}, key=sort_value) for n in names}
     known = families().get(family)
     if known is None:
         return tuple(n for n in names if _varies_in_data(rows, n, names))
-    distinct = list({tuple(sorted(p.items())): p for p in param_sets}.values())
     problems = _problems(rows)
     dtypes = [d for d in rows["dtype"].unique() if d in DTYPE_BYTES]
     sizes = {DTYPE_BYTES[d] for d in dtypes}
@@ -56,12 +55,15 @@ def key_parameters(family: str, rows: pd.DataFrame) -> tuple[str, ...]:
     def modelled(params: dict[str, ParamValue]) -> bool:  # e.g. no tile width of 0 (a rejected row may have one)
         return not any(known.broken_preconditions(params, d) for d in dtypes)
 
+    complete = [p for p in distinct if set(p) == set(names)]
     key = []
     for name in names:
-        if any(known.global_bytes({**params, name: value}, problem, size) != known.global_bytes(params, problem, size)
-               for params in distinct if set(params) == set(names) and modelled(params)
-               for problem in problems for size in sizes for value in values[name]
-               if modelled({**params, name: value})):
+        # Configurations that differ only in ``name`` share the others' values: each such set is tried once with
+        # every value of ``name`` the family's cost model describes.
+        others = list({tuple((n, v) for n, v in sorted(p.items()) if n != name): p for p in complete}.values())
+        if any(len({known.global_bytes({**params, name: value}, problem, size) for value in values[name]
+                    if modelled({**params, name: value})}) > 1
+               for params in others for problem in problems for size in sizes):
             key.append(name)
     return tuple(key)
 
@@ -71,8 +73,9 @@ def _varies_in_data(rows: pd.DataFrame, name: str, names: list[str]) -> bool:
     if "bytes_model" not in rows:
         return False
     others = [n for n in names if n != name]
-    keys = rows.apply(lambda r: (r["problem"], r["dtype"], *(r["params"].get(n) for n in others)), axis=1)
-    return bool((rows.groupby(keys)["bytes_model"].nunique() > 1).any())
+    keys = [(problem, dtype, *(params.get(n) for n in others))
+            for problem, dtype, params in zip(rows["problem"], rows["dtype"], rows["params"], strict=True)]
+    return bool((rows["bytes_model"].groupby(pd.Series(keys, index=rows.index)).nunique() > 1).any())
 
 
 def assign_groups(kernels: pd.DataFrame) -> pd.Series:
@@ -80,8 +83,8 @@ def assign_groups(kernels: pd.DataFrame) -> pd.Series:
     groups = pd.Series([None] * len(kernels), index=kernels.index, dtype=object)
     for family, rows in kernels.groupby("family"):
         key = key_parameters(str(family), rows)
-        for index, params in rows["params"].items():
-            groups[index] = Group(str(family), tuple((n, params[n]) for n in key if n in params))
+        labels = [Group(str(family), tuple((n, params[n]) for n in key if n in params)) for params in rows["params"]]
+        groups.loc[rows.index] = pd.Series(labels, index=rows.index, dtype=object)
     return groups
 
 

@@ -63,8 +63,9 @@ def render_html(run: Run, images: dict[str, list[Image]], notes: dict[str, list[
         "statuses": tables.status_counts(run),
         "failures": tables.failure_reasons(run),
         "sources": best_sources(run),
-        "environments": [(env_id, environment.environment_items(env), environment.ceilings_table(env))
-                         for env_id, env in envs.items() if isinstance(env, dict)],
+        "environments": [(environment.environment_heading(run, env_id), environment.environment_items(env),
+                          environment.ceilings_table(env)) for env_id, env in envs.items()],
+        "environment_note": environment.environment_note(run),
         "models": environment.machine_models_table(run),
         "experiment_source": (run.metadata.get("experiment") or {}).get("source") or "",
     }

@@ -1,7 +1,10 @@
 """Parameter effects: the best GFLOP/s reached with each parameter value, per family.
 
 A family of two parameters (the naive kernel's BLOCK_X × BLOCK_Y) is a heatmap per problem; any other
-family gets bars of the best GFLOP/s per value of each parameter (the tiled kernel's TILE_WIDTH).
+family gets bars of the best GFLOP/s per value of each parameter (the tiled kernel's TILE_WIDTH). Both stay
+readable with hundreds of values: a large heatmap drops the numbers in its cells (the colour bar reads them) and
+labels every k-th tick; a parameter with more than ``MAX_BARS`` numeric values is a line over its values, and one
+with more than ``MAX_BARS`` other values shows the ``MAX_BARS`` values with the highest best, as its axis says.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
@@ -21,6 +25,17 @@ from tuner.report.groups import sort_value
 from tuner.report.run_folder import Run
 
 SLICE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+FAILED_COLOR = "#c8c8c8"
+"""Heatmap cells whose evaluations all failed; cells never evaluated stay white."""
+CELL_LABELS_MAX = 12
+"""A heatmap with at most this many values along each axis writes the best (or the failure) in each cell."""
+MAX_TICKS = 10
+"""Tick labels along a heatmap axis at most: beyond, every k-th value is labelled."""
+MAX_BARS = 24
+"""Values of a parameter drawn as bars at most."""
+BAR_LABELS_MAX = 48
+"""Bars (values × problems) in one panel up to which each bar has its number written on it."""
+NOT_RUN = "not run"
 
 
 def parameter_names(run: Run, family: str) -> list[str]:
@@ -35,36 +50,59 @@ def _values(rows: pd.DataFrame, name: str) -> list[ParamValue]:
     return sorted({p[name] for p in rows["params"] if name in p}, key=sort_value)
 
 
-def _outcome(rows: pd.DataFrame) -> tuple[float, str]:
-    """(best ok GFLOP/s, "") or (NaN, the status of the failures) for the rows of one parameter value."""
-    ok = rows[(rows["status"] == "ok") & rows["gflops"].notna()]
-    if not ok.empty:
-        return float(ok["gflops"].max()), ""
-    if rows.empty:
-        return math.nan, "not run"
-    return math.nan, "/".join(sorted(rows["status"].astype(str).unique()))
+def outcomes(rows: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Per combination of the values of ``names`` that the rows hold: ``best`` (the best ok GFLOP/s, NaN when
+    none was ok) and ``note`` ("" or, without a success, the statuses of its evaluations joined by /)."""
+    values = pd.DataFrame(list(rows["params"]), index=rows.index, columns=names)
+    ok = (rows["status"] == "ok") & rows["gflops"].notna()
+    frame = values.assign(status=rows["status"].astype(str), best=rows["gflops"].where(ok).astype(float))
+    grouped = frame.groupby(names, sort=False, dropna=True)
+    table = grouped["best"].max().to_frame().assign(note="")
+    failed = frame[grouped["best"].transform("max").isna()].drop_duplicates([*names, "status"])
+    if not failed.empty:
+        statuses = failed.sort_values("status").groupby(names, sort=False, dropna=True)["status"].agg("/".join)
+        table.loc[statuses.index, "note"] = statuses
+    return table
+
+
+def _outcome(table: pd.DataFrame, key: ParamValue | tuple[ParamValue, ...]) -> tuple[float, str]:
+    if key not in table.index:
+        return math.nan, NOT_RUN
+    best, note = table.loc[key, "best"], table.loc[key, "note"]
+    return float(best), str(note)
+
+
+def _ticks(count: int) -> range:
+    """The positions of the labelled ticks along an axis of ``count`` values."""
+    return range(0, count, max(1, math.ceil(count / MAX_TICKS)))
 
 
 def _heatmap(fig: Figure, ax: Axes, rows: pd.DataFrame, x_name: str, y_name: str, title: str, dtype: str) -> None:
     xs, ys = _values(rows, x_name), _values(rows, y_name)
+    table = outcomes(rows, [x_name, y_name])
     grid = np.full((len(ys), len(xs)), np.nan)
-    notes = [["" for _ in xs] for _ in ys]
-    for j, y in enumerate(ys):
-        for i, x in enumerate(xs):
-            cell = rows[[p.get(x_name) == x and p.get(y_name) == y for p in rows["params"]]]
-            grid[j, i], notes[j][i] = _outcome(cell)
-    ax.set_facecolor("#eeeeee")
-    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", origin="lower", aspect="auto")
-    finite = grid[np.isfinite(grid)]
-    middle = (finite.min() + finite.max()) / 2 if finite.size else 0.0
-    for j in range(len(ys)):
-        for i in range(len(xs)):
-            value = grid[j, i]
-            text = number(value) if math.isfinite(value) else notes[j][i]
-            color = ("white" if value < middle else "black") if math.isfinite(value) else "#666666"
-            ax.text(i, j, text, ha="center", va="center", fontsize=8, color=color, gid="cell")
-    ax.set_xticks(range(len(xs)), [str(x) for x in xs])
-    ax.set_yticks(range(len(ys)), [str(y) for y in ys])
+    failed = np.zeros_like(grid, dtype=bool)
+    x_index, y_index = {x: i for i, x in enumerate(xs)}, {y: j for j, y in enumerate(ys)}
+    for (x, y), best, note in zip(table.index, table["best"], table["note"], strict=True):
+        grid[y_index[y], x_index[x]] = best
+        failed[y_index[y], x_index[x]] = bool(note)
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap="viridis", origin="lower", aspect="auto", interpolation="none")
+    if failed.any():
+        edges_x, edges_y = np.arange(len(xs) + 1) - 0.5, np.arange(len(ys) + 1) - 0.5
+        ax.pcolormesh(edges_x, edges_y, np.ma.masked_where(~failed, np.ones_like(grid)),
+                      cmap=ListedColormap([FAILED_COLOR]), shading="flat", gid="failed")
+    if len(xs) <= CELL_LABELS_MAX and len(ys) <= CELL_LABELS_MAX:
+        finite = grid[np.isfinite(grid)]
+        middle = (finite.min() + finite.max()) / 2 if finite.size else 0.0
+        for j, y in enumerate(ys):
+            for i, x in enumerate(xs):
+                best, note = _outcome(table, (x, y))
+                text = number(best) if math.isfinite(best) else note
+                color = ("white" if best < middle else "black") if math.isfinite(best) else "#666666"
+                ax.text(i, j, text, ha="center", va="center", fontsize=8, color=color, gid="cell")
+    x_ticks, y_ticks = _ticks(len(xs)), _ticks(len(ys))
+    ax.set_xticks(list(x_ticks), [str(xs[i]) for i in x_ticks])
+    ax.set_yticks(list(y_ticks), [str(ys[j]) for j in y_ticks])
     ax.set_xlabel(x_name)
     ax.set_ylabel(y_name)
     ax.set_title(title, fontsize=10)
@@ -72,25 +110,73 @@ def _heatmap(fig: Figure, ax: Axes, rows: pd.DataFrame, x_name: str, y_name: str
     bar.set_label(f"best {rate_unit(dtype)}", fontsize=8)
 
 
-def _bars(ax: Axes, slices: list[tuple[str, pd.DataFrame]], name: str, dtype_label: str) -> None:
+def _shown_values(slices: list[tuple[str, pd.DataFrame]], name: str) -> tuple[list[ParamValue], str]:
+    """The values of ``name`` one panel shows, and its axis label (saying which values, when not all)."""
     values = sorted({v for _, rows in slices for v in _values(rows, name)}, key=sort_value)
+    if len(values) <= MAX_BARS or all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return values, name
+    best = pd.concat([outcomes(rows, [name])["best"] for _, rows in slices]).groupby(level=0).max()
+
+    def rank(value: ParamValue) -> float:  # the highest best first, the values never ok last
+        score = best.get(value, math.nan)
+        return -score if pd.notna(score) else math.inf
+
+    shown = sorted(sorted(values, key=rank)[:MAX_BARS], key=sort_value)
+    return shown, f"{name} (the {MAX_BARS} values with the highest best, of {len(values)})"
+
+
+def _bars(ax: Axes, slices: list[tuple[str, pd.DataFrame]], name: str, dtype_label: str) -> None:
+    values, label = _shown_values(slices, name)
+    if len(values) > MAX_BARS:
+        _lines(ax, slices, name, values, dtype_label)
+        return
     width = 0.8 / max(1, len(slices))
+    labelled = len(values) * len(slices) <= BAR_LABELS_MAX
     top = 0.0
-    for s, (label, rows) in enumerate(slices):
+    for s, (slice_label, rows) in enumerate(slices):
         offsets = np.arange(len(values)) - 0.4 + width * (s + 0.5)
-        outcomes = [_outcome(rows[[p.get(name) == v for p in rows["params"]]]) for v in values]
-        heights = [best for best, _ in outcomes]
+        table = outcomes(rows, [name])
+        results = [_outcome(table, v) for v in values]
+        heights = [best for best, _ in results]
         color = SLICE_COLORS[s % len(SLICE_COLORS)]
-        ax.bar(offsets, np.nan_to_num(heights), width=width * 0.95, color=color, label=label, gid="bars")
-        for x, (best, note) in zip(offsets, outcomes, strict=True):
+        ax.bar(offsets, np.nan_to_num(heights), width=width * 0.95, color=color, label=slice_label, gid="bars")
+        for x, (best, note) in zip(offsets, results, strict=True):
             if math.isfinite(best):
                 top = max(top, best)
-                ax.annotate(number(best), (x, best), xytext=(0, 2), textcoords="offset points", ha="center",
-                            va="bottom", fontsize=7, rotation=90 if len(slices) > 2 else 0)
-            else:
+                if labelled:
+                    ax.annotate(number(best), (x, best), xytext=(0, 2), textcoords="offset points", ha="center",
+                                va="bottom", fontsize=7, rotation=90 if len(slices) > 2 else 0)
+            elif labelled:
                 ax.text(x, 0, f" {note}", rotation=90, ha="center", va="bottom", fontsize=7, color="#aa0000")
-    ax.set_xticks(range(len(values)), [str(v) for v in values])
-    ax.set_xlabel(name)
+            else:
+                ax.plot([x], [0], marker="x", color="#aa0000", markersize=4, gid="never-ok")
+    ticks = _ticks(len(values))
+    ax.set_xticks(list(ticks), [str(values[i]) for i in ticks])
+    ax.set_xlabel(label)
+    _rate_axis(ax, top, dtype_label)
+
+
+def _lines(ax: Axes, slices: list[tuple[str, pd.DataFrame]], name: str, values: list[ParamValue],
+           dtype_label: str) -> None:
+    """Many numeric values: the best per value as a line over the values, a cross at 0 where none was ok."""
+    top = 0.0
+    for s, (slice_label, rows) in enumerate(slices):
+        table = outcomes(rows, [name])
+        xs = [v for v in values if v in table.index]
+        best = np.array([_outcome(table, v)[0] for v in xs])
+        color = SLICE_COLORS[s % len(SLICE_COLORS)]
+        ax.plot(xs, best, marker="o", markersize=2.5, linewidth=1, color=color, label=slice_label, gid="bars")
+        never = [x for x, b in zip(xs, best, strict=True) if not math.isfinite(b)]
+        if never:
+            ax.plot(never, [0] * len(never), linestyle="none", marker="x", color="#aa0000", markersize=4,
+                    gid="never-ok")
+        if np.isfinite(best).any():
+            top = max(top, float(np.nanmax(best)))
+    ax.set_xlabel(f"{name} ({len(values)} values; a cross: never ok)")
+    _rate_axis(ax, top, dtype_label)
+
+
+def _rate_axis(ax: Axes, top: float, dtype_label: str) -> None:
     ax.set_ylabel(f"best {dtype_label}")
     ax.set_ylim(0, top * 1.25 if top > 0 else 1)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
@@ -124,7 +210,8 @@ def parameter_figure(run: Run, family: str) -> Figure:
         fixed = [f"{n}={_values(rows, n)[0]}" for n in names if n not in varying]
         columns = 2 if len(varying) > 2 else 1
         lines = math.ceil(len(varying) / columns)
-        width = min(14.0, max(6.0, 1.5 + 0.9 * len(slices) * max(len(_values(rows, n)) for n in varying)))
+        shown = max(min(MAX_BARS, len(_values(rows, n))) for n in varying)
+        width = min(14.0, max(6.0, 1.5 + 0.9 * len(slices) * shown))
         fig = Figure(figsize=(width if columns == 1 else 12.0, 0.9 + 3.3 * lines), layout="constrained")
         _title(fig, run, family, dtype_label)
         axes = fig.subplots(lines, columns, squeeze=False).ravel()

@@ -136,14 +136,15 @@ def _draw_evaluations(ax: Axes, ok: pd.DataFrame, groups: list[Group], colors: d
                       handles: list) -> None:
     """One point per successful evaluation: colour by class, marker by problem."""
     markers = dict(zip(problems, PROBLEM_MARKERS * len(problems), strict=False))
+    by_class = dict(iter(ok.groupby(["group", "problem"], sort=False)))
     for group in groups:
         for problem in problems:
-            points = ok[(ok["group"] == group) & (ok["problem"] == problem)]
-            if not points.empty:
+            points = by_class.get((group, problem))
+            if points is not None:
                 ax.scatter(points["intensity"], points["gflops"], s=30, color=colors[group], marker=markers[problem],
                            edgecolors="white", linewidths=0.5, alpha=0.9, zorder=4, gid="evaluations",
                            label=f"{group.label} ({problem})")
-        achieved = (ok["group"] == group).any()
+        achieved = any((group, problem) in by_class for problem in problems)
         handles.append(Line2D([], [], marker="o", linestyle="none", color=colors[group], markersize=7,
                               label=group.label if achieved else f"{group.label} (no successful evaluation)"))
     if len(problems) > 1:
@@ -258,9 +259,12 @@ def roofline_figure(run: Run, dtype: str | None = None, problem: str | None = No
 
 
 def roofline_figures(run: Run) -> dict[str, Figure]:
-    """File name -> figure: roofline.png always, and one per dtype and problem when there are several."""
-    figures = {"roofline.png": roofline_figure(run)}
+    """File name -> figure: roofline.png, and one per dtype and problem when there are several (none without any
+    tuned kernel's row)."""
     slices = run.slices()
+    if not slices:
+        return {}
+    figures = {"roofline.png": roofline_figure(run)}
     if len(slices) > 1:
         for dtype, problem in slices:
             figures[f"roofline_{dtype}_{problem}.png"] = roofline_figure(run, dtype, problem)

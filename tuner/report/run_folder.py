@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow
 
@@ -23,9 +24,11 @@ from tuner.experiment import parse_experiment
 from tuner.kernels.discovery import families
 from tuner.model import MachineModel, cost
 from tuner.report.groups import assign_groups
+from tuner.report.metadata_shape import checked_metadata
 from tuner.results import BASELINE_FAMILY
 
 KEY_COLUMNS = ("experiment", "study", "sampler", "metadata_id", "config_key", "problem", "family", "dtype", "status")
+NUMERIC_COLUMNS = ("gflops", "bandwidth_gbs", "time_median_ms", "wall_offset_s", "trial", "M", "N", "K")
 REQUIRED_COLUMNS = ("problem", "M", "N", "K", "family", "dtype", "status", "gflops")
 
 
@@ -155,21 +158,36 @@ def _machine_models(metadata: dict[str, Any], notes: list[str]) -> tuple[Machine
     return ()
 
 
-def _intensity(row: pd.Series) -> float:
-    """The row's recorded intensity, or the analytical one of its configuration where none was recorded."""
-    recorded = row.get("intensity")
-    if recorded is not None and math.isfinite(recorded):
-        return float(recorded)
-    if row["family"] not in families() or row["dtype"] not in DTYPES:
-        return math.nan
+def _intensities(df: pd.DataFrame) -> pd.Series:
+    """Each row's recorded intensity, or the analytical one of its configuration where none was recorded."""
+    recorded = df["intensity"] if "intensity" in df else pd.Series(math.nan, index=df.index)
+    intensity = pd.to_numeric(recorded, errors="coerce").astype(float)
+    missing = ~np.isfinite(intensity) & df["family"].isin(list(families())) & df["dtype"].isin(DTYPES)
+    for index in df.index[missing]:
+        try:
+            intensity[index] = cost(results.config_of_row(df.loc[index])).intensity
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            intensity[index] = math.nan
+    return intensity
+
+
+def _metadata(path: Path, notes: list[str]) -> dict[str, Any]:
+    source = path / results.METADATA_JSON
+    if not source.is_file():
+        notes.append(f"{results.METADATA_JSON} is missing: no device description, ceilings or machine models")
+        return {}
     try:
-        return cost(results.config_of_row(row)).intensity
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return math.nan
+        raw = results.load_metadata(path)
+    except (OSError, ValueError) as exc:
+        notes.append(f"{source} cannot be read ({exc}): the report leaves it out (no device description, ceilings "
+                     f"or machine models)")
+        return {}
+    return checked_metadata(raw, str(source), notes)
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Read a run folder; a folder without a readable results.parquet raises TunerError naming it."""
+    """Read a run folder; a folder without a readable results table, or with no row in it, raises TunerError
+    naming it. A missing or damaged metadata.json costs only what depends on it, with a note."""
     path = Path(run_dir)
     table = path / results.RESULTS_PARQUET
     if not path.is_dir():
@@ -179,26 +197,31 @@ def load_run(run_dir: str | Path) -> Run:
         raise TunerError(f"{path}: this folder has no {results.RESULTS_PARQUET}, so there is nothing to report; "
                          f"pass the output folder of `python -m tuner run`")
     try:
-        df, metadata = results.load(path)
+        df = results.load_table(path)
     except (OSError, ValueError, pyarrow.ArrowException) as exc:
-        raise TunerError(f"{table} (or its {results.METADATA_JSON}) cannot be read: {exc}") from None
+        raise TunerError(f"{table} cannot be read: {exc}") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise TunerError(f"{table}: the results table lacks the column(s) {', '.join(missing)}; "
                          f"it does not follow the schema of tuner.results")
     if df.empty:
-        raise TunerError(f"{table}: the results table has no rows, so there is nothing to report")
+        raise TunerError(f"{table}: the results table has no rows (the run evaluated nothing, not even a cuBLAS "
+                         f"baseline), so there is nothing to report")
     notes: list[str] = []
-    if not metadata:
-        notes.append(f"{results.METADATA_JSON} is missing: no device description, ceilings or machine models")
+    metadata = _metadata(path, notes)
     df = df.reset_index(drop=True)
-    df["params"] = [results.row_params(row) for _, row in df.iterrows()]
-    for column in ("gflops", "intensity", "bandwidth_gbs", "time_median_ms", "wall_offset_s", "trial", "M", "N", "K"):
-        if column in df:
-            df[column] = pd.to_numeric(df[column], errors="coerce")
-    for column in KEY_COLUMNS:
-        if column in df:  # plain text, "" where missing, so that comparisons are never NA
-            df[column] = df[column].astype("string").fillna("").astype(object)
-    df["intensity"] = [_intensity(row) for _, row in df.iterrows()]
+    df["params"] = [results.row_params(cells) for cells in df[results.param_columns(df)].to_dict("records")]
+    for column in NUMERIC_COLUMNS:  # NaN where absent
+        df[column] = pd.to_numeric(df[column], errors="coerce") if column in df else math.nan
+    for column in KEY_COLUMNS:  # plain text, "" where missing, so that comparisons are never NA
+        df[column] = df[column].astype("string").fillna("").astype(object) if column in df else ""
+    df["intensity"] = _intensities(df)
     df["group"] = assign_groups(df[df["family"] != BASELINE_FAMILY])
-    return Run(path, df, metadata, _machine_models(metadata, notes), notes)
+    run = Run(path, df, metadata, _machine_models(metadata, notes), notes)
+    if run.kernels.empty:
+        notes.append(f"Nothing was evaluated successfully: the results table holds no evaluation of a tuned "
+                     f"kernel, only {len(df)} cuBLAS baseline row(s).")
+    elif run.ok.empty:
+        notes.append(f"Nothing was evaluated successfully: none of the {len(run.kernels)} evaluations of tuned "
+                     f"kernels has status ok (see Outcomes and failures).")
+    return run
