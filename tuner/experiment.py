@@ -18,9 +18,10 @@ from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space import KernelSpec, count_valid
+from tuner.strategies.catalog import NAMES
 from tuner.yaml_document import Document, FieldPath, read_document
 
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "bruteforce")
+SAMPLERS = NAMES
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
 
