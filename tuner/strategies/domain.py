@@ -156,7 +156,11 @@ class Domain:
 
     def neighbours(self, candidate: int, kind: str = HAMMING) -> np.ndarray:
         """The candidates one parameter away from ``candidate`` (see the module's notes), ascending by key."""
-        digits = self.index_row(candidate)
+        return self.neighbours_of_row(self.index_row(candidate), kind)
+
+    def neighbours_of_row(self, digits: np.ndarray, kind: str = HAMMING) -> np.ndarray:
+        """The candidates one parameter away from a row of value indices (which need not be a candidate)."""
+        digits = np.asarray(digits, dtype=np.int64)
         axis, value = self._hamming_moves
         current = digits[axis]
         if kind == HAMMING:

@@ -44,7 +44,9 @@ class TsallisSteps:
         factor4 = self.factor4 * math.exp(math.log(temperature) / (self.qv - 1.0))
         x *= math.exp(-(self.qv - 1.0) * math.log(self.factor6 / factor4) / (3.0 - self.qv))
         steps = x / np.exp((self.qv - 1.0) * np.log(np.abs(y)) / (3.0 - self.qv))
-        return np.clip(steps, -TAIL_LIMIT, TAIL_LIMIT)
+        beyond = np.abs(steps) > TAIL_LIMIT  # as scipy does: a step past the limit lands anywhere below it
+        steps[beyond] = np.sign(steps[beyond]) * TAIL_LIMIT * rng.random(int(beyond.sum()))
+        return steps
 
 
 class DualAnnealing(DomainSearch):
@@ -135,7 +137,7 @@ class DualAnnealing(DomainSearch):
         self.visits.discard(candidate)
         if self.current < 0 or self._accepts(self._energy(value)):
             self._move(candidate, value)
-        if candidate == self.best and self.local is None:
+        if candidate == self.best and self.local is None and math.isfinite(value):
             self.local = NeighbourScan(self, candidate, self.kind)
             self.local_value = value
 
