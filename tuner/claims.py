@@ -14,7 +14,7 @@ dead. :class:`HostWorkers` knows the processes of this host (a worker id names t
 start time) and presumes workers of other hosts alive; a heartbeat (Optuna's ``heartbeat_interval``) would
 answer for those. A dead worker's RUNNING trials are failed (user attribute ``dead_worker``) and their
 configurations put first in the study's queue (``enqueue_trial``, user attribute ``retry_of``), so that whichever
-worker asks next measures them.
+worker asks next measures them. A trial without a worker is being asked: it is left alone for CLAIM_WAIT_S.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import socket
 import time
 from collections.abc import Sequence
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Protocol
@@ -95,6 +96,13 @@ def claimed_key(trial: FrozenTrial) -> str | None:
         return str(record["config_key"])
     key = trial.user_attrs.get(CLAIM_ATTR)
     return str(key) if key is not None else None
+
+
+def unclaimed_too_long(trial: FrozenTrial) -> bool:
+    """Whether a trial without a worker was asked more than CLAIM_WAIT_S ago (before that, its worker may be
+    between asking and claiming it)."""
+    started = trial.datetime_start
+    return started is None or (datetime.now() - started).total_seconds() >= CLAIM_WAIT_S
 
 
 def is_live(trial: FrozenTrial, liveness: Liveness) -> bool:

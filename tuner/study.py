@@ -48,6 +48,7 @@ from tuner.claims import (
     claimed_key,
     owner,
     this_worker,
+    unclaimed_too_long,
 )
 from tuner.config import Config
 from tuner.errors import TunerError
@@ -120,14 +121,28 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
     through a crash of the process or of the machine; the latter may lose the last commits.
     """
     check_storage_url(url)
-    try:
-        storage = optuna.storages.RDBStorage(url)
-    except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-        raise open_failure(exc, url) from None
+    for attempt in range(OPEN_ATTEMPTS):
+        try:
+            storage = optuna.storages.RDBStorage(url)
+            break
+        except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
+            if attempt + 1 == OPEN_ATTEMPTS or not _concurrent_creation(exc):
+                raise open_failure(exc, url) from None
+            time.sleep(0.2 * (attempt + 1))
     if storage.engine.dialect.name == "sqlite":
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections made from now on get the pragmas
     return storage
+
+
+OPEN_ATTEMPTS = 5
+
+
+def _concurrent_creation(exc: Exception) -> bool:
+    """Whether opening failed because another process was creating the same database's tables (workers started
+    together on a new storage): opening again then finds them."""
+    text = str(exc)
+    return "alembic_version" in text or "already exists" in text or "database is locked" in text
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -398,7 +413,8 @@ class StudySearch:
         """Fail the RUNNING trials of dead workers and put their configurations first in the study's queue."""
         for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             worker = frozen.user_attrs.get(WORKER_ATTR)
-            if self.liveness.alive(worker) or any(t.number == frozen.number for t, _, _ in self.pending):
+            if self.liveness.alive(worker) or any(t.number == frozen.number for t, _, _ in self.pending) or \
+                    (worker is None and not unclaimed_too_long(frozen)):
                 continue
             try:
                 self.study._storage.set_trial_user_attr(frozen._trial_id, DEAD_ATTR, worker)

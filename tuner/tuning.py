@@ -294,6 +294,15 @@ def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
+def _add_stored(table: Table, store: optuna.storages.BaseStorage, experiment: Experiment, ledger: Ledger) -> None:
+    """Add the storage's evaluations and baselines that the table lacks."""
+    held = {(row["study"], row["trial"], row["config_key"]) for row in table.rows}
+    for record in stored_records(store, experiment.name):
+        row = results.row(record, ledger.environments.get(record.metadata_id))
+        if (row["study"], row["trial"], row["config_key"]) not in held:
+            table.rows.append(row)
+
+
 def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseStorage, choice: Choice,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
          resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
@@ -318,8 +327,7 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
             table.rows.extend(reseed(studies, place.previous))
-        for record in stored_records(store, experiment.name):
-            table.rows.append(results.row(record, ledger.environments.get(record.metadata_id)))
+        _add_stored(table, store, experiment, ledger)
         run_record: dict[str, Any] = {
             "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
             "sampler": strategy_name(choice),
@@ -351,6 +359,8 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
             })
             try:
                 ledger.update_run(run_record)
+                if not isinstance(place.liveness, SoleWorker):  # what the other workers measured meanwhile
+                    _add_stored(table, store, experiment, ledger)
             finally:  # a storage that fails here still leaves the rows it holds saved
                 df = table.save()
             if report:

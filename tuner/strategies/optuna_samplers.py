@@ -62,6 +62,7 @@ def sampler_maker(name: str) -> SamplerMaker:
     def quietly(study: int, trial: int) -> optuna.samplers.BaseSampler:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            warnings.simplefilter("ignore", FutureWarning)  # warn_independent_sampling, deprecated in Optuna 4.9
             return make(study, trial)
 
     return quietly
