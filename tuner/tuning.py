@@ -50,7 +50,7 @@ from tuner.backends.protocol import Backend
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.claims import HostWorkers, Liveness, SoleWorker
 from tuner.errors import TunerError
-from tuner.experiment import Experiment, load_experiment
+from tuner.experiment import Experiment, check_experiment, load_experiment
 from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name, stored_records
 from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
@@ -227,6 +227,8 @@ def run(
     """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
+    elif experiment.path is None:
+        check_experiment(experiment)
     use_family_dirs(experiment.template_dirs)
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = _output_folder(out, experiment)
