@@ -698,7 +698,7 @@ def test_best_so_far_by_wall_time_follows_the_clock_not_the_trial_numbers():
 
     # Trials asked ahead finish out of trial order: trial 2 was measured before trial 1.
     rows = pd.DataFrame({"trial": [0, 1, 2], "wall_offset_s": [1.0, 3.0, 2.0], "status": ["ok"] * 3,
-                         "gflops": [10.0, 30.0, 20.0]})
+                         "performance": [10.0, 30.0, 20.0]})
     by_wall = best_so_far(rows, "wall_offset_s")
     assert list(by_wall["wall_offset_s"]) == [1.0, 2.0, 3.0] and list(by_wall["best"]) == [10.0, 20.0, 30.0]
     assert list(best_so_far(rows)["best"]) == [10.0, 30.0, 30.0]

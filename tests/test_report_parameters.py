@@ -59,7 +59,7 @@ def _one_parameter_family(folder: Path, values: list, name: str = "WIDTH") -> No
     rows["family"] = "wide"
     rows["p_TILE_WIDTH"] = pd.NA
     rows[f"p_{name}"] = pd.Series(values, dtype=object)
-    rows["gflops"] = np.linspace(100.0, 900.0, len(values))
+    rows["gflops"] = rows["performance"] = np.linspace(100.0, 900.0, len(values))
     rows["config_key"] = [f"{p}/wide/float32/{name}={v}" for p, v in zip(rows["problem"], values, strict=True)]
     df[f"p_{name}"] = pd.Series([None] * len(df), dtype=object)
     results.save(pd.concat([df, rows], ignore_index=True), metadata, folder)

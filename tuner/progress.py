@@ -13,6 +13,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from tuner.config import Config
+from tuner.kernels.discovery import get_family
 from tuner.measurement import Status
 from tuner.results import BASELINE_FAMILY, RunResult, best_rows, row_params
 from tuner.text_table import format_table, terminal_width, widest, wrapped
@@ -25,6 +26,11 @@ def describe(config: Config) -> str:
     """``tiled TILE_WIDTH=16``: a configuration in a few words."""
     values = " ".join(f"{k}={v}" for k, v in config.params)
     return f"{config.family} {values}".strip()
+
+
+def unit_of_config(config: Config) -> str:
+    """GFLOP/s, or GB/s for a family whose kernel does no arithmetic (what its search maximizes)."""
+    return "GB/s" if get_family(config.family).flops(config.problem) == 0 else "GFLOP/s"
 
 
 def duration(seconds: float) -> str:
@@ -56,7 +62,7 @@ class Progress:
     def evaluated(self, done: int, new: int, best: tuple[float, Config] | None) -> None:
         elapsed = time.monotonic() - self._started
         parts = [self._name, f"{done}/{self._budget}"]
-        parts.append(f"best {best[0]:.1f} GFLOP/s ({describe(best[1])})" if best else "best -")
+        parts.append(f"best {best[0]:.1f} {unit_of_config(best[1])} ({describe(best[1])})" if best else "best -")
         parts.append(f"elapsed {duration(elapsed)}")
         left = self._time_left(done, new, elapsed)
         if left is not None:
@@ -104,9 +110,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         if key in best.index:
             b = best.loc[key]
             values = " ".join(f"{name}={value}" for name, value in row_params(b).items())
+            bandwidth_only = pd.isna(b["gflops"])
             row.update({
                 "best": f"{b['family']} {values}".strip(),
-                "GFLOP/s": round(float(b["gflops"]), 1),
+                "GFLOP/s": f"{float(b['performance']):.1f} GB/s" if bandwidth_only else round(float(b["gflops"]), 1),
                 "% FMA peak": _rounded(b["pct_flops_ceiling"]),
                 "% DRAM BW": _rounded(b["pct_bandwidth_ceiling"]),
             })
@@ -124,7 +131,8 @@ def _rounded(value: Any) -> float | None:
 
 
 SUMMARY_NOTES = (
-    "GFLOP/s: the best configuration at its median time. % FMA: of the device's measured multiply-add peak for the "
+    "GFLOP/s: the best configuration at its median time (GB/s of one read and one write of each element for a "
+    "kernel without arithmetic). % FMA: of the device's measured multiply-add peak for the "
     "dtype. % DRAM: the no-cache model's bytes (every operand read counted as DRAM traffic) over that time, of the "
     "measured DRAM bandwidth, so caches can push it past 100%. cuBLAS: the library's GFLOP/s on the same problem. "
     "ok, invalid, ...: distinct configurations evaluated, by outcome."

@@ -29,6 +29,8 @@ intensity              flops / bytes_model (FLOP/B)
 gflops                 flops / median time
 bandwidth_gbs          bytes_model / median time
 effective_bandwidth_gbs  the compulsory bytes (inputs read once, outputs written once) / median time
+performance            what the search maximizes: gflops, or effective_bandwidth_gbs for a family whose kernel does
+                       no arithmetic (a transpose, say)
 pct_flops_ceiling      gflops as % of the device's measured FMA ceiling for the dtype
 pct_bandwidth_ceiling  bandwidth_gbs as % of the device's measured DRAM bandwidth
 compile_time_s         seconds to compile (0 when it came from the cache)
@@ -57,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from optuna.trial import FrozenTrial
 
@@ -76,7 +79,8 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "block", "grid", "status", "reason", "verify_error",
     "time_median_ms", "time_mean_ms", "time_min_ms", "time_stdev_ms", "time_cv", "samples", "samples_ms",
     "throttled_samples", "sm_clock_mhz_before", "sm_clock_mhz_after",
-    "flops", "bytes_model", "intensity", "gflops", "bandwidth_gbs", "effective_bandwidth_gbs", "pct_flops_ceiling",
+    "flops", "bytes_model", "intensity", "gflops", "bandwidth_gbs", "effective_bandwidth_gbs", "performance",
+    "pct_flops_ceiling",
     "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
     "spill_store_bytes", "spill_load_bytes", "device_s",
@@ -172,6 +176,8 @@ def _param_value(value: Any) -> ParamValue | None:
         return None
     if isinstance(value, str | bool):
         return value
+    if isinstance(value, np.bool_):
+        return bool(value)
     number = float(value)
     if math.isnan(number):
         return None
@@ -189,10 +195,10 @@ def row_params(row: Mapping[str, Any]) -> dict[str, ParamValue]:
 
 
 def config_of_row(row: Mapping[str, Any]) -> Config:
-    """The configuration a results row describes: the sizes its family takes (M, N and K for a baseline or a
-    family no longer known)."""
+    """The configuration a results row describes: the sizes its family takes (those of M, N and K the row holds,
+    for a baseline or a family not known here)."""
     family = families().get(str(row["family"]))
-    dims = family.dims if family is not None else MATMUL_DIMS
+    dims = family.dims if family is not None else [d for d in MATMUL_DIMS if _present(row.get(d))]
     problem = Problem(**{d: int(row[d]) for d in dims})
     return Config.make(problem, str(row["family"]), str(row["dtype"]), row_params(row))
 
@@ -287,6 +293,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "gflops": gflops,
         "bandwidth_gbs": bandwidth,
         "effective_bandwidth_gbs": work.compulsory_bytes / seconds / 1e9 if work and seconds else None,
+        "performance": objective_of(config, m),
         "pct_flops_ceiling": _percent(gflops, measured.get(f"{config.dtype}_gflops")),
         "pct_bandwidth_ceiling": _percent(bandwidth, measured.get("bandwidth_gbs")),
         "compile_time_s": m.compile_time_s,
@@ -403,12 +410,26 @@ class RunResult:
         return best_rows(self.df)
 
 
+def performance(df: pd.DataFrame) -> pd.Series:
+    """Each row's performance: its ``performance`` column, or (tables recorded before it) its GFLOP/s."""
+    if "performance" in df:
+        return df["performance"].fillna(df["gflops"]).astype(float)
+    return df["gflops"].astype(float)
+
+
+def unit_of(df: pd.DataFrame) -> str:
+    """The unit of the performance of these rows: GFLOP/s, or GB/s where none of them does arithmetic."""
+    flops = pd.to_numeric(df.get("flops", pd.Series(dtype=float)), errors="coerce")
+    return "GB/s" if len(flops) and (flops.fillna(0) == 0).all() else "GFLOP/s"
+
+
 def best_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The fastest ``ok`` tuned configuration (cuBLAS rows aside) of each problem and dtype."""
-    ok = df[(df["status"] == Status.OK.value) & (df["family"] != BASELINE_FAMILY) & df["gflops"].notna()]
+    score = performance(df)
+    ok = df[(df["status"] == Status.OK.value) & (df["family"] != BASELINE_FAMILY) & score.notna()]
     if ok.empty:
         return ok.reset_index(drop=True)
-    best = ok.loc[ok.groupby(["problem", "dtype"], sort=False)["gflops"].idxmax()]
+    best = ok.loc[score[ok.index].groupby([ok["problem"], ok["dtype"]], sort=False).idxmax()]
     return best.sort_values(["M", "N", "K", "dtype"]).reset_index(drop=True)
 
 

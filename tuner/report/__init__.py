@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from matplotlib.figure import Figure
 
+from tuner.report.bandwidth import bandwidth_figures
 from tuner.report.convergence import convergence_figure
 from tuner.report.html import Image, render_html
 from tuner.report.importances import DEADLINE_S, METHOD, TOP_TRIALS, importances_figure, param_importances
@@ -82,13 +83,22 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
             images["roofline"].append(Image.embed(path, f"Roofline, {scope}", "Log-log: achieved GFLOP/s against "
                                                   "analytical intensity; colour = kernel class, ring = best."))
             written.append(path)
+        for name, figure in bandwidth_figures(run).items():
+            path = _save(figure, folder / name, quiet)
+            scope = name.removeprefix("bandwidth_").removesuffix(".png").replace("_", ", ")
+            images["roofline"].append(Image.embed(
+                path, f"Bandwidth roofline, {scope}", "A kernel without arithmetic: the effective bandwidth of each "
+                "evaluation per class, against the device's copy bandwidth and the models'; a short line is a "
+                "class's bound from its traffic model; ring = best."))
+            written.append(path)
 
     with _timed(timings, "convergence"):
         if not run.kernels.empty:
             path = _save(convergence_figure(run), folder / "convergence.png", quiet)
             images["convergence"].append(Image.embed(
-                path, "Best so far", "Best GFLOP/s found so far per study, by trial number (left) and by wall "
-                "time since the run started (right); faint points are the individual successful trials."))
+                path, "Best so far", "Best performance (GFLOP/s, or GB/s for a kernel without arithmetic) found so "
+                "far per study, by trial number (left) and by wall time since the run started (right); faint points "
+                "are the individual successful trials."))
             written.append(path)
 
     with _timed(timings, "parameters"):
@@ -96,7 +106,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
             path = _save(figure, folder / name, quiet)
             family = name.removeprefix("params_").removesuffix(".png")
             images["parameters"].append(Image.embed(
-                path, f"Parameters of {family}", "Best GFLOP/s reached with each parameter value (grey cells, "
+                path, f"Parameters of {family}", "Best performance reached with each parameter value (grey cells, "
                 "red labels and red crosses: evaluated, never ok; white cells: never evaluated)."))
             written.append(path)
 
@@ -108,7 +118,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
                 path, "Parameter importances", f"{METHOD} importances of the parameters for each Optuna study, per "
                 f"set of trials sharing their parameters: how differently each parameter's values are spread among "
                 f"the best trials (the top 10%, at least {TOP_TRIALS}, at most half; their number is in each title) "
-                f"than among all of them. Failed evaluations count as 0 GFLOP/s, as the study was told."))
+                f"than among all of them. Failed evaluations count as 0, as the study was told."))
             written.append(path)
 
     with _timed(timings, "html"):

@@ -8,7 +8,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from tuner.report.formatting import number, rate_unit
+from tuner.report.formatting import number, performance_unit
 from tuner.report.run_folder import Run
 
 BASELINE_SCALE = 2.0
@@ -23,7 +23,7 @@ def best_so_far(rows: pd.DataFrame, by: str = "trial") -> pd.DataFrame:
     each one; NaN before the first success)."""
     rows = rows.sort_values([by, "trial" if by != "trial" else "wall_offset_s"]).copy()
     rows["evaluation"] = range(1, len(rows) + 1)
-    rows["best"] = rows["gflops"].where(rows["status"] == "ok").cummax().ffill()
+    rows["best"] = rows["performance"].where(rows["status"] == "ok").cummax().ffill()
     return rows
 
 
@@ -40,8 +40,8 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
             if progress[x].notna().any():
                 ax.step(progress[x], progress["best"], where="post", color=colors[sampler], linewidth=2,
                         label=label, gid="best-so-far")
-                ax.scatter(ok[x], ok["gflops"], s=10, color=colors[sampler], alpha=0.3, linewidths=0, gid="trials")
-    top = float(rows.loc[rows["status"] == "ok", "gflops"].max()) if (rows["status"] == "ok").any() else 0.0
+                ax.scatter(ok[x], ok["performance"], s=10, color=colors[sampler], alpha=0.3, linewidths=0, gid="trials")
+    top = float(rows.loc[rows["status"] == "ok", "performance"].max()) if (rows["status"] == "ok").any() else 0.0
     for ax in (ax_trial, ax_wall):
         if baseline is not None and baseline <= BASELINE_SCALE * max(top, 1e-9):
             ax.axhline(baseline, color="#444444", linestyle="--", linewidth=1.2,
@@ -80,7 +80,7 @@ def convergence_figure(run: Run) -> Figure:
                     float(base["gflops"].max()) if base is not None else None)
         ax_trial.set_title(f"{problem}, {dtype}: best so far by trial", fontsize=10)
         ax_wall.set_title(f"{problem}, {dtype}: best so far by wall time", fontsize=10)
-        ax_trial.set_ylabel(f"best {rate_unit(dtype)}")
+        ax_trial.set_ylabel(f"best {performance_unit(by_slice[(dtype, problem)], dtype)}")
     # Every row's axes mean the same: their names once, under the last row (each text costs drawing time).
     axes[-1][0].set_xlabel(TRIAL_LABEL)
     axes[-1][1].set_xlabel("wall time since the run started (s)")

@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
+
+from tuner import results
+
 
 def _finite(value: Any) -> float | None:
     try:
@@ -47,3 +51,8 @@ def params_text(params: dict[str, Any]) -> str:
 def rate_unit(dtype: str) -> str:
     """GFLOP/s, or GOP/s for integer multiply-adds."""
     return "GOP/s" if dtype == "int32" else "GFLOP/s"
+
+
+def performance_unit(rows: pd.DataFrame, dtype: str) -> str:
+    """The unit of these rows' ``performance``: the dtype's rate, or GB/s where no kernel among them computes."""
+    return "GB/s" if results.unit_of(rows) == "GB/s" else rate_unit(dtype)

@@ -35,9 +35,9 @@ def sort_value(value: ParamValue) -> tuple[int, float | str]:
     return (0, float(value)) if isinstance(value, int | float) else (1, str(value))
 
 
-def _problems(rows: pd.DataFrame) -> list[Problem]:
-    sizes = rows[["M", "N", "K"]].dropna().drop_duplicates()
-    return [Problem(int(m), int(n), int(k)) for m, n, k in sizes.itertuples(index=False)]
+def _problems(rows: pd.DataFrame, dims: tuple[str, ...]) -> list[Problem]:
+    sizes = rows[[d for d in dims if d in rows]].dropna().drop_duplicates()
+    return [Problem(**{d: int(v) for d, v in row.items()}) for row in sizes.to_dict("records")]
 
 
 def key_parameters(family: str, rows: pd.DataFrame) -> tuple[str, ...]:
@@ -48,7 +48,7 @@ def key_parameters(family: str, rows: pd.DataFrame) -> tuple[str, ...]:
     known = families().get(family)
     if known is None:
         return tuple(n for n in names if _varies_in_data(rows, n, names))
-    problems = _problems(rows)
+    problems = _problems(rows, known.dims)
     dtypes = [d for d in rows["dtype"].unique() if d in DTYPE_BYTES]
     sizes = {DTYPE_BYTES[d] for d in dtypes}
 

@@ -76,8 +76,8 @@ class _Trial:
 def study_trials(rows: pd.DataFrame) -> list[_Trial]:
     """One study's evaluations as its trials: parameters as the study names them, the value it was told."""
     several = rows["family"].nunique() > 1
-    ok = (rows["status"] == "ok") & rows["gflops"].notna()
-    values = rows["gflops"].where(ok, 0.0).astype(float)
+    ok = (rows["status"] == "ok") & rows["performance"].notna()
+    values = rows["performance"].where(ok, 0.0).astype(float)
     trials = []
     for family, params, value in zip(rows["family"], rows["params"], values, strict=True):
         named = {f"{family}.{name}": v for name, v in params.items()}

@@ -18,9 +18,10 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from tuner import results
 from tuner.config import ParamValue
 from tuner.kernels.discovery import families
-from tuner.report.formatting import number, rate_unit
+from tuner.report.formatting import number, performance_unit
 from tuner.report.groups import sort_value
 from tuner.report.run_folder import Run
 
@@ -54,14 +55,14 @@ def outcomes(rows: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     """Per combination of the values of ``names`` that the rows hold: ``best`` (the best ok GFLOP/s, NaN when
     none was ok) and ``note`` ("" or, without a success, the statuses of its evaluations joined by /)."""
     values = pd.DataFrame(list(rows["params"]), index=rows.index, columns=names)
-    ok = (rows["status"] == "ok") & rows["gflops"].notna()
-    frame = values.assign(status=rows["status"].astype(str), best=rows["gflops"].where(ok).astype(float))
+    ok = (rows["status"] == "ok") & rows["performance"].notna()
+    frame = values.assign(status=rows["status"].astype(str), best=rows["performance"].where(ok).astype(float))
     grouped = frame.groupby(names, sort=False, dropna=True)
     table = grouped["best"].max().to_frame().assign(note="")
     failed = frame[grouped["best"].transform("max").isna()].drop_duplicates([*names, "status"])
     if not failed.empty:
         statuses = failed.sort_values("status").groupby(names, sort=False, dropna=True)["status"].agg("/".join)
-        table.loc[statuses.index, "note"] = statuses
+        table["note"] = statuses.reindex(table.index).fillna("")  # by label: boolean values would index as a mask
     return table
 
 
@@ -78,6 +79,7 @@ def _ticks(count: int) -> range:
 
 
 def _heatmap(fig: Figure, ax: Axes, rows: pd.DataFrame, x_name: str, y_name: str, title: str, dtype: str) -> None:
+    unit = performance_unit(rows, dtype)
     xs, ys = _values(rows, x_name), _values(rows, y_name)
     table = outcomes(rows, [x_name, y_name])
     grid = np.full((len(ys), len(xs)), np.nan)
@@ -107,7 +109,7 @@ def _heatmap(fig: Figure, ax: Axes, rows: pd.DataFrame, x_name: str, y_name: str
     ax.set_ylabel(y_name)
     ax.set_title(title, fontsize=10)
     bar = fig.colorbar(image, ax=ax, shrink=0.9)
-    bar.set_label(f"best {rate_unit(dtype)}", fontsize=8)
+    bar.set_label(f"best {unit}", fontsize=8)
 
 
 def _shown_values(slices: list[tuple[str, pd.DataFrame]], name: str) -> tuple[list[ParamValue], str]:
@@ -193,7 +195,7 @@ def parameter_figure(run: Run, family: str) -> Figure:
     rows = run.kernels[run.kernels["family"] == family]
     slices = [(d, p) for d, p in run.slices() if ((rows["dtype"] == d) & (rows["problem"] == p)).any()]
     dtypes = sorted({d for d, _ in slices})
-    dtype_label = rate_unit(dtypes[0]) if len(dtypes) == 1 else "GFLOP/s"
+    dtype_label = performance_unit(rows, dtypes[0]) if len(dtypes) == 1 else results.unit_of(rows)
     if len(names) == 2:
         columns = min(3, len(slices))
         lines = math.ceil(len(slices) / columns)

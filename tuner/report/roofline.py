@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 
 from tuner.config import DTYPE_BYTES
 from tuner.report.axes import log_log
+from tuner.report.bandwidth import bandwidth_slices
 from tuner.report.bounds import ClassBound, class_bounds
 from tuner.report.formatting import number, rate_unit
 from tuner.report.groups import Group, group_colors, sorted_groups
@@ -245,8 +246,10 @@ def draw_roofline(ax: Axes, run: Run, dtype: str, problems: list[str]) -> None:
 
 
 def roofline_figure(run: Run, dtype: str | None = None, problem: str | None = None) -> Figure:
-    """The roofline of one dtype and problem, or (no arguments) the overview: one panel per dtype, all problems."""
-    slices = run.slices()
+    """The roofline of one dtype and problem, or (no arguments) the overview: one panel per dtype, all problems
+    (of kernels that compute)."""
+    data_only = set(bandwidth_slices(run))
+    slices = [s for s in run.slices() if s not in data_only]
     dtypes = [dtype] if dtype is not None else list(dict.fromkeys(d for d, _ in slices))
     fig = Figure(figsize=(10, 8.6 * len(dtypes)), layout="constrained")
     axes = fig.subplots(len(dtypes), 1, squeeze=False)[:, 0]
@@ -260,8 +263,9 @@ def roofline_figure(run: Run, dtype: str | None = None, problem: str | None = No
 
 def roofline_figures(run: Run) -> dict[str, Figure]:
     """File name -> figure: roofline.png, and one per dtype and problem when there are several (none without any
-    tuned kernel's row)."""
-    slices = run.slices()
+    tuned kernel's row, nor for kernels that only move data: tuner.report.bandwidth draws those)."""
+    data_only = set(bandwidth_slices(run))
+    slices = [s for s in run.slices() if s not in data_only]
     if not slices:
         return {}
     figures = {"roofline.png": roofline_figure(run)}

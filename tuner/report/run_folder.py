@@ -21,15 +21,16 @@ from tuner import results
 from tuner.config import DTYPES
 from tuner.errors import TunerError
 from tuner.experiment import parse_experiment
-from tuner.kernels.discovery import families
+from tuner.kernels.discovery import families, use_family_dirs
 from tuner.model import MachineModel, cost
 from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
 from tuner.results import BASELINE_FAMILY
 
 KEY_COLUMNS = ("experiment", "study", "sampler", "metadata_id", "config_key", "problem", "family", "dtype", "status")
-NUMERIC_COLUMNS = ("gflops", "bandwidth_gbs", "time_median_ms", "wall_offset_s", "trial", "M", "N", "K")
-REQUIRED_COLUMNS = ("problem", "M", "N", "K", "family", "dtype", "status", "gflops")
+NUMERIC_COLUMNS = ("gflops", "bandwidth_gbs", "effective_bandwidth_gbs", "flops", "time_median_ms", "wall_offset_s",
+                   "trial", "M", "N", "K")
+REQUIRED_COLUMNS = ("problem", "family", "dtype", "status", "gflops")
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class Run:
     def ok(self) -> pd.DataFrame:
         """Successful evaluations of the tuned kernels: the points of the figures."""
         kernels = self.kernels
-        return kernels[(kernels["status"] == "ok") & kernels["gflops"].notna()]
+        return kernels[(kernels["status"] == "ok") & kernels["performance"].notna()]
 
     @cached_property
     def baselines(self) -> pd.DataFrame:
@@ -93,7 +94,7 @@ class Run:
     def slices(self) -> list[tuple[str, str]]:
         """The (dtype, problem) pairs of the kernel rows, largest problem first."""
         pairs = self.kernels[["dtype", "problem", "M", "N", "K"]].drop_duplicates(["dtype", "problem"])
-        pairs = pairs.assign(size=pairs["M"] * pairs["N"] * pairs["K"])
+        pairs = pairs.assign(size=pairs["M"] * pairs["N"] * pairs["K"].fillna(1))
         pairs = pairs.sort_values(["dtype", "size", "problem"], ascending=[True, False, True])
         return list(zip(pairs["dtype"], pairs["problem"], strict=True))
 
@@ -185,6 +186,23 @@ def _metadata(path: Path, notes: list[str]) -> dict[str, Any]:
     return checked_metadata(raw, str(source), notes)
 
 
+def _find_families(metadata: dict[str, Any], notes: list[str]) -> None:
+    """Add the folders of families the run used (outside the package) to those searched, where they still are."""
+    experiment = metadata.get("experiment")
+    folders = experiment.get("template_dirs") if isinstance(experiment, dict) else None
+    if not isinstance(folders, list):
+        return
+    present = [str(f) for f in folders if isinstance(f, str) and Path(f).is_dir()]
+    missing = [str(f) for f in folders if str(f) not in present]
+    if missing:
+        notes.append(f"the run's folders of kernel families {', '.join(missing)} are gone: figures that need a "
+                     f"family's cost model leave its kernels out")
+    try:
+        use_family_dirs(present)
+    except TunerError as exc:
+        notes.append(f"the run's kernel families could not be loaded ({exc})")
+
+
 def load_run(run_dir: str | Path) -> Run:
     """Read a run folder; a folder without a readable results table, or with no row in it, raises TunerError
     naming it. A missing or damaged metadata.json costs only what depends on it, with a note."""
@@ -209,6 +227,7 @@ def load_run(run_dir: str | Path) -> Run:
                          f"baseline), so there is nothing to report")
     notes: list[str] = []
     metadata = _metadata(path, notes)
+    _find_families(metadata, notes)
     df = df.reset_index(drop=True)
     df["params"] = [results.row_params(cells) for cells in df[results.param_columns(df)].to_dict("records")]
     for column in NUMERIC_COLUMNS:  # NaN where absent
@@ -216,6 +235,7 @@ def load_run(run_dir: str | Path) -> Run:
     for column in KEY_COLUMNS:  # plain text, "" where missing, so that comparisons are never NA
         df[column] = df[column].astype("string").fillna("").astype(object) if column in df else ""
     df["intensity"] = _intensities(df)
+    df["performance"] = results.performance(df)
     df["group"] = assign_groups(df[df["family"] != BASELINE_FAMILY])
     run = Run(path, df, metadata, _machine_models(metadata, notes), notes)
     if run.kernels.empty:

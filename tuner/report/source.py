@@ -12,7 +12,7 @@ from tuner import results
 from tuner.config import Config
 from tuner.kernels.discovery import families, template_hash
 from tuner.kernels.render import launch, render
-from tuner.report.formatting import params_text
+from tuner.report.formatting import params_text, performance_unit
 from tuner.report.run_folder import Run
 
 
@@ -22,7 +22,8 @@ class LaunchLine:
     block: str
     grid: str
     dynamic_shared_bytes: int
-    gflops: float
+    performance: float
+    unit: str
 
 
 @dataclass
@@ -57,7 +58,7 @@ def best_sources(run: Run) -> list[KernelSource]:
         ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
         if ok.empty:
             continue
-        row = ok.loc[ok["gflops"].idxmax()]
+        row = ok.loc[ok["performance"].idxmax()]
         family, params = str(row["family"]), row["params"]
         identity = (family, dtype, tuple(sorted(params.items())))
         config = results.config_of_row(row)
@@ -71,7 +72,8 @@ def best_sources(run: Run) -> list[KernelSource]:
         if geometry and (_dims(block), _dims(grid)) != geometry[:2]:
             entry.notes.append(f"{problem}: the launch recorded in the run ({block}, {grid}) differs from the current "
                                f"family's geometry ({_dim3(geometry[0])}, {_dim3(geometry[1])})")
-        entry.launches.append(LaunchLine(problem, block, grid, geometry[2] if geometry else 0, float(row["gflops"])))
+        entry.launches.append(LaunchLine(problem, block, grid, geometry[2] if geometry else 0,
+                                         float(row["performance"]), performance_unit(ok, dtype)))
     return list(entries.values())
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from tuner import results
 from tuner.model import cost
 from tuner.report.bounds import class_bounds, fraction
-from tuner.report.formatting import fixed, integer, number, params_text, percent
+from tuner.report.formatting import fixed, integer, number, params_text, percent, performance_unit
 from tuner.report.run_folder import Run
 
 TOP = 10
@@ -35,8 +35,10 @@ def _ratio(value: float | None) -> str:
 
 
 def best_per_problem(run: Run) -> Table:
-    table = Table(["problem", "dtype", "best configuration", "GFLOP/s", "% measured compute", "cuBLAS GFLOP/s",
-                   "best / cuBLAS"], numeric={3, 4, 5, 6})
+    table = Table(["problem", "dtype", "best configuration", "performance", "% measured compute", "cuBLAS GFLOP/s",
+                   "best / cuBLAS"], numeric={3, 4, 5, 6},
+                  caption="performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) "
+                          "for a kernel without arithmetic")
     for dtype, problem in run.slices():
         ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
         base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
@@ -44,10 +46,11 @@ def best_per_problem(run: Run) -> Table:
         if ok.empty:
             table.rows.append([problem, dtype, "no successful evaluation", "—", "—", number(cublas), "—"])
             continue
-        best = ok.loc[ok["gflops"].idxmax()]
-        table.rows.append([problem, dtype, f"{best['family']} {params_text(best['params'])}", number(best["gflops"]),
-                           percent(best.get("pct_flops_ceiling")), number(cublas),
-                           _ratio(fraction(float(best["gflops"]), cublas) if cublas else None)])
+        best = ok.loc[ok["performance"].idxmax()]
+        unit = performance_unit(ok, dtype)
+        table.rows.append([problem, dtype, f"{best['family']} {params_text(best['params'])}",
+                           f"{number(best['performance'])} {unit}", percent(best.get("pct_flops_ceiling")),
+                           number(cublas), _ratio(fraction(float(best["gflops"]), cublas) if cublas else None)])
     return table
 
 
@@ -67,11 +70,12 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
     """(heading, table) per problem and dtype: the fastest configurations, then the cuBLAS baseline."""
     tables = []
     columns = ["#", "family", "parameters", "block", "grid", "intensity FLOP/B", "median ms", "CV", "GFLOP/s",
-               "GB/s (model)", "% compute peak", "% bandwidth peak", "compile s", "registers", "spill B"]
+               "GB/s (model)", "GB/s (effective)", "% compute peak", "% bandwidth peak", "compile s", "registers",
+               "spill B"]
     for dtype, problem in run.slices():
         ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
-        fastest = ok.sort_values("gflops", ascending=False).drop_duplicates("config_key")
-        table = Table(columns, numeric={0, 6, 7, 8, 9, 10, 11, 12, 13, 14},
+        fastest = ok.sort_values("performance", ascending=False).drop_duplicates("config_key")
+        table = Table(columns, numeric={0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
                       caption=f"the {min(count, len(fastest))} fastest of {len(fastest)} configurations that ran "
                               f"successfully ({len(ok)} successful evaluations; a configuration evaluated more "
                               f"than once is listed with its fastest)")
@@ -79,8 +83,9 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
             table.rows.append([
                 str(rank), row["family"], params_text(row["params"]), _text(row.get("block")), _text(row.get("grid")),
                 intensities_text(row), fixed(row.get("time_median_ms"), 4), percent(row.get("time_cv"), 2, scale=100),
-                number(row["gflops"]), number(row.get("bandwidth_gbs")), percent(row.get("pct_flops_ceiling")),
-                percent(row.get("pct_bandwidth_ceiling")), fixed(row.get("compile_time_s"), 2),
+                number(row["gflops"]), number(row.get("bandwidth_gbs")), number(row.get("effective_bandwidth_gbs")),
+                percent(row.get("pct_flops_ceiling")), percent(row.get("pct_bandwidth_ceiling")),
+                fixed(row.get("compile_time_s"), 2),
                 integer(row.get("registers")), integer(row.get("spill_bytes")),
             ])
         base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
@@ -88,7 +93,8 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
             table.rows.append([
                 "—", "cuBLAS (baseline)", "—", "—", "—", intensities_text(row), fixed(row.get("time_median_ms"), 4),
                 percent(row.get("time_cv"), 2, scale=100), number(row["gflops"]),
-                number(row.get("bandwidth_gbs")), percent(row.get("pct_flops_ceiling")),
+                number(row.get("bandwidth_gbs")), number(row.get("effective_bandwidth_gbs")),
+                percent(row.get("pct_flops_ceiling")),
                 percent(row.get("pct_bandwidth_ceiling")), "—", "—", "—",
             ])
         tables.append((f"{problem}, {dtype}", table))
