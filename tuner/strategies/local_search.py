@@ -5,7 +5,8 @@ A local search moves to the first neighbour found better than where it stands, t
 order; where none is better it has reached a local optimum. It then kicks the best local optimum so far: a few
 parameters (``perturbation`` of them, at least one) set to random values, the nearest free candidate taken, and
 searches locally from there. After ``restart_after`` evaluations without a new best it starts afresh from a
-random candidate.
+random candidate. A failed candidate is no place to descend from (its neighbours mostly fail too, where the
+domain is the full product): from there it kicks at once.
 
 While results are awaited (a study asks ahead), it proposes the next untried neighbours; once all are asked it
 kicks ahead, so no evaluation waits on another.
@@ -61,6 +62,8 @@ class IteratedLocalSearch(DomainSearch):
     def propose(self) -> int:
         if self.current < 0:
             return -1
+        if not math.isfinite(self.current_value):  # no descent from a failure: its neighbours mostly fail too
+            return self._kick()
         if self.scan is None or self.scan.centre != self.current:
             self.scan = NeighbourScan(self, self.current, self.kind)
         candidate = self.scan.next_free(self.taken)
