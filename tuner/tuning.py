@@ -1,8 +1,9 @@
 """A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
 
 ``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-cuBLAS baseline once (float32/float64, when the backend offers ``baseline``; kept in the study's user
-attribute ``baseline`` so a resumed run does not measure it again), then searches the study
+vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float64, when the backend offers
+``baseline``; kept in the study's user attribute ``baseline`` so a resumed run does not measure it again), then
+searches the study
 (:mod:`tuner.study`).
 
 Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.db`` (unless ``storage``
@@ -52,7 +53,7 @@ from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, Experiment, load_experiment
 from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, stored_records
-from tuner.kernels.discovery import use_family_dirs
+from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, DUPLICATE_ATTR, RunResult
@@ -67,11 +68,20 @@ from tuner.study import (
     study_spaces,
 )
 
-BACKENDS = ("pycuda", "replay")
+BACKENDS = ("pycuda", "cpu", "replay")
 BASELINE_DTYPES = ("float32", "float64")
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
+
+
+def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
+    """The backend a run takes unless told: replay with a recording named, the CPU when every kernel family of
+    the experiment is C, else the GPU."""
+    if replay is not None:
+        return "replay"
+    targets = {get_family(spec.family).target for spec in experiment.kernels}
+    return "cpu" if targets == {"c"} else "pycuda"
 
 
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
@@ -85,6 +95,10 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         return ReplayBackend(Path(recording))
     if replay is not None:
         raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
+    if backend == "cpu":
+        from tuner.backends.cpu.backend import CpuBackend
+
+        return CpuBackend(experiment.measure, experiment.compile)
     if backend != "pycuda":
         raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     try:
@@ -200,7 +214,7 @@ def _duplicates(studies: dict[StudySpace, optuna.Study]) -> dict[tuple[str, str]
 
 def run(
     experiment: Experiment | str | os.PathLike[str],
-    backend: str | Backend = "pycuda",
+    backend: str | Backend | None = None,
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
@@ -214,8 +228,10 @@ def run(
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
-    ``backend``: "pycuda" (measure on the GPU), "replay" (answer from ``replay``, a recorded run folder or
-    results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
+    ``backend``: "pycuda" (measure on the GPU), "cpu" (C families on this CPU, on ``OMP_NUM_THREADS`` threads
+    or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
+    shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
+    when every family of the experiment is C, else "pycuda". ``trials``,
     ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
     ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
     ``reports/<experiment name>``). ``quiet`` silences the progress on stderr; ``summary`` prints the summary
@@ -233,6 +249,8 @@ def run(
     url = storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
     check_storage_url(url)
     previous = claim(out_dir, experiment, storage)  # before anything is opened or written
+    if backend is None:
+        backend = default_backend(experiment, replay)
     chosen = open_backend(backend, experiment, replay)
     try:
         lock = _lock(out_dir)
