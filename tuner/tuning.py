@@ -1,8 +1,9 @@
 """A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
 
 ``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-cuBLAS baseline once (float32/float64, when the backend offers ``baseline``; kept in the study's user
-attribute ``baseline`` so a resumed run does not measure it again), then searches the study
+vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float64, when the backend offers
+``baseline``; kept in the study's user attribute ``baseline`` so a resumed run does not measure it again), then
+searches the study
 (:mod:`tuner.study`).
 
 Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.db`` (unless ``storage``
@@ -52,7 +53,7 @@ from tuner.claims import HostWorkers, Liveness, SoleWorker
 from tuner.errors import TunerError
 from tuner.experiment import Experiment, check_experiment, load_experiment
 from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name, stored_records
-from tuner.kernels.discovery import use_family_dirs
+from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
@@ -71,11 +72,20 @@ from tuner.study import (
     study_spaces,
 )
 
-BACKENDS = ("pycuda", "replay")
+BACKENDS = ("pycuda", "cpu", "replay")
 BASELINE_DTYPES = ("float32", "float64")
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
+
+
+def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
+    """The backend a run takes unless told: replay with a recording named, the CPU when every kernel family of
+    the experiment is C, else the GPU."""
+    if replay is not None:
+        return "replay"
+    targets = {get_family(spec.family).target for spec in experiment.kernels}
+    return "cpu" if targets == {"c"} else "pycuda"
 
 
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
@@ -89,6 +99,10 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         return ReplayBackend(Path(recording))
     if replay is not None:
         raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
+    if backend == "cpu":
+        from tuner.backends.cpu.backend import CpuBackend
+
+        return CpuBackend(experiment.measure, experiment.compile)
     if backend != "pycuda":
         raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     try:
@@ -195,7 +209,7 @@ def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: T
 
 def run(
     experiment: Experiment | str | os.PathLike[str],
-    backend: str | Backend = "pycuda",
+    backend: str | Backend | None = None,
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
@@ -210,17 +224,19 @@ def run(
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
-    ``backend``: "pycuda" (measure on the GPU), "replay" (answer from ``replay``, a recorded run folder or
-    results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
-    ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings;
-    ``sampler`` is a strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a
-    strategy factory (a callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a
-    class of :mod:`tuner.strategies`). ``storage`` is an Optuna storage URL or storage object (default: SQLite
-    ``study.db`` in ``out``, itself defaulting to ``reports/<experiment name>``); a storage other than the
-    folder's own may be shared with other runs at the same time. ``callbacks`` are called after each
-    evaluation with a :class:`tuner.study.Evaluation`. ``quiet`` silences the progress on stderr; ``summary``
-    prints the summary table on stdout (by default unless ``quiet``; the command line prints it even with
-    --quiet). ``report`` writes the figures and report.html at the end.
+    ``backend``: "pycuda" (measure on the GPU), "cpu" (C families on this CPU, on ``OMP_NUM_THREADS`` threads
+    or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
+    shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
+    when every family of the experiment is C, else "pycuda". ``trials``, ``timeout`` (seconds per study),
+    ``sampler`` and ``seed`` override the experiment's ``search`` settings; ``sampler`` is a strategy's name
+    (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a callable taking a
+    :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of :mod:`tuner.strategies`).
+    ``storage`` is an Optuna storage URL or storage object (default: SQLite ``study.db`` in ``out``, itself
+    defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
+    runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`.
+    ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
+    ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
+    the end.
 
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
@@ -238,6 +254,8 @@ def run(
         check_storage_url(url)
     label = storage_name(storage)
     previous = claim(out_dir, experiment, label)  # before anything is opened or written
+    if backend is None:
+        backend = default_backend(experiment, replay)
     chosen = open_backend(backend, experiment, replay)
     try:
         lock = _lock(out_dir)
