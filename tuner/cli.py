@@ -75,6 +75,7 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from tuner.experiment import SAMPLERS
+    from tuner.strategies.catalog import DEFAULT
 
     parser = argparse.ArgumentParser(
         prog="python -m tuner",
@@ -101,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
     run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
-    run.add_argument("--sampler", choices=SAMPLERS, help="search strategy (Optuna sampler)")
+    run.add_argument("--sampler", choices=SAMPLERS, metavar="NAME",
+                     help=f"search strategy: {', '.join(SAMPLERS)} (default: the experiment's, else {DEFAULT})")
     run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: SQLite in the output folder)")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
