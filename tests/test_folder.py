@@ -114,3 +114,23 @@ def test_a_copy_of_a_folder_continues_with_its_own_storage(measured, tmp_path):
     sweep(copy, again)
     assert again.calls == []
     pd.testing.assert_frame_equal(table(copy), table(measured))
+
+
+def test_a_row_the_static_rules_reject_is_kept_and_not_counted_against_the_search(measured):
+    df, metadata = results.load(measured)
+    naive = df[(df["family"] == "naive") & (df["trial"] >= 0)].iloc[[0]].copy()
+    old_key = naive["config_key"].iloc[0]
+    rejected_key = old_key.split("/naive/")[0] + "/naive/float32/BLOCK_X=64,BLOCK_Y=32"
+    naive = naive.assign(config_key=rejected_key, p_BLOCK_X=64, p_BLOCK_Y=32, status="invalid",
+                         reason="threads per block ≤ 1024", gflops=None, performance=None)
+    results.save(pd.concat([df, naive], ignore_index=True), metadata, measured)  # a row of a search over the product
+    before = table(measured)
+    (measured / "study.db").unlink()
+    again = ScriptedBackend()
+    sweep(measured, again, trials=100)
+    after = table(measured)
+    assert rejected_key not in again.calls and not set(again.calls) & set(before["config_key"])
+    assert (after["config_key"] == rejected_key).sum() == 1
+    evaluated = after[after["trial"] >= 0]
+    assert len(evaluated) == len(before[before["trial"] >= 0]) + len(again.calls)
+    assert sorted(evaluated.groupby("study")["config_key"].nunique()) == [18, 18, 18 + 1]  # every candidate

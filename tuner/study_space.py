@@ -216,10 +216,11 @@ class StudySpace:
         return {axis.name: list(axis.values) for axis in self.axes}
 
     def add_recorded(self, study: optuna.Study, record: Record) -> bool:
-        """Put a recorded evaluation into the study as a completed trial; False when the experiment no longer
-        lists its configuration."""
+        """Put a recorded evaluation into the study as a completed trial; False when its configuration is not
+        one of the study's candidates (the experiment no longer lists it, or its static rules reject it: a row
+        of an earlier search over the whole product), so that the study's budget counts only candidates."""
         params = self.params(record.config)
-        if params is None:
+        if params is None or self.candidate(record.config) < 0:
             return False
         study.add_trial(optuna.trial.create_trial(
             params=params, distributions=self.distributions(),
