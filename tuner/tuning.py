@@ -48,6 +48,7 @@ from optuna.trial import TrialState
 
 from tuner import results
 from tuner.backends.protocol import Backend
+from tuner.backends.recorded import RecordedBackend, is_recorded
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, Experiment, load_experiment
@@ -77,6 +78,11 @@ BASELINE_DTYPES = ("float32", "float64")
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
     if not isinstance(backend, str):
         return backend
+    if is_recorded(experiment) and (backend != "replay" or replay is not None):
+        raise TunerError("the experiment's kernels are recordings, which are only replayed: run it with "
+                         "--backend replay and without --replay")
+    if backend == "replay" and replay is None and is_recorded(experiment):
+        return RecordedBackend(experiment.kernels)
     if backend == "replay":
         recording = replay if replay is not None else default_recording(experiment.name)
         if recording is None:
