@@ -65,6 +65,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _device(args: argparse.Namespace) -> int:
+    if args.cpu:
+        from tuner.cpu.ceilings import print_cpu
+
+        print_cpu(remeasure=args.remeasure)
+        return 0
     from tuner.device import print_device
 
     print_device(remeasure=args.remeasure)
@@ -73,15 +78,17 @@ def _device(args: argparse.Namespace) -> int:
 
 def _templates_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", metavar="DIR", action="append", default=[],
-                        help="a folder of kernel families (<name>.py beside <name>.cu.j2); may be repeated")
+                        help="a folder of kernel families (<name>.py beside <name>.cu.j2 or <name>.c.j2); may be "
+                             "repeated")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from tuner.experiment import SAMPLERS
+    from tuner.strategies.catalog import DEFAULT
 
     parser = argparse.ArgumentParser(
         prog="python -m tuner",
-        description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs.",
+        description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs and CPUs.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -97,12 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
     run.add_argument("experiment", help="experiment YAML file")
     _templates_option(run)
-    run.add_argument("--backend", choices=("pycuda", "replay"), default="pycuda",
-                     help="measure on the GPU (pycuda) or replay a recorded run (replay)")
+    run.add_argument("--backend", choices=("pycuda", "cpu", "replay"),
+                     help="measure on the GPU (pycuda), measure C kernels on this CPU (cpu; OMP_NUM_THREADS threads, "
+                          "else every core) or replay a recorded run (replay); default: replay with --replay, cpu "
+                          "when every family of the experiment is C, else pycuda")
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
     run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
-    run.add_argument("--sampler", choices=SAMPLERS, help="search strategy (Optuna sampler)")
+    run.add_argument("--sampler", choices=SAMPLERS, metavar="NAME",
+                     help=f"search strategy: {', '.join(SAMPLERS)} (default: the experiment's, else {DEFAULT})")
     run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: SQLite in the output folder)")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
@@ -133,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--quiet", action="store_true", help="no progress on stderr")
     compare.set_defaults(handler=_compare)
 
-    device = commands.add_parser("device", help="describe the GPU and measure its ceilings")
+    device = commands.add_parser("device", help="describe the GPU (or the CPU) and measure its ceilings")
+    device.add_argument("--cpu", action="store_true", help="the CPU: cores, caches, vector extensions, compiler; "
+                        "STREAM bandwidth and multiply-add rates on one core and on all cores")
     device.add_argument("--remeasure", action="store_true", help="measure the ceilings again, ignoring the cache")
     device.set_defaults(handler=_device)
     return parser

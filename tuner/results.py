@@ -36,6 +36,8 @@ pct_bandwidth_ceiling  bandwidth_gbs as % of the device's measured DRAM bandwidt
 compile_time_s         seconds to compile (0 when it came from the cache)
 registers, shared_bytes, local_bytes, spill_bytes   the compiler's resource report (spill_bytes: stores + loads)
 spill_store_bytes …    spill_load_bytes: the two halves of spill_bytes as ptxas reports them
+code_bytes             machine code of a C kernel's library (its .text section)
+vectorized_loops       loops the C compiler reports as vectorized (GCC)
 device_s               seconds the device spent verifying and timing this configuration
 =====================  ==========================================================================
 
@@ -83,7 +85,7 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "pct_flops_ceiling",
     "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-    "spill_store_bytes", "spill_load_bytes", "device_s",
+    "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s",
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
     "experiment", "study", "sampler", "measured_at", "metadata_id", "config_key", "problem", "family", "dtype",
@@ -92,6 +94,7 @@ TEXT_COLUMNS: frozenset[str] = frozenset({
 INTEGER_COLUMNS: frozenset[str] = frozenset({
     "trial", "M", "N", "K", "samples", "throttled_samples", "flops", "bytes_model",
     "registers", "shared_bytes", "local_bytes", "spill_bytes", "spill_store_bytes", "spill_load_bytes",
+    "code_bytes", "vectorized_loops",
 })
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
@@ -102,8 +105,6 @@ BASELINE = "baseline"  # the study and sampler names of cuBLAS rows
 
 RECORD_ATTR = "record"
 """The trial user attribute holding an evaluation's Record (its results row, rebuilt)."""
-DUPLICATE_ATTR = "duplicate_of"
-"""The trial user attribute of a repeated suggestion: the number of the trial that measured it."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,8 @@ class Record:
 
 
 def is_evaluation(trial: FrozenTrial) -> bool:
-    """A trial that holds a measurement (not a duplicate suggestion, not an abandoned one)."""
-    return RECORD_ATTR in trial.user_attrs and DUPLICATE_ATTR not in trial.user_attrs
+    """A trial that holds a measurement."""
+    return RECORD_ATTR in trial.user_attrs
 
 
 def trial_record(experiment: str, study_name: str, trial: FrozenTrial) -> Record:
@@ -306,6 +307,8 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "spill_bytes": None if spills == (None, None) else sum(s or 0 for s in spills),
         "spill_store_bytes": resources.spill_store_bytes,
         "spill_load_bytes": resources.spill_load_bytes,
+        "code_bytes": resources.code_bytes,
+        "vectorized_loops": resources.vectorized_loops,
         "device_s": record.device_s,
     }
     if timing is not None:
@@ -358,7 +361,8 @@ def measurement_from_row(data: Mapping[str, Any]) -> Measurement:
         compile_time_s=_optional_float(data.get("compile_time_s")),
         resources=Resources(**{
             name: _optional_int(data.get(name))
-            for name in ("registers", "shared_bytes", "local_bytes", "spill_store_bytes", "spill_load_bytes")
+            for name in ("registers", "shared_bytes", "local_bytes", "spill_store_bytes", "spill_load_bytes",
+                         "code_bytes", "vectorized_loops")
         }),
     )
 
@@ -406,8 +410,6 @@ class RunResult:
     out: Path
     metadata: dict[str, Any]
     """What metadata.json holds: the experiment, the environments and the runs."""
-    duplicates: dict[tuple[str, str], int]
-    """(problem, dtype) -> repeated suggestions that were not measured again."""
 
     @property
     def best(self) -> pd.DataFrame:

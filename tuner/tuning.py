@@ -1,8 +1,9 @@
 """A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
 
 ``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-cuBLAS baseline once (float32/float64, when the backend offers ``baseline``; kept in the study's user
-attribute ``baseline`` so a resumed run does not measure it again), then searches the study
+vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float64, when the backend offers
+``baseline``; kept in the study's user attribute ``baseline`` so a resumed run does not measure it again), then
+searches the study
 (:mod:`tuner.study`).
 
 Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.db`` (unless ``storage``
@@ -38,41 +39,54 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
 from tuner import results
 from tuner.backends.protocol import Backend
 from tuner.backends.recorded import RecordedBackend, is_recorded
 from tuner.backends.replay import ReplayBackend, default_recording
+from tuner.claims import HostWorkers, Liveness, SoleWorker
 from tuner.errors import TunerError
-from tuner.experiment import SAMPLERS, Experiment, load_experiment
-from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, stored_records
-from tuner.kernels.discovery import use_family_dirs
+from tuner.experiment import Experiment, check_experiment, load_experiment
+from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name, stored_records
+from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
-from tuner.results import BASELINE, DUPLICATE_ATTR, RunResult
+from tuner.results import BASELINE, RunResult
 from tuner.settings import STORAGE_FILE
 from tuner.storage import check_storage_url, failures_explained
 from tuner.study import (
     Budget,
+    Callback,
+    Choice,
     StudySearch,
     StudySpace,
+    check_choice,
     open_storage,
     open_study,
+    strategy_name,
     study_spaces,
 )
 
-BACKENDS = ("pycuda", "replay")
+BACKENDS = ("pycuda", "cpu", "replay")
 BASELINE_DTYPES = ("float32", "float64")
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
+
+
+def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
+    """The backend a run takes unless told: replay with a recording named or for kernels that are recordings, the
+    CPU when every kernel family of the experiment is C, else the GPU."""
+    if replay is not None or is_recorded(experiment):
+        return "replay"
+    targets = {get_family(spec.family).target for spec in experiment.kernels}
+    return "cpu" if targets == {"c"} else "pycuda"
 
 
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
@@ -91,6 +105,10 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         return ReplayBackend(Path(recording))
     if replay is not None:
         raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
+    if backend == "cpu":
+        from tuner.backends.cpu.backend import CpuBackend
+
+        return CpuBackend(experiment.measure, experiment.compile)
     if backend != "pycuda":
         raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     try:
@@ -108,12 +126,11 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
                          f"GPU and its driver are available") from None
 
 
-def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: str | None,
-              seed: int | None) -> tuple[str, Budget, int]:
+def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: Choice | None,
+              seed: int | None) -> tuple[Choice, Budget, int]:
     search = experiment.search
     sampler = sampler if sampler is not None else search.sampler
-    if sampler not in SAMPLERS:
-        raise TunerError(f"unknown sampler '{sampler}'; choose one of {', '.join(SAMPLERS)}")
+    check_choice(sampler)
     trials = trials if trials is not None else search.trials
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise TunerError(f"--trials must be a whole number of at least 1, not {trials!r}")
@@ -196,64 +213,74 @@ def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: T
     table.add(record)
 
 
-def _duplicates(studies: dict[StudySpace, optuna.Study]) -> dict[tuple[str, str], int]:
-    return {
-        (space.problem.label, space.dtype): sum(
-            DUPLICATE_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-        for space, study in studies.items()
-    }
-
-
 def run(
     experiment: Experiment | str | os.PathLike[str],
-    backend: str | Backend = "pycuda",
+    backend: str | Backend | None = None,
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
-    sampler: str | None = None,
+    sampler: Choice | None = None,
     seed: int | None = None,
-    storage: str | None = None,
+    storage: str | optuna.storages.BaseStorage | None = None,
     out: str | os.PathLike[str] | None = None,
     quiet: bool = False,
     report: bool = True,
     summary: bool | None = None,
+    callbacks: Sequence[Callback] = (),
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
-    ``backend``: "pycuda" (measure on the GPU), "replay" (answer from ``replay``, a recorded run folder or
-    results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
-    ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
-    ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
-    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr; ``summary`` prints the summary
-    table on stdout (by default unless ``quiet``; the command line prints it even with --quiet). ``report``
-    writes the figures and report.html at the end.
+    ``backend``: "pycuda" (measure on the GPU), "cpu" (C families on this CPU, on ``OMP_NUM_THREADS`` threads
+    or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
+    shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
+    when every family of the experiment is C, else "pycuda". ``trials``, ``timeout`` (seconds per study),
+    ``sampler`` and ``seed`` override the experiment's ``search`` settings; ``sampler`` is a strategy's name
+    (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a callable taking a
+    :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of :mod:`tuner.strategies`).
+    ``storage`` is an Optuna storage URL or storage object (default: SQLite ``study.db`` in ``out``, itself
+    defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
+    runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`.
+    ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
+    ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
+    the end.
 
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
     """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
+    elif experiment.path is None:
+        check_experiment(experiment)
     use_family_dirs(experiment.template_dirs)
-    sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
+    choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = _output_folder(out, experiment)
-    url = storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
-    check_storage_url(url)
-    previous = claim(out_dir, experiment, storage)  # before anything is opened or written
+    given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
+    url = storage if isinstance(storage, str) else f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
+    if given is None:
+        check_storage_url(url)
+    label = storage_name(storage)
+    previous = claim(out_dir, experiment, label)  # before anything is opened or written
+    if backend is None:
+        backend = default_backend(experiment, replay)
     chosen = open_backend(backend, experiment, replay)
     try:
         lock = _lock(out_dir)
         try:
-            store = _open_storage(url, out_dir)
+            store = given or _open_storage(url, out_dir)
             try:
                 resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
-                          "trials": trials, "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage,
-                          "out": out_dir}
-                place = Place(out_dir, storage, previous)
-                with _terminate_as_interrupt(), failures_explained(url):
-                    return _run(experiment, chosen, store, sampler_name, budget, seed_value, place, quiet,
-                                not quiet if summary is None else summary, report, _resume_command(experiment, resume))
+                          "trials": trials, "timeout": timeout,
+                          "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
+                          "storage": storage if isinstance(storage, str) else None, "out": out_dir}
+                liveness: Liveness = SoleWorker() if storage is None else HostWorkers()
+                place = Place(out_dir, label, previous, liveness)
+                with _terminate_as_interrupt(), failures_explained(url if given is None else label or url):
+                    return _run(experiment, chosen, store, choice, budget, seed_value, place, quiet,
+                                not quiet if summary is None else summary, report, _resume_command(experiment, resume),
+                                tuple(callbacks))
             finally:
-                store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
+                if given is None and isinstance(store, optuna.storages.RDBStorage):
+                    store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
         finally:
             os.close(lock)
     finally:
@@ -262,12 +289,13 @@ def run(
 
 @dataclass(frozen=True)
 class Place:
-    """Where a run records: its folder, the storage it names (None: the folder's study.db) and what the
-    folder held before."""
+    """Where a run records: its folder, the storage it names (None: the folder's study.db), what the folder held
+    before, and who else may be working in the storage."""
 
     out: Path
     storage: str | None
     previous: Previous | None
+    liveness: Liveness
 
 
 def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
@@ -281,7 +309,7 @@ def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -
     return Path(text)
 
 
-def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
+def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
     """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
     try:
         return open_storage(url)
@@ -292,9 +320,18 @@ def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
-def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
+def _add_stored(table: Table, store: optuna.storages.BaseStorage, experiment: Experiment, ledger: Ledger) -> None:
+    """Add the storage's evaluations and baselines that the table lacks."""
+    held = {(row["study"], row["trial"], row["config_key"]) for row in table.rows}
+    for record in stored_records(store, experiment.name):
+        row = results.row(record, ledger.environments.get(record.metadata_id))
+        if (row["study"], row["trial"], row["config_key"]) not in held:
+            table.rows.append(row)
+
+
+def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseStorage, choice: Choice,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
-         resume_command: str) -> RunResult:
+         resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
     out = place.out
     optuna_logger = optuna.logging.get_logger("optuna")
     verbosity = optuna_logger.level
@@ -309,15 +346,17 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
         environment_id = metadata_id(environment)
         ledger = Ledger(store, experiment.name)
         ledger.add_environments(recording.environments if recording else {environment_id: environment})
-        studies = {space: open_study(store, space, sampler, seed) for space in study_spaces(experiment)}
+        answerable = backend.recorded_configs()
+        studies = {space: open_study(store, space, choice, seed, place.liveness)
+                   for space in study_spaces(experiment, answerable)}
         table = Table(experiment, out, ledger, backend, environment_id, place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
             table.rows.extend(reseed(studies, place.previous))
-        for record in stored_records(store, experiment.name):
-            table.rows.append(results.row(record, ledger.environments.get(record.metadata_id)))
+        _add_stored(table, store, experiment, ledger)
         run_record: dict[str, Any] = {
-            "started_utc": iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
+            "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
+            "sampler": strategy_name(choice),
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
             "recording": str(recording.path) if recording else None,
             "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
@@ -329,7 +368,7 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
         try:
             for space, study in studies.items():
                 _baseline(space, study, backend, table, progress)
-                StudySearch(study, space, backend, budget, sampler, table, progress).run()
+                StudySearch(study, space, backend, budget, table, progress, place.liveness, callbacks).run()
                 table.save()
         except KeyboardInterrupt:
             interrupted = True
@@ -346,13 +385,15 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBSto
             })
             try:
                 ledger.update_run(run_record)
+                if not isinstance(place.liveness, SoleWorker):  # what the other workers measured meanwhile
+                    _add_stored(table, store, experiment, ledger)
             finally:  # a storage that fails here still leaves the rows it holds saved
                 df = table.save()
             if report:
                 _write_report(out, progress)
     finally:
         optuna_logger.setLevel(verbosity)
-    result = RunResult(df, out, table.metadata(), _duplicates(studies))
+    result = RunResult(df, out, table.metadata())
     if interrupted:
         print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",
               file=sys.stderr)

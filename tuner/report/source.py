@@ -79,7 +79,8 @@ def best_sources(run: Run) -> list[KernelSource]:
 
 def _geometry(config: Config, entry: KernelSource,
               multiprocessors: int | None) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
-    if config.family not in families() or families()[config.family].recording is not None:
+    family = families().get(config.family)
+    if family is None or family.target != "cuda" or family.recording is not None:
         return None
     try:
         geometry = launch(config)
