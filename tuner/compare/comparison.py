@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.compare.harness import Convention, StrategyFactory, distribution, simulate_runs, stack
-from tuner.compare.random_search import RandomSearch
+from tuner.compare.harness import Convention, distribution, simulate_runs, stack
 from tuner.compare.scoring import (
     MethodologyScore,
     Summary,
@@ -37,6 +36,8 @@ from tuner.compare.scoring import (
 )
 from tuner.errors import TunerError
 from tuner.recorded import RecordedSpace
+from tuner.strategies.catalog import OPTUNA, OURS, strategy_factory
+from tuner.strategies.protocol import StrategyFactory
 
 BASELINE = "random"
 DEFAULT_BUDGETS = (100, 400, 1600)
@@ -45,15 +46,16 @@ TIME_POINTS = 200
 
 
 def strategy_factories(names: list[str] | None = None) -> dict[str, StrategyFactory]:
-    """The factories of the strategies named (every one known by default), the baseline among them."""
-    known: dict[str, StrategyFactory] = {BASELINE: RandomSearch}
-    chosen = list(known) if not names else list(dict.fromkeys(names))
-    unknown = [n for n in chosen if n not in known]
+    """The factories of the strategies named (every one of ours by default, :mod:`tuner.strategies.catalog`), the
+    baseline among them."""
+    chosen = list(OURS) if not names else list(dict.fromkeys(names))
+    unknown = [n for n in chosen if n not in OURS]
     if unknown:
-        raise TunerError(f"unknown strategy '{unknown[0]}'; choose from {', '.join(known)}")
+        hint = " (Optuna's samplers run in tuning studies, not in this comparison)" if unknown[0] in OPTUNA else ""
+        raise TunerError(f"unknown strategy '{unknown[0]}'; choose from {', '.join(OURS)}{hint}")
     if BASELINE not in chosen:
         chosen.append(BASELINE)
-    return {name: known[name] for name in chosen}
+    return {name: strategy_factory(name) for name in chosen}
 
 
 @dataclass(frozen=True, eq=False)
