@@ -55,6 +55,15 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from tuner.compare.command import parse_budgets, run_comparison
+
+    strategies = [name for text in args.strategies for name in text.split(",") if name] if args.strategies else None
+    run_comparison(args.spaces, strategies, args.repeats, parse_budgets(args.budgets), args.convention, args.jobs,
+                   args.out, args.seed, args.quiet)
+    return 0
+
+
 def _device(args: argparse.Namespace) -> int:
     if args.cpu:
         from tuner.cpu.ceilings import print_cpu
@@ -115,6 +124,24 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="regenerate the report of a run folder (no GPU needed)")
     report.add_argument("run_dir", help="a run's output folder")
     report.set_defaults(handler=_report)
+
+    compare = commands.add_parser("compare", help="score search strategies on recorded spaces (no GPU needed)")
+    compare.add_argument("spaces", nargs="+", metavar="SPACE", help="a Kernel Tuner cache or T4 file, a run folder, "
+                         "or an experiment whose kernels are recordings")
+    compare.add_argument("--strategies", action="append", metavar="NAMES",
+                         help="strategies to score, comma-separated (default: all; random search always runs)")
+    compare.add_argument("--repeats", type=int, default=50, metavar="R", help="runs of each strategy (default 50)")
+    compare.add_argument("--budgets", default="100,400,1600", metavar="B,B,...",
+                         help="evaluations after which to score (default 100,400,1600)")
+    compare.add_argument("--convention", choices=("a", "b", "both"), default="both",
+                         help="a: the budget counts valid configurations only; b: a failed draw from the full "
+                         "product counts too (the published convention); default both")
+    compare.add_argument("--jobs", type=int, metavar="N", help="parallel processes (default: one per CPU)")
+    compare.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the runs (default 0)")
+    compare.add_argument("--out", default="reports/compare", metavar="DIR",
+                         help="output folder (default reports/compare)")
+    compare.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    compare.set_defaults(handler=_compare)
 
     device = commands.add_parser("device", help="describe the GPU (or the CPU) and measure its ceilings")
     device.add_argument("--cpu", action="store_true", help="the CPU: cores, caches, vector extensions, compiler; "

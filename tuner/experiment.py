@@ -12,10 +12,12 @@ from typing import Any
 
 from tuner.config import DTYPES, Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.kernels.discovery import families, use_family_dirs
+from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
 from tuner.kernels.family import Family, Parameter
 from tuner.kernels.targets import target
 from tuner.model import MachineModel
+from tuner.recorded.family import recorded_family, recording_name
+from tuner.recorded.load import load_recorded_once
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space import KernelSpec, count_valid
 from tuner.strategies.catalog import NAMES
@@ -133,7 +135,13 @@ def _check_index_range(v: _Validator, problem: Problem, family: Family, path: Fi
                                   f"the kernels' 32-bit index range ({INDEX_LIMIT})")
 
 
-def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str) -> KernelSpec:
+def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
+            recordings: dict[str, Path]) -> KernelSpec:
+    if isinstance(value, dict) and "recorded" in value:
+        return _recorded_kernel(v, value, path, arch, file, recordings)
+    if isinstance(value, dict) and "template" not in value:
+        raise v.r.error(path, "missing required key 'template' (a kernel family) or 'recorded' (a brute-force "
+                              "recording: a Kernel Tuner cache file or T4 results file)")
     m = v.mapping(value, path, ("template",), ("parameters",))
     known = families()
     name = v.text(m["template"], (*path, "template"))
@@ -161,6 +169,54 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str) -> KernelSpec
         raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
                                f"(all {total} rejected: {why})")
     return spec
+
+
+def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
+                     recordings: dict[str, Path]) -> KernelSpec:
+    """An entry that searches a recorded space: its parameters and values are the recording's. ``recordings``:
+    the files of the entries read so far, by family name."""
+    m = v.mapping(value, path, ("recorded",), ("name", "dtype"))
+    where = (*path, "recorded")
+    recording = Path(file).resolve().parent / Path(v.text(m["recorded"], where)).expanduser()
+    if not recording.exists():
+        raise v.r.error(where, f"no such file: {recording}")
+    try:
+        space = load_recorded_once(recording)
+        space.optimum_row  # noqa: B018 (a recording without one successful configuration is refused here)
+    except TunerError as exc:
+        raise v.r.error(where, str(exc)) from None
+    name = v.text(m["name"], (*path, "name")) if "name" in m else recording_name(recording)
+    if not name.isidentifier():
+        raise v.r.error((*path, "name") if "name" in m else where,
+                        f"the family name '{name}' must be a Python identifier (letters, digits, '_'); "
+                        f"name the recording with 'name:'")
+    known = families().get(name)
+    if known is not None and known.recording is None:
+        raise v.r.error((*path, "name") if "name" in m else where,
+                        f"'{name}' is the name of a kernel family ({known.declaration}); name the recording "
+                        f"otherwise with 'name:'")
+    if recordings.setdefault(name, recording) != recording:
+        raise v.r.error((*path, "name") if "name" in m else where,
+                        f"two recordings are named '{name}' ({recordings[name]} and {recording}); name one with "
+                        f"'name:'")
+    dtype = _dtype(v, m.get("dtype", "float32"), (*path, "dtype"), DTYPES)
+    use_recorded_family(recorded_family(space, name, dtype, recording))
+    return KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
+
+
+def _check_recorded_problem(v: _Validator, problem: Problem, spec: KernelSpec, path: FieldPath) -> None:
+    """A recorded entry only answers for the problem it was recorded at (where the recording says which)."""
+    recording = families()[spec.family].recording
+    if recording is None:
+        return
+    recorded = load_recorded_once(recording).problem_size
+    sizes = recorded if isinstance(recorded, list) else [recorded]
+    if not all(isinstance(s, int) for s in sizes):
+        return
+    given = [problem[d] for d in problem.dims][:len(sizes)]
+    if given != sizes[:len(given)]:
+        raise v.r.error(path, f"{recording.name} was recorded at problem size {recorded} "
+                              f"({', '.join(problem.dims[:len(sizes)])}), not {problem.label}")
 
 
 def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> Any:
@@ -256,13 +312,15 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
     except TunerError as exc:
         raise document.error(("template_dirs",), str(exc)) from None
-    kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch))
+    recordings: dict[str, Path] = {}
+    kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch, file, recordings))
     dims = tuple(dict.fromkeys(d for k in kernels for d in families()[k.family].dims))
     problems = items("problems", lambda v_, x, p: _problem(v_, x, p, dims))
     v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
     for i, problem in enumerate(problems):
         for spec in kernels:
             _check_index_range(v, problem, families()[spec.family], ("problems", i))
+            _check_recorded_problem(v, problem, spec, ("problems", i))
     return Experiment(
         name=_name(v, top["name"]),
         description=v.text(top["description"], ("description",)) if "description" in top else "",

@@ -252,7 +252,8 @@ def _modelled(config: Config) -> bool:
 
 
 def _geometry(config: Config, multiprocessors: int | None) -> tuple[str | None, str | None]:
-    if not _modelled(config) or get_family(config.family).target != "cuda":
+    family = get_family(config.family) if _modelled(config) else None
+    if family is None or family.target != "cuda" or family.recording is not None:
         return None, None
     geometry = launch(config)
     return "×".join(map(str, geometry.block)), "×".join(map(str, geometry.grid_on(multiprocessors)))

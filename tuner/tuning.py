@@ -48,6 +48,7 @@ import optuna
 
 from tuner import results
 from tuner.backends.protocol import Backend
+from tuner.backends.recorded import RecordedBackend, is_recorded
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.claims import HostWorkers, Liveness, SoleWorker
 from tuner.errors import TunerError
@@ -80,9 +81,9 @@ BASELINE_DTYPES = ("float32", "float64")
 
 
 def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
-    """The backend a run takes unless told: replay with a recording named, the CPU when every kernel family of
-    the experiment is C, else the GPU."""
-    if replay is not None:
+    """The backend a run takes unless told: replay with a recording named or for kernels that are recordings, the
+    CPU when every kernel family of the experiment is C, else the GPU."""
+    if replay is not None or is_recorded(experiment):
         return "replay"
     targets = {get_family(spec.family).target for spec in experiment.kernels}
     return "cpu" if targets == {"c"} else "pycuda"
@@ -91,6 +92,11 @@ def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | Non
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
     if not isinstance(backend, str):
         return backend
+    if is_recorded(experiment) and (backend != "replay" or replay is not None):
+        raise TunerError("the experiment's kernels are recordings, which are only replayed: run it with "
+                         "--backend replay and without --replay")
+    if backend == "replay" and replay is None and is_recorded(experiment):
+        return RecordedBackend(experiment.kernels)
     if backend == "replay":
         recording = replay if replay is not None else default_recording(experiment.name)
         if recording is None:

@@ -39,6 +39,7 @@ class UnknownFamily(TunerError, KeyError):
 
 
 _dirs: tuple[Path, ...] = ()
+_recorded: dict[str, Family] = {}
 
 
 def use_family_dirs(dirs: Iterable[str | Path]) -> None:
@@ -54,6 +55,13 @@ def use_family_dirs(dirs: Iterable[str | Path]) -> None:
     if added:
         _dirs = (*_dirs, *added)
         families.cache_clear()
+
+
+def use_recorded_family(family: Family) -> None:
+    """Add a family that stands for a recording (:mod:`tuner.recorded.family`) to those known; it replaces a
+    recorded family of the same name (the experiment read last names it)."""
+    _recorded[family.name] = family
+    families.cache_clear()
 
 
 def family_dirs() -> tuple[Path, ...]:
@@ -159,15 +167,20 @@ def _entry_point_families() -> Iterator[Family]:
 def families() -> dict[str, Family]:
     """Every family found, by name."""
     found: dict[str, Family] = {}
-    sources = [_package_families(), _entry_point_families(), *(_folder_families(d) for d in _dirs)]
+    sources = [_package_families(), _entry_point_families(), *(_folder_families(d) for d in _dirs),
+               iter(_recorded.values())]
     for source in sources:
         for family in source:
             earlier = found.get(family.name)
             if earlier is not None and earlier.declaration != family.declaration:
-                raise TunerError(f"two kernel families are named '{family.name}': {earlier.declaration} and "
-                                 f"{family.declaration}; rename one")
+                raise TunerError(f"two kernel families are named '{family.name}': {_origin(earlier)} and "
+                                 f"{_origin(family)}; rename one")
             found[family.name] = family
     return dict(sorted(found.items()))
+
+
+def _origin(family: Family) -> Path | None:
+    return family.recording or family.declaration
 
 
 def get_family(name: str) -> Family:
@@ -182,7 +195,8 @@ def template_hash(name: str) -> str:
     """SHA-256 (first 16 hex digits) of the family's template and its declaration module."""
     family = get_family(name)
     digest = hashlib.sha256()
-    for path in (family.template_path, family.declaration):
+    sources = (family.recording,) if family.recording is not None else (family.template_path, family.declaration)
+    for path in sources:
         if path is not None:
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

@@ -114,6 +114,9 @@ class Family:
     """Where the family was found (set by discovery)."""
     declaration: Path | None = None
     """The ``.py`` file that declares it (set by discovery)."""
+    recording: Path | None = None
+    """For a family that stands for a brute-force recording (:mod:`tuner.recorded.family`): the file. Such a
+    family has no source: it is only replayed."""
 
     def __post_init__(self) -> None:
         if self.target not in TEMPLATE_SUFFIXES:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,21 @@ def load_recorded(path: str | Path) -> RecordedSpace:
         return read_t4(document, source)
     raise TunerError(f"{source}: neither a Kernel Tuner cache file (fields 'tune_params_keys' and 'cache') nor a "
                      f"T4 results file (field 'results')")
+
+
+def load_recorded_once(path: str | Path) -> RecordedSpace:
+    """As :func:`load_recorded`, read once per process for as long as the file is unchanged."""
+    resolved = Path(path).resolve()
+    try:
+        stat = resolved.stat()
+    except OSError as exc:
+        raise TunerError(f"{path}: the recording cannot be read ({exc.strerror or exc})") from None
+    return _load_cached(resolved, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: Path, mtime_ns: int, size: int) -> RecordedSpace:
+    return load_recorded(path)
 
 
 def read_text(path: Path) -> str:

@@ -65,7 +65,7 @@ class RecordedSpace:
         return math.prod(len(v) for v in self.values)
 
     @cached_property
-    def _place(self) -> np.ndarray:
+    def place(self) -> np.ndarray:
         """The weight of each digit of a key."""
         place = np.ones(len(self.values), dtype=np.int64)
         for j in range(len(self.values) - 2, -1, -1):
@@ -74,11 +74,11 @@ class RecordedSpace:
 
     def encode(self, indices: np.ndarray) -> np.ndarray:
         """The keys of rows of value indices ((k × parameters) → (k,))."""
-        return np.asarray(indices, dtype=np.int64) @ self._place
+        return np.asarray(indices, dtype=np.int64) @ self.place
 
     def decode(self, keys: np.ndarray) -> np.ndarray:
         """The value indices of keys ((k,) → (k × parameters))."""
-        return (np.asarray(keys, dtype=np.int64)[:, None] // self._place) % self.radices
+        return (np.asarray(keys, dtype=np.int64)[:, None] // self.place) % self.radices
 
     @cached_property
     def keys(self) -> np.ndarray:

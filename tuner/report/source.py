@@ -79,7 +79,8 @@ def best_sources(run: Run) -> list[KernelSource]:
 
 def _geometry(config: Config, entry: KernelSource,
               multiprocessors: int | None) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
-    if config.family not in families() or families()[config.family].target != "cuda":
+    family = families().get(config.family)
+    if family is None or family.target != "cuda" or family.recording is not None:
         return None
     try:
         geometry = launch(config)
@@ -94,6 +95,10 @@ def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
     if config.family not in families():
         return KernelSource(title, None, notes=[f"the family '{config.family}' is not among this checkout's "
                                                 f"templates, so its source cannot be shown"])
+    recording = families()[config.family].recording
+    if recording is not None:
+        return KernelSource(title, None, notes=[f"replayed from the recording {recording.name}, which holds no "
+                                                f"source"])
     try:
         source = render(config)
     except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:

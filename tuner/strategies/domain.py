@@ -181,14 +181,28 @@ class Domain:
         """Per axis, what one index step weighs in a distance."""
         return np.where(self.ordered, 1.0 / np.maximum(self.radices - 1, 1), 1.0)
 
+    @cached_property
+    def _weights(self) -> np.ndarray:
+        """Per axis, what one index step weighs: ``_scale`` for an ordered axis, 1 for a categorical one."""
+        return np.where(self.ordered, self._scale, 1.0)
+
+    @cached_property
+    def _caps(self) -> np.ndarray:
+        """Per axis, the most a difference counts: any other value of a categorical axis counts 1."""
+        return np.where(self.ordered, np.inf, 1.0)
+
+    @cached_property
+    def _weighted_rows(self) -> np.ndarray:
+        """Every candidate's value indices times the axes' weights (what a scan of the whole domain reads)."""
+        return self.all_indices * self._weights
+
     def distances(self, point: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
         """The distance of each candidate (all by default) from ``point``, a row of (possibly fractional) value
         indices."""
         point = np.asarray(point, dtype=float)
-        rows = self.all_indices if candidates is None else self.indices_of(candidates)
-        ordered = np.abs(rows[:, self.ordered] - point[self.ordered]) @ self._scale[self.ordered]
-        categorical = (rows[:, ~self.ordered] != np.rint(point[~self.ordered])).sum(axis=1)
-        return ordered + categorical
+        target = np.where(self.ordered, point, np.rint(point)) * self._weights
+        rows = self._weighted_rows if candidates is None else self.indices_of(candidates) * self._weights
+        return np.minimum(np.abs(rows - target), self._caps).sum(axis=1)
 
     def nearest(self, point: np.ndarray, free: np.ndarray | None = None,
                 rng: np.random.Generator | None = None) -> int:
@@ -198,6 +212,9 @@ class Domain:
         exact = self.candidates_of(np.clip(np.rint(point), 0, self.radices - 1).astype(np.int64)[None, :])[0]
         if exact >= 0 and (free is None or free[exact]) and np.allclose(point, np.rint(point)):
             return int(exact)
+        near = self._nearest_one_away(point, free, rng)
+        if near is not None:
+            return near
         distance = self.distances(point)
         if free is not None:
             distance = np.where(free, distance, np.inf)
@@ -206,6 +223,47 @@ class Domain:
             return -1
         ties = np.flatnonzero(distance <= best + 1e-12)
         return int(ties[0] if rng is None or len(ties) == 1 else ties[rng.integers(len(ties))])
+
+
+    @cached_property
+    def _moves_away(self) -> np.ndarray:
+        """The least distance of a candidate that differs from a point of the index box on more than 1, 2 axes."""
+        steps = np.sort(self._scale[self.radices > 1])
+        return np.array([steps[:k].sum() if len(steps) >= k else math.inf for k in (2, 3)])
+
+    @cached_property
+    def _move_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of (axis, value) moves on two different axes, as positions in ``_hamming_moves``."""
+        axis, _ = self._hamming_moves
+        first, second = np.triu_indices(len(axis), k=1)
+        keep = axis[first] != axis[second]
+        return first[keep], second[keep]
+
+    def _nearest_one_away(self, point: np.ndarray, free: np.ndarray | None,
+                          rng: np.random.Generator | None) -> int | None:
+        """What ``nearest`` answers for a point on the grid, found among the free candidates one (then up to two)
+        parameters away from it where the nearest of them is nearer than any candidate farther away can be; else
+        None. The ties are drawn as ``nearest`` draws them (in candidate order), so the answer is the same."""
+        digits = np.rint(point).astype(np.int64)
+        if free is None or not np.array_equal(point, digits) or np.any((digits < 0) | (digits >= self.radices)):
+            return None
+        axis, value = self._hamming_moves
+        shift = (value - digits[axis]) * self.place[axis]  # a move's change of the key (0: no move)
+        base = int(digits @ self.place)
+        first, second = self._move_pairs
+        for keys, bound in ((base + shift[shift != 0], self._moves_away[0]),
+                            (base + np.concatenate((shift, shift[first] + shift[second])), self._moves_away[1])):
+            found = self.candidates_of_keys(np.unique(keys))
+            ring = np.sort(found[found >= 0])
+            ring = ring[free[ring]]
+            if not len(ring):
+                continue
+            distance = self.distances(point, ring)
+            best = float(distance.min())
+            if best < bound - 1e-12:
+                ties = ring[distance <= best + 1e-12]
+                return int(ties[0] if rng is None or len(ties) == 1 else ties[rng.integers(len(ties))])
+        return None
 
 
 def _index_type(radices: np.ndarray) -> type[np.signedinteger]:

@@ -1,12 +1,13 @@
 """Iterated local search over the domain's neighbourhood (Lourenço, Martin, Stützle, "Iterated local search",
 2003; Kernel Tuner's ``greedy_ils`` is one).
 
-A local search moves to the first neighbour found better than where it stands, the neighbours tried in random
-order; where none is better it has reached a local optimum. It then kicks the best local optimum so far: a few
-parameters (``perturbation`` of them, at least one) set to random values, the nearest free candidate taken, and
-searches locally from there. After ``restart_after`` evaluations without a new best it starts afresh from a
-random candidate. A failed candidate is no place to descend from (its neighbours mostly fail too, where the
-domain is the full product): from there it kicks at once.
+It starts from the best of ``initial`` candidates drawn at random. A local search moves to the first neighbour
+found better than where it stands, trying first the neighbours one step away on an ordered parameter, then the
+others (each group in random order); where none is better it has reached a local optimum. It then kicks the best
+local optimum so far: a few parameters (``perturbation`` of them, at least one) set to random values, the nearest
+free candidate taken, and searches locally from there. After ``restart_after`` evaluations without a new best it
+starts afresh from a random candidate. A failed candidate is no place to descend from (its neighbours mostly fail
+too, where the domain is the full product): from there it kicks at once.
 
 While results are awaited (a study asks ahead), it proposes the next untried neighbours; once all are asked it
 kicks ahead, so no evaluation waits on another.
@@ -19,16 +20,20 @@ import math
 import numpy as np
 
 from tuner.strategies.base import DomainSearch, better
-from tuner.strategies.domain import HAMMING, Domain
+from tuner.strategies.domain import ADJACENT, HAMMING, Domain
 
 
 class NeighbourScan:
-    """The neighbours of one candidate, in random order, for a first-improvement local search."""
+    """The neighbours of one candidate for a first-improvement local search: those one step away on an ordered
+    parameter (or another value of a categorical one) first, then the farther ones, each group in random order."""
 
     def __init__(self, search: DomainSearch, centre: int, kind: str):
         self.centre = centre
-        self.order = search.domain.neighbours(centre, kind)
-        search.rng.shuffle(self.order)
+        near = search.domain.neighbours(centre, ADJACENT)
+        far = np.setdiff1d(search.domain.neighbours(centre, kind), near) if kind != ADJACENT else near[:0]
+        search.rng.shuffle(near)
+        search.rng.shuffle(far)
+        self.order = np.concatenate((near, far))
         self.position = 0
 
     def next_free(self, taken: np.ndarray) -> int:
@@ -45,8 +50,9 @@ class IteratedLocalSearch(DomainSearch):
     name = "ils"
 
     def __init__(self, domain: Domain, rng: np.random.Generator, neighbourhood: str = HAMMING,
-                 perturbation: float = 0.25, restart_after: int = 100):
+                 perturbation: float = 0.25, restart_after: int = 300, initial: int = 20):
         super().__init__(domain, rng)
+        self.initial = initial
         self.kind = neighbourhood
         self.kick_axes = max(1, round(perturbation * int((domain.radices > 1).sum())))
         self.restart_after = restart_after
@@ -60,7 +66,7 @@ class IteratedLocalSearch(DomainSearch):
         self.since_best = 0
 
     def propose(self) -> int:
-        if self.current < 0:
+        if self.current < 0 or len(self.values) < self.initial:
             return -1
         if not math.isfinite(self.current_value):  # no descent from a failure: its neighbours mostly fail too
             return self._kick()

@@ -1,0 +1,80 @@
+"""``python -m tuner compare``: score search strategies on recorded spaces and write the table, figures and page.
+
+Output folder (default ``reports/compare``): ``comparison.txt`` (the table), ``comparison.json`` (settings, rows
+and curves), ``comparison.csv`` (one row per space, convention, strategy and budget), one
+``curves_<space>_<convention>.png`` per case and ``comparison.html``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tuner.compare.comparison import DEFAULT_BUDGETS, DEFAULT_RUNS, CaseResult, compare, strategy_factories
+from tuner.compare.harness import Convention
+from tuner.compare.inputs import recorded_spaces
+from tuner.errors import TunerError
+
+CONVENTIONS = {"a": (Convention.VALID,), "b": (Convention.PRODUCT,), "both": tuple(Convention)}
+DEFAULT_OUT = Path("reports") / "compare"
+
+
+def run_comparison(paths: list[str | Path], strategies: list[str] | None = None, repeats: int = DEFAULT_RUNS,
+                   budgets: tuple[int, ...] = DEFAULT_BUDGETS, convention: str = "both", jobs: int | None = None,
+                   out: str | Path = DEFAULT_OUT, seed: int = 0, quiet: bool = False) -> list[CaseResult]:
+    """Score ``strategies`` (every one known by default) on the recorded spaces ``paths`` name and write the
+    outputs into ``out``."""
+    if convention not in CONVENTIONS:
+        raise TunerError(f"unknown convention '{convention}'; choose a (valid configurations), b (the full "
+                         f"product) or both")
+    if jobs is not None and jobs < 1:
+        raise TunerError(f"--jobs must be at least 1, not {jobs}")
+    factories = strategy_factories(strategies)
+    spaces = recorded_spaces(paths)
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TunerError(f"{folder}: the output folder cannot be created ({exc.strerror or exc})") from None
+    started = time.monotonic()
+    results = compare(spaces, factories, budgets, CONVENTIONS[convention], repeats, seed, jobs,
+                      progress=None if quiet else _note)
+    settings: dict[str, Any] = {
+        "spaces": {name: space.source for name, space in spaces.items()}, "strategies": list(factories),
+        "repeats": repeats, "budgets": sorted(set(budgets)), "convention": convention, "seed": seed,
+        "jobs": jobs or os.cpu_count(), "scoring_s": round(time.monotonic() - started, 1),
+    }
+    write_outputs(results, folder, settings)
+    if not quiet:
+        _note(f"comparison written in {folder} in {time.monotonic() - started:.0f} s")
+    return results
+
+
+def write_outputs(results: list[CaseResult], out: Path, settings: dict[str, Any]) -> list[Path]:
+    from tuner.compare.figures import write_figure  # matplotlib only now
+    from tuner.compare.page import write_page
+    from tuner.compare.table import text_table, write_tables
+
+    written = write_tables(results, out, settings)
+    images = {i: write_figure(result, out) for i, result in enumerate(results)}
+    written += [*images.values(), write_page(results, images, out, settings)]
+    print(text_table(results))
+    return written
+
+
+def _note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def parse_budgets(text: str) -> tuple[int, ...]:
+    """``100,400,1600`` → (100, 400, 1600)."""
+    try:
+        budgets = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise TunerError(f"--budgets takes whole numbers separated by commas (100,400,1600), not '{text}'") from None
+    if not budgets or min(budgets) < 1:
+        raise TunerError(f"--budgets takes whole numbers ≥ 1 separated by commas, not '{text}'")
+    return budgets

@@ -1,0 +1,92 @@
+"""A comparison's numbers as rows, and as the text table, JSON and CSV written beside the figures."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from tuner.compare.comparison import CaseResult
+
+CONVENTION_LABEL = {"valid": "(a) valid", "product": "(b) product"}
+
+
+def rows(results: list[CaseResult]) -> list[dict[str, Any]]:
+    """One row per case, strategy and budget."""
+    found = []
+    for result in results:
+        case = result.case
+        for strategy, scored in result.scored.items():
+            for i, budget in enumerate(scored.budgets):
+                found.append({
+                    "space": case.name, "device": case.space.device, "convention": case.convention.value,
+                    "strategy": strategy, "budget": budget, "runs": scored.runs,
+                    "mean": _number(scored.fractions.mean[i]), "std": _number(scored.fractions.std[i]),
+                    "q25": _number(scored.fractions.q25[i]), "median": _number(scored.fractions.median[i]),
+                    "q75": _number(scored.fractions.q75[i]),
+                    "p_evaluations": _number(scored.score.over_evaluations), "p_time": _number(scored.score.over_time),
+                    "mean_evaluations": round(scored.evaluations, 2),
+                })
+    return found
+
+
+def _number(value: float) -> float | None:
+    return None if not math.isfinite(float(value)) else round(float(value), 6)
+
+
+def text_table(results: list[CaseResult]) -> str:
+    """Per case, each strategy's mean ± standard deviation of the fraction of the optimum after each budget and its
+    methodology scores, the best mean of each budget marked with *."""
+    blocks = []
+    for result in results:
+        case = result.case
+        first = next(iter(result.scored.values()))
+        budgets = first.budgets
+        header = (f"{case.name} ({case.space.device or 'device not recorded'}), convention "
+                  f"{CONVENTION_LABEL[case.convention.value]}, {first.runs} runs, optimum {result.optimum_ms:.4g} ms")
+        best = [max(s.fractions.mean[i] for s in result.scored.values()) for i in range(len(budgets))]
+        width = max(len(s) for s in result.scored) + 2
+        lines = [header, f"{'strategy':<{width}}" + "".join(f"{f'@{b}':>17}" for b in budgets)
+                 + f"{'P evals':>10}{'P time':>9}"]
+        for strategy, scored in result.scored.items():
+            cells = "".join(f"{_cell(scored.fractions.mean[i], scored.fractions.std[i], best[i]):>17}"
+                            for i in range(len(budgets)))
+            lines.append(f"{strategy:<{width}}{cells}{scored.score.over_evaluations:>10.3f}"
+                         f"{scored.score.over_time:>9.3f}")
+        blocks.append("\n".join(lines))
+    legend = ("@b: fraction of the optimum after b evaluations (optimum time / best time found), mean ± standard "
+              "deviation over the runs; * the best mean. P: the methodology score (Willemsen et al. 2024), the "
+              "mean over its axis of (strategy − random) / (optimum − random), over evaluations and over recorded "
+              "compile + benchmark time. (a): the budget counts configurations that pass the space's "
+              "restrictions; (b): a draw from all combinations that fails counts as an evaluation.")
+    return "\n\n".join(blocks) + "\n\n" + legend
+
+
+def _cell(mean: float, std: float, best: float) -> str:
+    mark = "*" if mean >= best - 1e-12 else " "
+    return f"{mean:.3f} ± {std:.3f}{mark}"
+
+
+def write_tables(results: list[CaseResult], out: Path, settings: dict[str, Any]) -> list[Path]:
+    """``comparison.txt``, ``comparison.json`` (settings, rows, and each case's curves) and ``comparison.csv``."""
+    found = rows(results)
+    text, data, table = out / "comparison.txt", out / "comparison.json", out / "comparison.csv"
+    text.write_text(text_table(results) + "\n", encoding="utf-8")
+    data.write_text(json.dumps({"settings": settings, "rows": found, "curves": _curves(results)}, indent=1) + "\n",
+                    encoding="utf-8")
+    with table.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(found[0]))
+        writer.writeheader()
+        writer.writerows(found)
+    return [text, data, table]
+
+
+def _curves(results: list[CaseResult]) -> list[dict[str, Any]]:
+    return [{
+        "space": r.case.name, "convention": r.case.convention.value, "strategy": strategy,
+        "median": [_number(v) for v in s.curve.median], "q25": [_number(v) for v in s.curve.q25],
+        "q75": [_number(v) for v in s.curve.q75], "times_s": [_number(v) for v in s.times_s],
+        "time_median": [_number(v) for v in s.time_curve.median],
+    } for r in results for strategy, s in r.scored.items()]
