@@ -20,7 +20,7 @@ from scripted_backend import ScriptedBackend
 import tuner
 from tuner import cli, metadata, results, tuning
 from tuner.errors import TunerError
-from tuner.study import open_storage
+from tuner.storage import open_storage
 from tuner.tuning import stored_records
 
 ROOT = Path(__file__).resolve().parent.parent

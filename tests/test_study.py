@@ -17,6 +17,7 @@ from tuner.experiment import SAMPLERS, load_experiment, parse_experiment
 from tuner.measurement import Measurement, Status
 from tuner.progress import Progress
 from tuner.results import Record
+from tuner.storage import open_storage
 from tuner.study import (
     DUPLICATE_ATTR,
     LOOKAHEAD,
@@ -24,7 +25,6 @@ from tuner.study import (
     Budget,
     StudySearch,
     make_sampler,
-    open_storage,
     open_study,
     recover,
     study_spaces,

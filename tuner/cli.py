@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
     run.add_argument("--sampler", choices=SAMPLERS, help="search strategy (Optuna sampler)")
     run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
-    run.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: SQLite in the output folder)")
+    run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
+                     "or journal:///PATH/FILE.log (default: SQLite in the output folder)")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the figures and report.html at the end "

@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import optuna
-import sqlalchemy
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import FrozenTrial, Trial, TrialState
 
@@ -71,7 +70,6 @@ from tuner.results import DUPLICATE_ATTR, RECORD_ATTR, Record, is_evaluation, ob
 from tuner.settings import CompileSettings
 from tuner.space import entry_space, violations
 from tuner.space_configs import Rejections, union
-from tuner.storage import check_storage_url, open_failure
 
 if TYPE_CHECKING:
     from tuner.experiment import Experiment
@@ -245,32 +243,7 @@ def study_seed(seed: int, study_name: str, trials_so_far: int) -> int:
     return (seed * 1_000_003 + zlib.crc32(study_name.encode()) + trials_so_far * 7919) % 2**31
 
 
-def open_storage(url: str) -> optuna.storages.RDBStorage:
-    """An Optuna storage from a database URL (e.g. ``sqlite:///reports/x/study.db``).
-
-    SQLite files are switched to write-ahead logging with ``synchronous=NORMAL``: each trial commits several
-    times, and a full sync per commit would cost more than many measurements. The file stays consistent
-    through a crash of the process or of the machine; the latter may lose the last commits.
-    """
-    check_storage_url(url)
-    try:
-        storage = optuna.storages.RDBStorage(url)
-    except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-        raise open_failure(exc, url) from None
-    if storage.engine.dialect.name == "sqlite":
-        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
-        storage.engine.dispose()  # connections made from now on get the pragmas
-    return storage
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
-def open_study(storage: optuna.storages.RDBStorage, space: StudySpace, sampler_name: str,
+def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, sampler_name: str,
                seed: int) -> optuna.Study:
     """Create the study or continue it (recovering what a dead run left), with a freshly seeded sampler."""
     study = optuna.create_study(storage=storage, study_name=space.name, direction="maximize",

@@ -57,12 +57,11 @@ from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, DUPLICATE_ATTR, RunResult
 from tuner.settings import STORAGE_FILE
-from tuner.storage import check_storage_url, failures_explained
+from tuner.storage import check_storage_url, close_storage, failures_explained, open_storage
 from tuner.study import (
     Budget,
     StudySearch,
     StudySpace,
-    open_storage,
     open_study,
     study_spaces,
 )
@@ -247,7 +246,7 @@ def run(
                     return _run(experiment, chosen, store, sampler_name, budget, seed_value, place, quiet,
                                 not quiet if summary is None else summary, report, _resume_command(experiment, resume))
             finally:
-                store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
+                close_storage(store)
         finally:
             os.close(lock)
     finally:
@@ -275,7 +274,7 @@ def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -
     return Path(text)
 
 
-def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
+def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
     """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
     try:
         return open_storage(url)
@@ -286,7 +285,7 @@ def _open_storage(url: str, out: Path) -> optuna.storages.RDBStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
-def _run(experiment: Experiment, backend: Backend, store: optuna.storages.RDBStorage, sampler: str,
+def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseStorage, sampler: str,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
          resume_command: str) -> RunResult:
     out = place.out
