@@ -51,7 +51,7 @@ from tuner.backends.protocol import Backend
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, Experiment, load_experiment
-from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, stored_records
+from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed
 from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.progress import Progress, print_summary
@@ -306,9 +306,8 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
         table = Table(experiment, out, ledger, backend, environment_id, place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
-            table.rows.extend(reseed(studies, place.previous))
-        for record in stored_records(store, experiment.name):
-            table.rows.append(results.row(record, ledger.environments.get(record.metadata_id)))
+            table.keep(reseed(studies, place.previous))
+        table.rebuild(store)
         run_record: dict[str, Any] = {
             "started_utc": iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
@@ -317,7 +316,6 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
             "interrupted": False, "error": None,
         }
         ledger.start_run(run_record)
-        rows_before = len(table.rows)
         clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
         try:
             for space, study in studies.items():
@@ -333,7 +331,7 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
             wall = time.monotonic() - clock
             busy = backend.busy_seconds
             run_record.update({
-                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": len(table.rows) - rows_before,
+                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": table.added,
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
                 "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
             })
