@@ -243,12 +243,22 @@ class Table:
 
     def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        recorded_id = self.backend.environment_id(config)
+        return self.record_from(self.backend, self.environment_id, study, trial, sampler, config, measurement,
+                                device_s)
+
+    def on_device(self, backend: Backend, environment_id: str) -> DeviceTable:
+        """The Recorder of the searches that measure with ``backend`` (one of several GPUs)."""
+        return DeviceTable(self, backend, environment_id)
+
+    def record_from(self, backend: Backend, environment_id: str, study: str, trial: int, sampler: str,
+                    config: Config, measurement: Measurement, device_s: float | None) -> Record:
+        """The record of an evaluation by ``backend``, whose own environment is ``environment_id``."""
+        recorded_id = backend.environment_id(config)
         moment = now()
         return Record(
             experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
             measurement=measurement,
-            metadata_id=recorded_id or self.environment_id,
+            metadata_id=recorded_id or environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
             measured_at=iso(moment), device_s=device_s,
         )
@@ -291,3 +301,20 @@ class Table:
         results.save(df, self.metadata(), self.out)
         self.last_save = time.monotonic()
         return df
+
+
+@dataclass(frozen=True)
+class DeviceTable:
+    """The table as the Recorder of one GPU's searches: each record names that GPU's environment."""
+
+    table: Table
+    backend: Backend
+    environment_id: str
+
+    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+               device_s: float | None) -> Record:
+        return self.table.record_from(self.backend, self.environment_id, study, trial, sampler, config,
+                                      measurement, device_s)
+
+    def add(self, record: Record) -> None:
+        self.table.add(record)
