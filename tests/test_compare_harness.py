@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from tuner.compare.harness import Convention, Domain, distribution, simulate, simulate_runs, stack
+from tuner.compare.harness import Convention, distribution, domain_of, simulate, simulate_runs, stack
 from tuner.compare.random_search import RandomSearch, expected_fraction_of_optimum, random_search_runs
 from tuner.compare.scoring import at_budgets, fraction_of_optimum, methodology_score
 from tuner.recorded import load_recorded
+from tuner.strategies import Domain
 
 PUBLISHED_A100_RANDOM_AT_100 = 0.880
 
@@ -76,7 +77,7 @@ def test_a_strategy_that_only_repeats_itself_ends_its_run_early(small):
 
 
 def test_under_the_product_convention_an_absent_combination_fails_and_costs_nothing(small):
-    domain = Domain(small, Convention.PRODUCT)
+    domain = domain_of(small, Convention.PRODUCT)
     assert domain.size == 9
     # keys: A index × 3 + B index; (1, 3) = key 2 is absent, (2, 3) = key 5 is recorded row 3
     run = simulate(scripted([2, 5, 8]), small, budget=3, convention="product", seed=0)
@@ -84,7 +85,7 @@ def test_under_the_product_convention_an_absent_combination_fails_and_costs_noth
     assert run.cost_s[0] == 0.0 and run.cost_s[2] - run.cost_s[1] == pytest.approx(0.5)
     assert domain.indices_of(np.array([5])).tolist() == [[1, 2]]
     assert domain.candidates_of(np.array([[1, 2], [0, 2]])).tolist() == [5, 2]
-    valid = Domain(small, Convention.VALID)
+    valid = domain_of(small, Convention.VALID)
     assert valid.candidates_of(np.array([[1, 2], [0, 2]])).tolist() == [3, -1]
     assert valid.indices_of(np.array([3])).tolist() == [[1, 2]]
 

@@ -124,12 +124,10 @@ def _record(config: Config, measurement: Measurement, study: str, sampler: str, 
 
 
 def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> None:
-    """The study as tuner.study keeps it: parameters ``family`` and ``<family>.<PARAM>``, the GFLOP/s (0 for a
-    failure) as value and the evaluation's Record in the user attribute ``record``."""
-    distributions = {FAMILY_PARAM: optuna.distributions.CategoricalDistribution(list(space.choices))}
-    for family, values in space.choices.items():
-        distributions.update({f"{family}.{name}": optuna.distributions.CategoricalDistribution(list(choices))
-                              for name, choices in values.items()})
+    """The study as tuner.study keeps it: parameters ``family`` and ``<family>.<PARAM>`` (numbers as positions in
+    their sorted values), the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
+    ``record``."""
+    distributions = space.distributions()
     study = optuna.create_study(study_name=space.name, storage=storage, direction="maximize")
     for record in records:
         params = space.params(record.config)
@@ -459,13 +457,22 @@ def test_many_importances_are_one_table_of_cells():
 
 
 def test_importances_are_the_studies_trials(fixture_folder):
-    """The trials rebuilt from the results table are the study's: same parameters, same values told."""
+    """The trials rebuilt from the results table are the study's: the same configurations (named by their values,
+    where the study holds positions), the same values told."""
     run = load_run(fixture_folder)
     storage = optuna.storages.RDBStorage(f"sqlite:///{fixture_folder / 'study.db'}", skip_table_creation=True)
     for name in optuna.get_all_study_names(storage):
         stored = optuna.load_study(study_name=name, storage=storage).get_trials()
         rebuilt = study_trials(run.kernels[run.kernels["study"] == name].sort_values("trial"))
-        assert [(t.params, t.value) for t in rebuilt] == [(t.params, t.value) for t in stored]
+        several = FAMILY_PARAM in rebuilt[0].params
+        assert [(t.params, t.value) for t in rebuilt] == [(_named(t, several), t.value) for t in stored]
+
+
+def _named(trial, several: bool) -> dict:
+    """A stored trial's configuration as the report names its parameters."""
+    config = trial.user_attrs[RECORD_ATTR]["config"]
+    params = {f"{config['family']}.{k}": v for k, v in config["params"].items()}
+    return {FAMILY_PARAM: config["family"], **params} if several else params
 
 
 def test_importances_need_no_storage_and_stop_at_their_deadline(tmp_path, fixture_folder):

@@ -51,7 +51,7 @@ def test_the_search_maximizes_the_effective_bandwidth(transposed):
     assert float32["performance"].max() == pytest.approx(2 * 8192 * 8192 * 4 / 2e-3 / 1e9)
     best = results.best_rows(df)
     assert set(best["p_VARIANT"]) == {"tiled"} and len(best) == 4
-    table = summary_table(df, {})
+    table = summary_table(df)
     assert all(str(cell).endswith(" GB/s") for cell in table["GFLOP/s"])
 
 

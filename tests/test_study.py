@@ -1,4 +1,4 @@
-"""The study logic: search space, samplers, budget, dedupe, invalid configurations, recovery."""
+"""The study logic: search space, samplers, budget, claims, invalid configurations, taking over a dead run."""
 
 from __future__ import annotations
 
@@ -10,23 +10,22 @@ import pytest
 from optuna.trial import TrialState
 from scripted_backend import ScriptedBackend, scripted_gflops, scripted_outcome
 
-from tuner import study as study_module
+from tuner.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, load_experiment, parse_experiment
 from tuner.measurement import Measurement, Status
 from tuner.progress import Progress
 from tuner.results import Record
-from tuner.storage import open_storage
+from tuner.strategies import optuna_samplers
 from tuner.study import (
-    DUPLICATE_ATTR,
     LOOKAHEAD,
     RECORD_ATTR,
     Budget,
     StudySearch,
-    make_sampler,
+    check_choice,
+    open_storage,
     open_study,
-    recover,
     study_spaces,
 )
 
@@ -70,7 +69,7 @@ def search(storage, space, sampler="random", budget=None, backend=None, enqueue=
     for config in enqueue:
         study.enqueue_trial(space.params(config))
     recorder = ListRecorder()
-    outcome = StudySearch(study, space, backend, budget, sampler, recorder, Progress(quiet=True)).run()
+    outcome = StudySearch(study, space, backend, budget, recorder, Progress(quiet=True)).run()
     return outcome, recorder.records, backend, study
 
 
@@ -90,13 +89,16 @@ def test_one_space_per_problem_and_dtype_with_the_listed_values():
     assert key.endswith("naive/float32/BLOCK_X=64,BLOCK_Y=32") and "threads per block" in reason
 
 
-def test_parameters_round_trip_and_are_conditional_on_the_family():
+def test_parameters_round_trip_every_axis_present_numbers_as_positions():
     space = fermi_space()
+    assert [a.name for a in space.axes] == ["family", "naive.BLOCK_X", "naive.BLOCK_Y", "tiled.TILE_WIDTH"]
     for config in space.valid:
         params = space.params(config)
-        assert params["family"] == config.family
-        assert {k.split(".")[0] for k in params if k != "family"} == {config.family}
+        assert params["family"] == config.family and set(params) == {a.name for a in space.axes}
         assert space.config_of(params) == config
+    tiled16 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 16})
+    assert space.params(tiled16) == {"family": "tiled", "naive.BLOCK_X": 0, "naive.BLOCK_Y": 0,
+                                     "tiled.TILE_WIDTH": 1}
     assert space.config_of({"family": "naive", "naive.BLOCK_X": 8}) is None
 
 
@@ -105,27 +107,28 @@ def test_a_single_family_needs_no_family_parameter():
     parameters: {BLOCK_X: [8, 16, 32, 64], BLOCK_Y: [4, 8, 16, 32]}
 """, "")
     space = study_spaces(parse_experiment(text, "tiny.yaml"))[0]
-    assert space.params(space.valid[0]) == {"tiled.TILE_WIDTH": 8}
+    assert space.params(space.valid[0]) == {"tiled.TILE_WIDTH": 0}
 
 
-def test_every_status_is_a_record_with_its_reason_and_static_rejects_never_reach_the_backend(storage):
+def test_every_status_is_a_record_with_its_reason_and_static_rejects_are_never_asked(storage):
     space = fermi_space()
     static_invalid = Config.make(space.problem, "naive", "float32", {"BLOCK_X": 64, "BLOCK_Y": 32})
     outcome, records, backend, study = search(storage, space, "grid", enqueue=[static_invalid])
     by_key = {r.config.key: r.measurement for r in records}
-    assert len(by_key) == len(records) == 19
-    assert {m.status for m in by_key.values()} == set(Status)
-    assert by_key[static_invalid.key].reason == "threads per block ≤ 1024"
-    assert static_invalid.key not in backend.calls
+    assert len(by_key) == len(records) == 18 == outcome.evaluated
+    assert {m.status for m in by_key.values()} == set(Status)  # INVALID: refused at launch, not by a static rule
+    assert static_invalid.key not in by_key and static_invalid.key not in backend.calls
+    refused, = [t for t in study.get_trials() if t.state == TrialState.FAIL]
+    assert refused.user_attrs[LOST_ATTR] == "not a valid configuration of the study"
     for config in space.valid:
         assert by_key[config.key] == scripted_outcome(config)
     for m in by_key.values():
         assert (m.status is Status.OK) == (m.reason == "")
-    values = {t.user_attrs[RECORD_ATTR]["config_key"]: t.value for t in study.get_trials()}
+    values = {t.user_attrs[RECORD_ATTR]["config_key"]: t.value for t in study.get_trials()
+              if RECORD_ATTR in t.user_attrs}
     for config in space.valid:
         expected = scripted_gflops(config) if by_key[config.key].status is Status.OK else 0.0
         assert values[config.key] == pytest.approx(expected)
-    assert values[static_invalid.key] == 0.0
 
 
 def test_grid_sweeps_valid_configurations_in_file_order_and_stops_when_all_are_done(storage):
@@ -136,38 +139,23 @@ def test_grid_sweeps_valid_configurations_in_file_order_and_stops_when_all_are_d
     assert backend.prefetched[0] == [c.key for c in space.valid[:LOOKAHEAD]]
 
 
-def test_repeated_suggestions_are_told_the_recorded_value_and_never_measured_again(storage):
+def test_a_configuration_queued_again_is_measured_once_and_its_repeats_cost_nothing(storage):
     space = fermi_space()
     tiled16 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 16})
     outcome, records, backend, study = search(storage, space, "random", Budget(4), enqueue=[tiled16] * 4)
     assert backend.calls.count(tiled16.key) == 1
-    assert len(backend.calls) == len(set(backend.calls))
-    duplicates = [t for t in study.get_trials() if DUPLICATE_ATTR in t.user_attrs]
-    original = next(t for t in study.get_trials() if RECORD_ATTR in t.user_attrs
-                    and t.user_attrs[RECORD_ATTR]["config_key"] == tiled16.key)
-    assert len(duplicates) == outcome.duplicates >= 3
-    assert {t.user_attrs[DUPLICATE_ATTR] for t in duplicates} == {original.number}
-    assert {t.value for t in duplicates} == {original.value}
-    assert len(records) == 4
-
-
-def test_a_sampler_repeating_itself_stops_the_study(storage):
-    space = fermi_space()
-    tiled16 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 16})
-    outcome, records, backend, _ = search(storage, space, "random", Budget(10, max_repeats=5),
-                                          enqueue=[tiled16] * 20)
-    assert outcome.stopped == "the sampler repeated itself 5 times in a row"
-    assert backend.calls == [tiled16.key]
-    assert len(records) == 1
+    assert len(backend.calls) == len(set(backend.calls)) == len(records) == 4 == outcome.evaluated
+    repeats = [t for t in study.get_trials() if t.state == TrialState.FAIL]
+    assert len(repeats) == 3 and {t.user_attrs[LOST_ATTR] for t in repeats} == {"taken"}
 
 
 @pytest.mark.parametrize("trials", [1, 7])
-def test_the_budget_counts_distinct_evaluations_invalid_ones_included(storage, trials):
+def test_the_budget_counts_distinct_evaluations_and_no_static_reject(storage, trials):
     space = fermi_space()
     static_invalid = Config.make(space.problem, "naive", "float32", {"BLOCK_X": 64, "BLOCK_Y": 32})
     outcome, records, backend, _ = search(storage, space, "random", Budget(trials), enqueue=[static_invalid])
     assert len(records) == len({r.config.key for r in records}) == trials == outcome.evaluated
-    assert len(backend.calls) == trials - 1
+    assert len(backend.calls) == trials and static_invalid.key not in backend.calls
     assert outcome.stopped == f"{trials} configurations evaluated"
 
 
@@ -185,31 +173,25 @@ def test_a_continued_study_counts_earlier_evaluations_against_its_budget(storage
     assert not {r.config.key for r in first} & {r.config.key for r in second}
 
 
-def test_recover_fails_dead_trials_and_enqueues_their_configurations_again(storage):
+def test_a_dead_runs_trials_become_the_queue_in_order_and_a_measured_one_is_told(storage):
     space = fermi_space()
     study = open_study(storage, space, "random", seed=0)
-    config = space.valid[4]
-    study.enqueue_trial(space.params(config))
-    dead = study.ask()
-    assert space.suggest(dead) == config
-    measured = space.valid[5]
-    study.enqueue_trial(space.params(measured))
-    finished_but_untold = study.ask()
-    space.suggest(finished_but_untold)
-    record = ListRecorder().record(space.name, finished_but_untold.number, "random", measured,
-                                   scripted_outcome(measured), 0.1)
-    finished_but_untold.set_user_attr(RECORD_ATTR, record.attrs())
+    left = [study.ask(space.distributions()) for _ in range(3)]
+    for trial in left:
+        trial.set_user_attr(CLAIM_ATTR, space.config_of(trial.params).key)
+        trial.set_user_attr(WORKER_ATTR, "gone/1/1")
+    measured = space.config_of(left[0].params)
+    record = ListRecorder().record(space.name, left[0].number, "random", measured, scripted_outcome(measured), 0.1)
+    left[0].set_user_attr(RECORD_ATTR, record.attrs())
 
-    recover(study, space)
+    outcome, records, backend, study = search(storage, space, "random", Budget(5))
     trials = {t.number: t for t in study.get_trials()}
-    assert trials[dead.number].state == TrialState.FAIL
-    assert trials[finished_but_untold.number].state == TrialState.COMPLETE
-    assert trials[finished_but_untold.number].value == pytest.approx(scripted_gflops(measured))
-    waiting = [t for t in trials.values() if t.state == TrialState.WAITING]
-    recover(study, space)  # a second recovery enqueues nothing more
-    assert len(study.get_trials(states=(TrialState.WAITING,))) == 1
-    assert [t.user_attrs["enqueued"] for t in waiting] == [config.key]
-    assert space.suggest(study.ask()) == config
+    assert trials[left[0].number].state == TrialState.COMPLETE
+    assert trials[left[0].number].value == pytest.approx(scripted_gflops(measured))
+    assert backend.calls[:2] == [space.config_of(t.params).key for t in left[1:]]
+    assert [r.trial for r in records[:2]] == [t.number for t in left[1:]]
+    assert measured.key not in backend.calls and outcome.evaluated == 5 and outcome.new == 4
+    assert all(t.state == TrialState.COMPLETE for t in study.get_trials())
 
 
 def _sampler_available(name: str) -> bool:
@@ -227,18 +209,30 @@ def test_each_sampler_runs_a_tiny_study(storage, name):
     assert len(keys) == len(set(keys)) == 6
     assert len(backend.calls) == len(set(backend.calls))
     assert all(r.sampler == name for r in records)
+    assert all(space.candidate(r.config) >= 0 for r in records)
     assert outcome.stopped == "6 configurations evaluated"
 
 
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_each_sampler_sweeps_a_small_space_without_repeating_itself(storage, name):
+    if not _sampler_available(name):
+        pytest.skip(f"the {name} sampler needs a package that is not installed here")
+    space = fermi_space()
+    outcome, records, backend, study = search(storage, space, name, Budget(100))
+    assert sorted(backend.calls) == sorted(c.key for c in space.valid)
+    assert outcome.stopped == "every valid configuration evaluated"
+    assert all(t.state == TrialState.COMPLETE for t in study.get_trials())
+
+
 def test_samplers_needing_a_missing_package_say_so(monkeypatch):
-    monkeypatch.setattr(study_module.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(optuna_samplers.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(TunerError, match="'gp' sampler needs the Python package 'torch'"):
-        make_sampler("gp", 0)
+        check_choice("gp")
 
 
 def test_an_unknown_sampler_is_refused():
-    with pytest.raises(TunerError, match="unknown sampler 'annealing'"):
-        make_sampler("annealing", 0)
+    with pytest.raises(TunerError, match="unknown sampler 'anealing'"):
+        check_choice("anealing")
 
 
 @pytest.mark.parametrize(("url", "named"), [("notadb://x", "notadb://x"), ("garbage", "garbage"),
@@ -262,7 +256,7 @@ def test_problem_of_a_space_is_its_own():
     assert fermi_space(2).problem == Problem(1000, 777, 333)
 
 
-def test_a_repeating_sampler_is_moved_on_to_unevaluated_configurations(storage):
+def test_a_sampler_is_moved_on_to_unevaluated_configurations(storage):
     space = fermi_space()
     budget = space.size - 2
     outcome, records, backend, study = search(storage, space, "tpe", Budget(budget))

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _table(recording: str):
     df, _ = results.load(ROOT / "experiments/data" / recording)
-    return df, summary_table(df, {})
+    return df, summary_table(df)
 
 
 def test_long_configurations_are_numbered_and_named_below_the_table():
@@ -36,7 +36,7 @@ def test_short_configurations_stay_in_the_table():
     assert "4096x4096x4096  float32  tiled TILE_WIDTH=32" in text
     assert "[1]" not in text
     header = text.splitlines()[0].split()
-    assert header[-3:] == ["ok", "invalid", "dup"]  # only the statuses that occurred
+    assert header[-2:] == ["ok", "invalid"]  # only the statuses that occurred
     assert max(len(line) for line in text.splitlines()) <= 120
 
 
@@ -44,4 +44,4 @@ def test_the_numbers_are_explained_under_the_table():
     _, table = _table("fermi_like_h100")
     notes = " ".join(summary_text(table, 100).splitlines()[4:])
     assert "no-cache model's bytes" in notes and "past 100%" in notes
-    assert "dup: the sampler's repeated suggestions, answered from the record and not measured again" in notes
+    assert "distinct configurations evaluated, by outcome" in notes

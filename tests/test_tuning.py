@@ -159,12 +159,11 @@ def _leave_running(out):
     study = optuna.load_study(study_name=space.name, storage=storage)
     config = space.valid[10]
     study.enqueue_trial(space.params(config))
-    trial = study.ask()
-    space.suggest(trial)
+    trial = study.ask(space.distributions())
     return space, config, trial, storage
 
 
-def test_a_trial_left_running_by_a_dead_process_is_retried(tmp_path):
+def test_a_trial_left_running_by_a_dead_process_is_measured_first(tmp_path):
     out = tmp_path / "run"
     space, left, dead, storage = _leave_running(out)
     storage.engine.dispose()
@@ -174,7 +173,7 @@ def test_a_trial_left_running_by_a_dead_process_is_retried(tmp_path):
     assert backend.calls[0] == left.key
     trials = {t.number: t for t in optuna.load_study(study_name=space.name, storage=f"sqlite:///{out / 'study.db'}")
               .get_trials()}
-    assert trials[dead.number].state == TrialState.FAIL
+    assert trials[dead.number].state == TrialState.COMPLETE
     assert left.key in set(result.df["config_key"])
 
 
@@ -206,7 +205,7 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
 @pytest.mark.parametrize(("options", "message"), [
     ({"trials": 0}, "--trials must be a whole number of at least 1"),
     ({"timeout": -1.0}, "--timeout must be a positive number"),
-    ({"sampler": "annealing"}, "unknown sampler 'annealing'"),
+    ({"sampler": "anealing"}, "unknown sampler 'anealing'"),
     ({"seed": -3}, "--seed must be a whole number"),
     ({"backend": "opencl"}, "unknown backend 'opencl'"),
     ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),

@@ -8,6 +8,11 @@ Public API::
     result.df      # every evaluation, one row each
     result.best    # the best configuration per problem
 
+    ``sampler=`` takes a strategy's name, an Optuna sampler or a Strategy factory (``tuner.Strategy``, over a
+    ``tuner.Domain``); ``storage=`` a URL or an Optuna storage; ``callbacks=`` functions given a
+    ``tuner.Evaluation`` after each measurement. ``tuner.Experiment(name, problems, kernels=(tuner.KernelSpec(...),))``
+    builds an experiment in Python, validated as a file is.
+
 The names are imported when first used, so that a worker process importing one module of the package does
 not pay for the whole of it.
 """
@@ -23,12 +28,19 @@ if TYPE_CHECKING:
     from tuner.experiment import Experiment, load_experiment
     from tuner.measurement import Measurement, Status
     from tuner.results import RunResult
+    from tuner.space import KernelSpec
+    from tuner.strategies import Domain, Strategy
+    from tuner.study import Evaluation
     from tuner.tuning import run
 
 _EXPORTS = {
     "Backend": "tuner.backends.protocol",
     "BackendBase": "tuner.backends.protocol",
     "Config": "tuner.config",
+    "Domain": "tuner.strategies",
+    "Evaluation": "tuner.study",
+    "KernelSpec": "tuner.space",
+    "Strategy": "tuner.strategies",
     "Experiment": "tuner.experiment",
     "Measurement": "tuner.measurement",
     "Problem": "tuner.config",
@@ -37,8 +49,8 @@ _EXPORTS = {
     "load_experiment": "tuner.experiment",
     "run": "tuner.tuning",
 }
-__all__ = ["Backend", "BackendBase", "Config", "Experiment", "Measurement", "Problem", "RunResult", "Status",
-           "load_experiment", "run"]
+__all__ = ["Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec", "Measurement",
+           "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run"]
 
 
 def __getattr__(name: str) -> Any:

@@ -18,9 +18,10 @@ from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space import KernelSpec, count_valid
+from tuner.strategies.catalog import NAMES
 from tuner.yaml_document import Document, FieldPath, read_document
 
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "bruteforce")
+SAMPLERS = NAMES
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
 
@@ -328,3 +329,53 @@ def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.
     except (OSError, UnicodeDecodeError) as exc:
         raise ExperimentError(file, "", f"cannot be read ({exc})") from None
     return parse_experiment(text, file, template_dirs)
+
+
+BUILT_IN_PYTHON = "<Experiment built in Python>"
+
+
+def check_experiment(experiment: Experiment) -> None:
+    """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
+    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown sampler or a budget below 1."""
+    file = experiment.path or BUILT_IN_PYTHON
+
+    def fail(field_: str, message: str) -> ExperimentError:
+        return ExperimentError(file, field_, message)
+
+    if not isinstance(experiment.name, str) or not experiment.name.strip():
+        raise fail("name", "an experiment needs a name (non-empty text)")
+    if not experiment.problems:
+        raise fail("problems", "list at least one problem")
+    if not experiment.kernels:
+        raise fail("kernels", "list at least one kernel entry")
+    use_family_dirs([os.fspath(d) for d in experiment.template_dirs])
+    known = families()
+    for i, spec in enumerate(experiment.kernels):
+        if spec.family not in known:
+            raise fail(f"kernels[{i}].template", f"unknown template '{spec.family}'; known templates: "
+                                                 f"{', '.join(known)}")
+        family = known[spec.family]
+        for name, values in spec.values.items():
+            if name not in family.parameter_names:
+                raise fail(f"kernels[{i}].parameters.{name}", f"'{spec.family}' has no parameter '{name}'; its "
+                                                              f"parameters: {', '.join(family.parameter_names)}")
+            if not values:
+                raise fail(f"kernels[{i}].parameters.{name}", "list at least one value")
+        missing = [n for n in family.parameter_names if n not in spec.values]
+        if missing:
+            raise fail(f"kernels[{i}].parameters", f"no values for {', '.join(missing)}")
+        for dtype in spec.dtypes:
+            if dtype not in family.dtypes:
+                raise fail(f"kernels[{i}].parameters.dtype", f"'{spec.family}' does not support '{dtype}'; it "
+                                                             f"supports {', '.join(family.dtypes)}")
+        total, valid, reasons = count_valid(spec)
+        if valid == 0:
+            why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
+            raise fail(f"kernels[{i}].parameters", f"no combination of these values satisfies the family's "
+                                                   f"constraints (all {total} rejected: {why})")
+    if experiment.search.sampler not in SAMPLERS:
+        raise fail("search.sampler", f"unknown sampler '{experiment.search.sampler}'; choose one of "
+                                     f"{', '.join(SAMPLERS)}")
+    trials = experiment.search.trials
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise fail("search.trials", f"a whole number of at least 1, not {trials!r}")

@@ -33,7 +33,7 @@ from tuner.errors import TunerError
 from tuner.experiment import Experiment
 from tuner.measurement import Measurement
 from tuner.results import BASELINE, BASELINE_FAMILY, Record, is_evaluation, trial_record
-from tuner.study import StudySpace
+from tuner.study_space import StudySpace
 
 SAVE_INTERVAL_S = 2.0
 DEFAULT_STORAGE = "the folder's study.db"
@@ -139,6 +139,15 @@ class Previous:
 
 def storage_label(storage: str | None) -> str:
     return storage if storage else DEFAULT_STORAGE
+
+
+def storage_name(storage: str | optuna.storages.BaseStorage | None) -> str | None:
+    """How the folder's metadata names a storage: its URL (None: the folder's study.db); a storage object given
+    from Python is named by its URL where it has one, else by its kind."""
+    if storage is None or isinstance(storage, str):
+        return storage
+    url = getattr(storage, "url", None)
+    return url if isinstance(url, str) else f"a {type(storage).__name__} object"
 
 
 def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:

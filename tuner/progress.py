@@ -96,7 +96,7 @@ class Progress:
             self.stream.flush()
 
 
-def summary_table(df: pd.DataFrame, duplicates: dict[tuple[str, str], int]) -> pd.DataFrame:
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per problem and dtype: the best configuration, its speed against the ceilings and cuBLAS, status counts."""
     tuned = df[df["family"] != BASELINE_FAMILY]
     best = best_rows(df).set_index(["problem", "dtype"])
@@ -122,7 +122,6 @@ def summary_table(df: pd.DataFrame, duplicates: dict[tuple[str, str], int]) -> p
         row["cuBLAS GFLOP/s"] = round(float(cublas[key]), 1) if key in cublas.index else None
         for status in Status:
             row[status.value] = int(counts.loc[key, status.value]) if status.value in counts.columns else 0
-        row["duplicates"] = duplicates.get(key, 0)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -136,8 +135,7 @@ SUMMARY_NOTES = (
     "kernel without arithmetic). % FMA: of the device's measured multiply-add peak for the "
     "dtype. % DRAM: the no-cache model's bytes (every operand read counted as DRAM traffic) over that time, of the "
     "measured DRAM bandwidth, so caches can push it past 100%. cuBLAS: the library's GFLOP/s on the same problem. "
-    "ok, invalid, ...: distinct configurations evaluated, by outcome. dup: the sampler's repeated suggestions, "
-    "answered from the record and not measured again."
+    "ok, invalid, ...: distinct configurations evaluated, by outcome."
 )
 
 
@@ -149,12 +147,12 @@ def summary_text(table: pd.DataFrame, width: int) -> str:
     """The summary table within ``width`` columns where it can be: the best configurations named in the table, or
     by a number in it and in full below it; the status columns that count anything; a note on the numbers."""
     statuses = ["ok", *(s.value for s in Status if s is not Status.OK and table[s.value].any())]
-    header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", "cuBLAS", *statuses, "dup"]
+    header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", "cuBLAS", *statuses]
     right = [i for i, name in enumerate(header) if name not in ("problem", "dtype", "best")]
 
     def render(best: list[str]) -> str:
         rows = [[r["problem"], r["dtype"], name, _cell(r["GFLOP/s"]), _cell(r["% FMA peak"]), _cell(r["% DRAM BW"]),
-                 _cell(r["cuBLAS GFLOP/s"]), *(r[s] for s in statuses), r["duplicates"]]
+                 _cell(r["cuBLAS GFLOP/s"]), *(r[s] for s in statuses)]
                 for name, (_, r) in zip(best, table.iterrows(), strict=True)]
         return format_table(header, rows, right=right, indent="")
 
@@ -170,7 +168,7 @@ def summary_text(table: pd.DataFrame, width: int) -> str:
 
 def print_summary(result: RunResult, stream: TextIO | None = None, width: int | None = None) -> None:
     stream = stream if stream is not None else sys.stdout
-    table = summary_table(result.df, result.duplicates)
+    table = summary_table(result.df)
     if table.empty:
         print("nothing was evaluated", file=stream)
     else:

@@ -103,8 +103,6 @@ BASELINE = "baseline"  # the study and sampler names of cuBLAS rows
 
 RECORD_ATTR = "record"
 """The trial user attribute holding an evaluation's Record (its results row, rebuilt)."""
-DUPLICATE_ATTR = "duplicate_of"
-"""The trial user attribute of a repeated suggestion: the number of the trial that measured it."""
 
 
 @dataclass(frozen=True)
@@ -154,8 +152,8 @@ class Record:
 
 
 def is_evaluation(trial: FrozenTrial) -> bool:
-    """A trial that holds a measurement (not a duplicate suggestion, not an abandoned one)."""
-    return RECORD_ATTR in trial.user_attrs and DUPLICATE_ATTR not in trial.user_attrs
+    """A trial that holds a measurement."""
+    return RECORD_ATTR in trial.user_attrs
 
 
 def trial_record(experiment: str, study_name: str, trial: FrozenTrial) -> Record:
@@ -409,8 +407,6 @@ class RunResult:
     out: Path
     metadata: dict[str, Any]
     """What metadata.json holds: the experiment, the environments and the runs."""
-    duplicates: dict[tuple[str, str], int]
-    """(problem, dtype) -> repeated suggestions that were not measured again."""
 
     @property
     def best(self) -> pd.DataFrame:

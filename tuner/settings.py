@@ -16,7 +16,8 @@ STORAGE_FILE = "study.db"
 
 @dataclass(frozen=True)
 class SearchSettings:
-    sampler: str = "tpe"
+    sampler: str = "ils"
+    """A strategy of tuner.strategies.catalog (its DEFAULT)."""
     trials: int = 40
     """Distinct configurations evaluated per study at most."""
     timeout_s: float | None = None

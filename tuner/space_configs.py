@@ -25,6 +25,9 @@ class EntrySpace(Protocol):
     def values(self) -> tuple[tuple[ParamValue, ...], ...]: ...
 
     @property
+    def dtypes(self) -> tuple[str, ...]: ...
+
+    @property
     def valid_rows(self) -> np.ndarray: ...
 
     @property

@@ -1,289 +1,156 @@
-"""The Optuna side of a run: one study per (problem, dtype), its search space, samplers, budget, dedupe, resume.
+"""The Optuna side of a run: one study per (problem, dtype) searched within its valid configurations, the budget,
+the storage, and what a run does with the trials an earlier run left unfinished.
 
-Search space. Each study is named ``<experiment>/<MxNxK>/<dtype>``. When the experiment lists more than one
-kernel family for the dtype, the categorical parameter ``family`` picks one; each family's parameters are then
-suggested conditionally as categorical ``<family>.<PARAM>`` over the values the experiment lists. The direction
-is *maximize* and the value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status (invalid,
-compile_error, wrong, crashed), so that samplers learn to avoid them.
+Search. A study's candidates are its valid configurations (:mod:`tuner.study_space`); its sampler is a
+:class:`~tuner.strategies.sampler.DomainSampler`, whatever the strategy, so every trial asks for a valid
+configuration that no trial of the study has taken, and no budget is spent on a configuration the static rules
+reject (a launch that the device refuses is still recorded, as ``invalid``). The direction is *maximize* and the
+value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status.
 
-Samplers (``search.sampler``):
+Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes and
+workers). A study also stops when every candidate is taken and when its wall-time budget runs out.
 
-* ``tpe``: ``TPESampler(seed)``.
-* ``random``: ``RandomSampler(seed)``.
-* ``cmaes``: ``CmaEsSampler`` (needs the ``cmaes`` package). CMA-ES has no categorical search space, so on
-  these all-categorical spaces every parameter comes from its independent fallback (random sampling).
-* ``gp``: ``GPSampler`` (needs PyTorch). It models the parameters every trial shares (``family`` when there are
-  several families, else the family's parameters); conditional ones come from its independent fallback.
-* ``bruteforce``: Optuna's exhaustive ``BruteForceSampler``, which visits every combination (statically
-  invalid ones included, which then count as evaluations) in random order.
-* ``grid``: the exhaustive sweep in file order: every valid configuration of the study is enqueued
-  (``study.enqueue_trial``) in deterministic enumeration order over a ``RandomSampler``, one at a time just
-  before it is asked, so that a study continued with another sampler inherits no queue.
+Ask ahead. The next few configurations are asked before the current one is measured and handed to
+``backend.prefetch`` so that the CPU compiles while the GPU measures. The schedule is fixed: fill the queue to
+LOOKAHEAD, measure the oldest, tell it, ask one more.
 
-The seed of each study's sampler is derived from the run's seed, the study name and the number of trials
-already in the study, so a resumed study does not replay the random draws of its first run.
-
-Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes).
-Statically invalid suggestions count as evaluations: they are recorded with status ``invalid`` and the rule's
-text and never reach the backend. A study also stops when every valid configuration has been evaluated, when
-its wall-time budget runs out and when the sampler repeats itself ``max_repeats`` times in a row. Small
-discrete spaces make model-based samplers such as TPE repeat their favourite: after ``EXPLORE_AFTER`` repeats
-in a row the study enqueues an unevaluated valid configuration drawn at random (seeded), so the budget buys
-distinct evaluations and the sampler's model still sees every result. A repeated
-suggestion is never measured again: it is told the recorded value and marked ``duplicate_of=<trial number>``;
-duplicates are not rows of the results table.
-
-Ask ahead. The next few valid configurations are asked before the current one is measured and handed to
-``backend.prefetch`` so that the CPU compiles while the GPU measures.
-
-Storage and resume. Each evaluated trial keeps in its user attribute ``record`` everything its results row
-needs (:meth:`tuner.results.Record.attrs`: config key and values, ``Measurement.to_dict()``, metadata_id, wall
-offset, measured_at, sampler, device time), so the table is rebuilt from storage. Opening an existing study continues
-it: a trial left RUNNING by a dead process is completed from its attributes when it had been measured, and
-otherwise marked FAIL; the configuration of every FAIL trial that was never evaluated is enqueued again.
-One run at a time may use a study.
+Storage and resume. Each evaluated trial keeps in its user attribute ``record`` everything its results row needs
+(:meth:`tuner.results.Record.attrs`), so the table is rebuilt from storage. A trial asked but not yet measured is
+RUNNING and claims its configuration (:mod:`tuner.claims`). When a run stops early (interrupted, killed, out of
+time), its RUNNING trials stay: the next run over the same storage (which the run folder's lock keeps to one
+process) takes them over as its queue, in order, completing first the ones measured before the stop. With the
+sampler seeded per trial and strategies rebuilt from the storage, the resumed run then asks what the
+uninterrupted one would have, and reaches the same end. On a storage shared by several processes a RUNNING trial
+belongs to its worker while that worker lives; a dead worker's trials are failed and asked again.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import random
 import time
-import warnings
-import zlib
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import optuna
-from optuna.distributions import CategoricalDistribution
-from optuna.trial import FrozenTrial, Trial, TrialState
+from optuna.trial import Trial, TrialState
 
 from tuner.backends.protocol import Backend
-from tuner.config import Config, ParamValue, Problem
+from tuner.claims import (
+    CLAIM_ATTR,
+    DEAD_ATTR,
+    LOST_ATTR,
+    RETRY_ATTR,
+    WORKER_ATTR,
+    Liveness,
+    SoleWorker,
+    claimed_key,
+    owner,
+    this_worker,
+    unclaimed_too_long,
+)
+from tuner.config import Config
 from tuner.errors import TunerError
-from tuner.kernels.discovery import get_family
-from tuner.kernels.targets import target
-from tuner.measurement import Measurement, Status
-from tuner.results import DUPLICATE_ATTR, RECORD_ATTR, Record, is_evaluation, objective_of
-from tuner.settings import CompileSettings
-from tuner.space import entry_space, violations
-from tuner.space_configs import Rejections, union
+from tuner.measurement import Measurement
+from tuner.results import RECORD_ATTR, Record, objective_of
+from tuner.storage import open_storage
+from tuner.strategies import catalog
+from tuner.strategies.optuna_samplers import sampler_maker
+from tuner.strategies.protocol import StrategyFactory
+from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
+from tuner.study_space import AXES_ATTR, FAMILY_PARAM, StudySpace, study_spaces
 
-if TYPE_CHECKING:
-    from tuner.experiment import Experiment
+__all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "StudySearch", "StudySpace",
+           "open_storage", "open_study", "strategy_name", "study_spaces"]
 
+OTHERS_POLL_S = 0.5
+"""How often a worker that has nothing left to ask looks whether the configurations other workers claimed are
+measured (the study is done) or were left by a dead worker (it measures them)."""
 LOOKAHEAD = 8
 """Valid configurations asked ahead of the one being measured (the current one included): enough to keep
 the compile pool busy while the GPU measures, since a register-blocked kernel takes nvcc one to two seconds and
-its measurement a fraction of one. TPE treats the asked-but-untold trials as constant liars."""
-MAX_REPEATS = 50
-EXPLORE_AFTER = 2
-"""Repeated suggestions in a row after which an unevaluated configuration is enqueued."""
-"""Duplicate suggestions in a row after which a study stops."""
-FAMILY_PARAM = "family"
-ENQUEUED_ATTR = "enqueued"
-"""The user attribute of a trial this module enqueued: the configuration's key."""
+its measurement a fraction of one."""
+
+Choice = str | optuna.samplers.BaseSampler | StrategyFactory
+"""A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
 
 
-@dataclass(frozen=True, eq=False)
-class StudySpace:
-    """The configurations one study searches: a problem, a dtype and the families listing that dtype."""
-
-    experiment: str
-    problem: Problem
-    dtype: str
-    choices: dict[str, dict[str, tuple[ParamValue, ...]]]
-    """family -> parameter -> values, in file order."""
-    valid: Sequence[Config]
-    """Every valid configuration, in enumeration (file) order."""
-    rejected: Mapping[str, str] = field(default_factory=dict)
-    """Config key -> the static rules it breaks, for every listed but invalid combination."""
-    arch: str = CompileSettings().arch
-    """The target whose resource limits the configurations respect."""
-
-    @property
-    def baseline(self) -> str | None:
-        """The vendor routine all the study's families compare with (``gemm``), or None."""
-        kinds = {get_family(family).baseline for family in self.choices}
-        return kinds.pop() if len(kinds) == 1 else None
-
-    @property
-    def name(self) -> str:
-        return f"{self.experiment}/{self.problem.label}/{self.dtype}"
-
-    @property
-    def size(self) -> int:
-        """Combinations listed by the experiment, valid or not."""
-        return len(self.valid) + len(self.rejected)
-
-    def suggest(self, trial: Trial) -> Config:
-        try:
-            family = (trial.suggest_categorical(FAMILY_PARAM, list(self.choices)) if len(self.choices) > 1
-                      else next(iter(self.choices)))
-            params = {name: _suggested(trial.suggest_categorical(f"{family}.{name}", list(values)))
-                      for name, values in self.choices[family].items()}
-        except ValueError as exc:
-            raise TunerError(
-                f"study '{self.name}' in the Optuna storage was created with other parameter values than the "
-                f"experiment now lists ({exc}); restore the values, or run into a new output folder or storage"
-            ) from None
-        return Config.make(self.problem, str(family), self.dtype, params)
-
-    def params(self, config: Config) -> dict[str, ParamValue]:
-        """The Optuna parameters that stand for ``config`` (for ``enqueue_trial``)."""
-        named = {f"{config.family}.{k}": v for k, v in config.params}
-        return {FAMILY_PARAM: config.family, **named} if len(self.choices) > 1 else named
-
-    def distributions(self, config: Config) -> dict[str, optuna.distributions.BaseDistribution]:
-        """The distributions of the parameters that stand for ``config``."""
-        listed = self.choices[config.family]
-        named: dict[str, optuna.distributions.BaseDistribution] = {
-            f"{config.family}.{n}": CategoricalDistribution(list(values)) for n, values in listed.items()}
-        return {FAMILY_PARAM: CategoricalDistribution(list(self.choices)), **named} if len(self.choices) > 1 else named
-
-    def add_recorded(self, study: optuna.Study, record: Record) -> bool:
-        """Put a recorded evaluation into the study as a completed trial; False when the experiment no longer
-        lists its configuration."""
-        config = record.config
-        listed = self.choices.get(config.family, {})
-        if set(listed) != set(config.param_dict) or any(value not in listed[name] for name, value in config.params):
-            return False
-        study.add_trial(optuna.trial.create_trial(
-            params=self.params(config), distributions=self.distributions(config),
-            value=objective_of(config, record.measurement) or 0.0, user_attrs={RECORD_ATTR: record.attrs()}))
-        return True
-
-    def config_of(self, params: dict[str, Any]) -> Config | None:
-        """The configuration a trial's parameters describe; None when they are incomplete."""
-        family = params.get(FAMILY_PARAM) if len(self.choices) > 1 else next(iter(self.choices))
-        if family not in self.choices or any(f"{family}.{n}" not in params for n in self.choices[family]):
-            return None
-        values = {n: params[f"{family}.{n}"] for n in self.choices[family]}
-        return Config.make(self.problem, family, self.dtype, values)
-
-    def rejection(self, config: Config) -> str | None:
-        """Why the configuration is statically invalid, or None when it may be measured."""
-        if config.key in self.rejected:
-            return self.rejected[config.key]
-        broken = violations(get_family(config.family), config.param_dict, config.dtype, target(self.arch))
-        if broken:
-            return "; ".join(broken)
-        if config not in self.valid:
-            return "this combination of values is not listed by any kernels entry of the experiment"
-        return None
+# --- strategies and storage -------------------------------------------------------------------------------
 
 
-def _suggested(value: Any) -> ParamValue:
-    """A categorical suggestion, which is one of the values listed (Optuna's type allows floats and None)."""
-    assert isinstance(value, int | str), value
-    return value
+def strategy_name(choice: Choice) -> str:
+    """How a strategy is named in the results table (the ``sampler`` column)."""
+    if isinstance(choice, str):
+        return choice
+    named = getattr(choice, "name", None)
+    if isinstance(named, str) and not isinstance(choice, optuna.samplers.BaseSampler):
+        return named
+    return type(choice).__name__ if isinstance(choice, optuna.samplers.BaseSampler) else \
+        getattr(choice, "__name__", type(choice).__name__)
 
 
-def study_spaces(experiment: Experiment) -> list[StudySpace]:
-    """One space per problem and dtype, in file order."""
-    spaces = []
-    for problem in experiment.problems:
-        for dtype in experiment.dtypes:
-            choices: dict[str, dict[str, tuple[ParamValue, ...]]] = {}
-            specs = [spec for spec in experiment.kernels if dtype in spec.dtypes]
-            for spec in specs:
-                merged = choices.setdefault(spec.family, {})
-                for name, values in spec.values.items():
-                    merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *values)))
-            entries = [entry_space(spec) for spec in specs]
-            valid = union(problem, entries, dtype)
-            rejected = Rejections(union(problem, entries, dtype, valid=False))
-            spaces.append(StudySpace(experiment.name, problem, dtype, choices, valid, rejected,
-                                     experiment.compile.arch))
-    return spaces
+def check_choice(choice: Choice) -> None:
+    """TunerError for a name that names no strategy, or a strategy whose package is missing."""
+    if isinstance(choice, str):
+        if choice not in catalog.NAMES:
+            raise TunerError(f"unknown sampler '{choice}'; choose one of {', '.join(catalog.NAMES)}")
+        if choice in catalog.OPTUNA:
+            sampler_maker(choice)
+    elif not isinstance(choice, optuna.samplers.BaseSampler) and not callable(choice):
+        raise TunerError(f"a sampler is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
+                         f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
 
 
-# --- samplers and storage -------------------------------------------------------------------------------
+def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
+    """The study's sampler: proposals of the chosen strategy, each a free valid configuration."""
+    name = strategy_name(choice)
+    proposer: Proposer
+    if isinstance(choice, optuna.samplers.BaseSampler):
+        proposer = OptunaProposer(name, lambda study, trial: choice, space, seed, space.name)
+    elif isinstance(choice, str) and choice in catalog.OPTUNA:
+        proposer = OptunaProposer(name, sampler_maker(choice), space, seed, space.name)
+    else:
+        factory = catalog.strategy_factory(choice) if isinstance(choice, str) else choice
+        proposer = StrategyProposer(name, factory, space, seed, space.name)
+    return DomainSampler(space, proposer, seed, space.name)
 
 
-class _ExhaustiveSampler(optuna.samplers.BruteForceSampler):
-    """Optuna's BruteForceSampler for ask-and-tell: the search loop, not the sampler, decides when to stop.
-
-    (BruteForceSampler.after_trial calls ``study.stop()``, which only works inside ``study.optimize``; the loop
-    stops on its own once every valid configuration has been evaluated, before the sampler runs dry.)
-    """
-
-    def after_trial(self, study: optuna.Study, trial: FrozenTrial, state: TrialState,
-                    values: Any) -> None:
-        return None
-
-
-_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", 'pip install -e ".[gp]" in the checkout')}
-
-
-def make_sampler(name: str, seed: int) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler behind a ``search.sampler`` name."""
-    if name in _NEEDS and importlib.util.find_spec(_NEEDS[name][0]) is None:
-        module, install = _NEEDS[name]
-        raise TunerError(f"the '{name}' sampler needs the Python package '{module}', which is not installed "
-                         f"({install}); or choose another sampler with --sampler")
-    samplers: dict[str, Callable[[], optuna.samplers.BaseSampler]] = {
-        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, constant_liar=True),
-        "random": lambda: optuna.samplers.RandomSampler(seed=seed),
-        "grid": lambda: optuna.samplers.RandomSampler(seed=seed),
-        "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False),
-        "gp": lambda: optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False),
-        "bruteforce": lambda: _ExhaustiveSampler(seed=seed),
-    }
-    if name not in samplers:
-        raise TunerError(f"unknown sampler '{name}'; choose one of {', '.join(samplers)}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return samplers[name]()
-
-
-def study_seed(seed: int, study_name: str, trials_so_far: int) -> int:
-    return (seed * 1_000_003 + zlib.crc32(study_name.encode()) + trials_so_far * 7919) % 2**31
-
-
-def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, sampler_name: str,
-               seed: int) -> optuna.Study:
-    """Create the study or continue it (recovering what a dead run left), with a freshly seeded sampler."""
+def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
+               liveness: Liveness | None = None) -> optuna.Study:
+    """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
+    but did not finish completed from its record."""
     study = optuna.create_study(storage=storage, study_name=space.name, direction="maximize",
                                 load_if_exists=True)
-    if "dtype" not in study.user_attrs:
+    attrs = study.user_attrs
+    if AXES_ATTR not in attrs:
+        if study.get_trials(deepcopy=False):
+            raise TunerError(f"study '{space.name}' in the Optuna storage was recorded with an earlier "
+                             f"representation of its parameters; move the storage aside (a run folder's results "
+                             f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
         for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
-                           "dtype": space.dtype}.items():
+                           "dtype": space.dtype, AXES_ATTR: space.axes_attr()}.items():
             study.set_user_attr(key, value)
-    recover(study, space)
-    existing = len(study.get_trials(deepcopy=False))
-    study.sampler = make_sampler(sampler_name, study_seed(seed, space.name, existing))
+    elif attrs[AXES_ATTR] != space.axes_attr():
+        raise TunerError(f"study '{space.name}' in the Optuna storage was created with other parameter values than "
+                         f"the experiment now lists; restore the values, or run into a new output folder or storage")
+    complete_measured(study, space, liveness or SoleWorker())
+    study.sampler = make_sampler(choice, space, seed)
     return study
 
 
-def recover(study: optuna.Study, space: StudySpace) -> None:
-    """Finish what a dead run left RUNNING and enqueue again every configuration that was asked, never measured."""
+def complete_measured(study: optuna.Study, space: StudySpace, liveness: Liveness) -> None:
+    """Tell every RUNNING trial of a dead worker that holds its measurement (the worker died between recording
+    and telling it)."""
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        record = trial.user_attrs.get(RECORD_ATTR)
         config = space.config_of(trial.params)
-        if config is not None and RECORD_ATTR in trial.user_attrs:
-            measurement = Measurement.from_dict(trial.user_attrs[RECORD_ATTR]["measurement"])
-            study.tell(trial.number, objective_of(config, measurement) or 0.0)
-        else:
-            study.tell(trial.number, state=TrialState.FAIL)
-    trials = study.get_trials(deepcopy=False)
-    complete_keys = {t.user_attrs[RECORD_ATTR]["config_key"] for t in trials
-                     if t.state == TrialState.COMPLETE and is_evaluation(t)}
-    waiting = {t.user_attrs.get(ENQUEUED_ATTR) for t in trials if t.state == TrialState.WAITING}
-    for trial in trials:
-        if trial.state != TrialState.FAIL:
+        if record is None or config is None or liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
             continue
-        config = space.config_of(trial.params)
-        if config is not None and config.key not in complete_keys | waiting:
-            enqueue(study, space, config)
-            waiting.add(config.key)
-
-
-def enqueue(study: optuna.Study, space: StudySpace, config: Config) -> None:
-    """Make ``config`` the next suggestion of the study."""
-    study.enqueue_trial(space.params(config), user_attrs={ENQUEUED_ATTR: config.key})
+        try:
+            study.tell(trial.number, objective_of(config, Measurement.from_dict(record["measurement"])) or 0.0)
+        except (RuntimeError, ValueError):  # told meanwhile by another worker
+            continue
 
 
 # --- the search loop --------------------------------------------------------------------------------------
@@ -295,7 +162,6 @@ class Budget:
     """Distinct configurations evaluated per study at most."""
     timeout_s: float | None = None
     """Wall time per study and run."""
-    max_repeats: int = MAX_REPEATS
 
 
 class Reporter(Protocol):
@@ -318,14 +184,34 @@ class Recorder(Protocol):
 
 
 @dataclass(frozen=True)
+class Evaluation:
+    """What a callback is given after each evaluation."""
+
+    study: str
+    trial: int
+    config: Config
+    measurement: Measurement
+    value: float | None
+    """GFLOP/s (or GB/s for a kernel that only moves data) when ok, else None."""
+    record: Record
+    """Everything the evaluation's results row holds (``tuner.results.row(record)`` makes the row)."""
+    best: tuple[float, Config] | None
+    """The study's best value and configuration so far."""
+    evaluated: int
+    """Distinct configurations the study holds now."""
+    budget: int
+
+
+Callback = Callable[[Evaluation], None]
+
+
+@dataclass(frozen=True)
 class StudyOutcome:
     name: str
     evaluated: int
     """Distinct configurations the study holds, across runs."""
     new: int
     """Of which evaluated in this run."""
-    duplicates: int
-    """Repeated suggestions across runs (never measured, not rows)."""
     stopped: str
     """Why the search of this run ended."""
 
@@ -334,43 +220,61 @@ class StudySearch:
     """Searches one study until its budget is spent, asking ahead and never measuring a configuration twice."""
 
     def __init__(self, study: optuna.Study, space: StudySpace, backend: Backend, budget: Budget,
-                 sampler_name: str, recorder: Recorder, progress: Reporter):
+                 recorder: Recorder, progress: Reporter, liveness: Liveness | None = None,
+                 callbacks: Sequence[Callback] = ()):
         self.study, self.space, self.backend, self.budget = study, space, backend, budget
-        self.sampler_name, self.recorder, self.progress = sampler_name, recorder, progress
-        self.done: dict[str, tuple[int, float]] = {}
-        """Config key -> (trial number, value) of every evaluation in the study."""
+        self.recorder, self.progress, self.callbacks = recorder, progress, tuple(callbacks)
+        self.liveness = liveness or SoleWorker()
+        self.sole = isinstance(self.liveness, SoleWorker)
+        self.sampler_name = study.sampler.name if isinstance(study.sampler, DomainSampler) else \
+            type(study.sampler).__name__
+        self.done: set[str] = set()
+        """Keys of every evaluation in the study."""
+        self.elsewhere: set[str] = set()
+        """Keys claimed by RUNNING trials of other live workers (a shared study)."""
         self.best: tuple[float, Config] | None = None
-        self.duplicates = 0
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            if DUPLICATE_ATTR in trial.user_attrs:
-                self.duplicates += 1
-            elif is_evaluation(trial):
-                self._remember(trial.user_attrs[RECORD_ATTR]["config_key"], trial.number, trial.value or 0.0,
-                               space.config_of(trial.params))
-        self.pending: deque[tuple[Trial, Config]] = deque()
-        self.repeats_waiting: dict[str, list[Trial]] = {}
-        self.remaining_valid = {c.key for c in space.valid} - set(self.done)
-        self.repeats_in_a_row = 0
-        self.explorer = random.Random(zlib.crc32(f"{space.name}/{len(self.done)}".encode()))
+        self.pending: deque[tuple[Trial, Config, float]] = deque()
+        """(trial, configuration, time.monotonic() when asked), oldest first."""
         self.new = 0
         self.started = time.monotonic()
+        self._refresh()
 
-    def _remember(self, key: str, number: int, value: float, config: Config | None) -> None:
-        self.done[key] = (number, value)
+    def _refresh(self) -> None:
+        """Read the study's evaluations, and the claims of other live workers."""
+        mine = {trial.number for trial, _, _ in self.pending}
+        self.elsewhere.clear()
+        for trial in self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
+            key = claimed_key(trial)
+            if key is None:
+                continue
+            if trial.state == TrialState.COMPLETE:
+                if key not in self.done:
+                    self._remember(key, trial.value or 0.0, self.space.config_of(trial.params))
+            elif not self.sole and trial.number not in mine and \
+                    self.liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
+                self.elsewhere.add(key)
+
+    def _taken(self) -> set[str]:
+        return self.done | {config.key for _, config, _ in self.pending} | self.elsewhere
+
+    def _remember(self, key: str, value: float, config: Config | None) -> None:
+        self.done.add(key)
         if config is not None and value > 0 and (self.best is None or value > self.best[0]):
             self.best = (value, config)
 
-    # stopping rules, checked before every ask
+    @property
+    def _limit(self) -> int:
+        return min(self.budget.trials, self.space.domain.size)
+
     def _stop_reason(self) -> str | None:
-        committed = len(self.done) + len(self.pending)
+        committed = len(self.done) + len(self.pending) + len(self.elsewhere)
         if committed >= self.budget.trials:
             return f"{self.budget.trials} configurations evaluated"
-        if not self.remaining_valid:
-            return "every valid configuration evaluated"
+        if len(self._taken()) >= self.space.domain.size:
+            return "every valid configuration evaluated" if not self.elsewhere else \
+                "every valid configuration evaluated or being evaluated"
         if self._timed_out():
             return f"time budget of {self.budget.timeout_s:g} s spent"
-        if self.repeats_in_a_row >= self.budget.max_repeats:
-            return f"the sampler repeated itself {self.repeats_in_a_row} times in a row"
         return None
 
     def _timed_out(self) -> bool:
@@ -378,118 +282,143 @@ class StudySearch:
         return limit is not None and time.monotonic() - self.started >= limit
 
     def run(self) -> StudyOutcome:
-        self.progress.study_started(self.space.name, min(self.budget.trials, self.space.size), self.budget.timeout_s)
+        self.progress.study_started(self.space.name, self._limit, self.budget.timeout_s)
         self._report_progress()
         try:
+            self._take_over()
             stopped = self._search()
         except BaseException:
-            self._abandon("interrupted")
+            self._release("interrupted")
             self.progress.study_finished("interrupted")
             raise
         self.progress.study_finished(stopped)
-        return StudyOutcome(self.space.name, len(self.done), self.new, self.duplicates, stopped)
+        return StudyOutcome(self.space.name, len(self.done), self.new, stopped)
 
     def _search(self) -> str:
         while True:
             stopped = self._fill()
+            if not self.pending and self.elsewhere and not self._timed_out():
+                time.sleep(OTHERS_POLL_S)  # stay until the others' claims are measured, or freed by their death
+                continue
             if not self.pending:
                 return stopped or "nothing left to ask"
             if self._timed_out():
-                self._abandon("time budget spent")
+                self._release("time budget spent")
                 return f"time budget of {self.budget.timeout_s:g} s spent"
-            self.backend.prefetch([config for _, config in self.pending])
-            trial, config = self.pending[0]
+            self.backend.prefetch([config for _, config, _ in self.pending])
+            trial, config, asked = self.pending[0]
+            if not self._owns(trial, config, asked):
+                self.pending.popleft()
+                continue
             busy_before = self.backend.busy_seconds
             measurement = self.backend.evaluate(config)
             device_s = self.backend.busy_seconds - busy_before
-            value = self._store(trial, config, measurement, device_s)
+            self._store(trial, config, measurement, device_s)
             self.pending.popleft()
-            for repeat in self.repeats_waiting.pop(config.key, []):
-                self._tell_duplicate(repeat, trial.number, value)
 
+    # asking
     def _fill(self) -> str | None:
-        """Ask until LOOKAHEAD valid configurations wait; record invalid ones and tell duplicates at once."""
+        """Ask until LOOKAHEAD configurations wait to be measured."""
         while len(self.pending) < LOOKAHEAD:
+            if not self.sole:
+                self._refresh()
+                self._fail_dead()
             stopped = self._stop_reason()
             if stopped:
                 return stopped
-            if self.sampler_name == "grid":
-                self._feed_grid()
-            trial = self.study.ask()
-            config = self.space.suggest(trial)
-            key = config.key
-            if key in self.done or any(key == c.key for _, c in self.pending):
-                self._repeat(trial, key)
-                continue
-            self.repeats_in_a_row = 0
-            reason = self.space.rejection(config)
-            if reason is None:
-                self.pending.append((trial, config))
-                self.remaining_valid.discard(key)
-            else:
-                self._store(trial, config, Measurement(Status.INVALID, reason=reason), None)
+            self._queue(self.study.ask(self.space.distributions()))
         return None
 
-    def _repeat(self, trial: Trial, key: str) -> None:
-        """A suggestion already evaluated (told its value now) or waiting (told once it is measured)."""
-        self.repeats_in_a_row += 1
-        if key in self.done:
-            number, value = self.done[key]
-            self._tell_duplicate(trial, number, value)
+    def _queue(self, trial: Trial) -> None:
+        """Claim the trial's configuration and queue it, or fail the trial when its configuration is no free
+        candidate (one put in the study's queue by hand that is taken or not valid, or one another worker took
+        meanwhile)."""
+        config = self.space.config_of(trial.params)
+        if config is None or self.space.candidate(config) < 0:
+            trial.set_user_attr(LOST_ATTR, "not a valid configuration of the study")
+            self.study.tell(trial, state=TrialState.FAIL)
+        elif config.key in self._taken():
+            trial.set_user_attr(LOST_ATTR, "taken")
+            self.study.tell(trial, state=TrialState.FAIL)
         else:
-            self.repeats_waiting.setdefault(key, []).append(trial)
-        if self.repeats_in_a_row % EXPLORE_AFTER == 0:
-            self._explore()
+            trial.set_user_attr(CLAIM_ATTR, config.key)
+            trial.set_user_attr(WORKER_ATTR, this_worker())
+            self.pending.append((trial, config, time.monotonic()))
 
-    def _explore(self) -> None:
-        """Enqueue an unevaluated valid configuration, drawn at random, unless one is queued already."""
-        if self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+    def _owns(self, trial: Trial, config: Config, asked: float) -> bool:
+        """Whether this trial owns its configuration (always, for the sole worker); False after failing it."""
+        if self.sole:
+            return True
+        while True:
+            trials = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE))
+            found = owner(trials, trial.number, config.key, self.liveness, asked)
+            if found is not None:
+                break
+            time.sleep(0.05)
+        if found == trial.number:
+            return True
+        trial.set_user_attr(LOST_ATTR, found)
+        self.study.tell(trial, state=TrialState.FAIL)
+        return False
+
+    # trials left by an earlier run or a dead worker
+    def _take_over(self) -> None:
+        """The RUNNING trials of dead workers: the sole worker makes them its queue, in order; a worker sharing
+        the study fails them, so that their configurations are asked again."""
+        if not self.sole:
+            self._fail_dead()
             return
-        candidates = sorted(self.remaining_valid)
-        if candidates:
-            key = self.explorer.choice(candidates)
-            enqueue(self.study, self.space, next(c for c in self.space.valid if c.key == key))
+        for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            trial = Trial(self.study, frozen._trial_id)
+            if any(name not in frozen.params for name in self.space.distributions()):
+                for name, distribution in self.space.distributions().items():  # asked, never sampled: sample now
+                    trial._suggest(name, distribution)
+            self._queue(trial)
 
-    def _feed_grid(self) -> None:
-        """Keep the next unevaluated valid configuration, in file order, enqueued."""
-        if self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+    def _fail_dead(self) -> None:
+        """Fail the RUNNING trials of dead workers and put their configurations first in the study's queue."""
+        for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            worker = frozen.user_attrs.get(WORKER_ATTR)
+            if self.liveness.alive(worker) or any(t.number == frozen.number for t, _, _ in self.pending) or \
+                    (worker is None and not unclaimed_too_long(frozen)):
+                continue
+            try:
+                self.study._storage.set_trial_user_attr(frozen._trial_id, DEAD_ATTR, worker)
+                self.study.tell(frozen.number, state=TrialState.FAIL)
+            except (RuntimeError, ValueError):  # finished meanwhile, or failed by another worker
+                continue
+            config = self.space.config_of(frozen.params)
+            if config is not None and self.space.candidate(config) >= 0:
+                self.study.enqueue_trial(frozen.params, user_attrs={RETRY_ATTR: frozen.number})
+
+    def _release(self, why: str) -> None:
+        """A study stopping early: the sole worker leaves its queue RUNNING for the next run to take over; a worker
+        sharing the study fails it, so that other workers may take the configurations."""
+        if self.sole:
             return
-        asked = {c.key for _, c in self.pending}
-        for config in self.space.valid:
-            if config.key not in self.done and config.key not in asked:
-                enqueue(self.study, self.space, config)
-                return
-
-    def _store(self, trial: Trial, config: Config, measurement: Measurement, device_s: float | None) -> float:
-        record = self.recorder.record(self.space.name, trial.number, self.sampler_name, config, measurement,
-                                      device_s)
-        trial.set_user_attr(RECORD_ATTR, record.attrs())
-        value = objective_of(config, measurement) or 0.0
-        self.study.tell(trial, value)
-        self._remember(config.key, trial.number, value, config)
-        self.remaining_valid.discard(config.key)
-        self.new += 1
-        self.recorder.add(record)
-        self._report_progress()
-        return value
-
-    def _tell_duplicate(self, trial: Trial, original: int, value: float) -> None:
-        self.duplicates += 1
-        trial.set_user_attr(DUPLICATE_ATTR, original)
-        self.study.tell(trial, value)
-
-    def _abandon(self, why: str) -> None:
-        """Fail every asked but unmeasured trial; the next run enqueues their configurations again."""
-        open_trials = [t for t, _ in self.pending] + [t for ts in self.repeats_waiting.values() for t in ts]
-        self.pending.clear()
-        self.repeats_waiting.clear()
-        for trial in open_trials:
+        for trial, _, _ in self.pending:
             try:
                 trial.set_user_attr("abandoned", why)
                 self.study.tell(trial, state=TrialState.FAIL)
             except (RuntimeError, ValueError):  # already finished
                 continue
+        self.pending.clear()
+
+    # recording
+    def _store(self, trial: Trial, config: Config, measurement: Measurement, device_s: float | None) -> None:
+        record = self.recorder.record(self.space.name, trial.number, self.sampler_name, config, measurement,
+                                      device_s)
+        trial.set_user_attr(RECORD_ATTR, record.attrs())
+        value = objective_of(config, measurement)
+        self.study.tell(trial, value or 0.0)
+        self._remember(config.key, value or 0.0, config)
+        self.new += 1
+        self.recorder.add(record)
+        self._report_progress()
+        evaluation = Evaluation(self.space.name, trial.number, config, measurement, value, record, self.best,
+                                len(self.done), self._limit)
+        for callback in self.callbacks:
+            callback(evaluation)
 
     def _report_progress(self) -> None:
-        best = None if self.best is None else (self.best[0], self.best[1])
-        self.progress.evaluated(len(self.done), self.new, best)
+        self.progress.evaluated(len(self.done), self.new, self.best)

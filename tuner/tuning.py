@@ -38,75 +38,52 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.trial import TrialState
 
 from tuner import results
+from tuner.backends.opening import open_backends
 from tuner.backends.protocol import Backend
-from tuner.backends.replay import ReplayBackend, default_recording
+from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.errors import TunerError
-from tuner.experiment import SAMPLERS, Experiment, load_experiment
-from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed
+from tuner.experiment import Experiment, check_experiment, load_experiment
+from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
 from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
+from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
-from tuner.results import BASELINE, DUPLICATE_ATTR, RunResult
+from tuner.results import BASELINE, RunResult
 from tuner.settings import STORAGE_FILE
-from tuner.storage import check_storage_url, close_storage, failures_explained, open_storage
+from tuner.storage import HEARTBEAT_INTERVAL_S, check_storage_url, close_storage, failures_explained, open_storage
 from tuner.study import (
     Budget,
+    Callback,
+    Choice,
     StudySearch,
     StudySpace,
+    check_choice,
     open_study,
+    strategy_name,
     study_spaces,
 )
+from tuner.workers import WorkerRegistry
 
-BACKENDS = ("pycuda", "replay")
 BASELINE_DTYPES = ("float32", "float64")
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
 
 
-def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
-    if not isinstance(backend, str):
-        return backend
-    if backend == "replay":
-        recording = replay if replay is not None else default_recording(experiment.name)
-        if recording is None:
-            raise TunerError(f"--backend replay needs --replay PATH: a recorded run folder or results.parquet "
-                             f"(experiment '{experiment.name}' has no shipped recording)")
-        return ReplayBackend(Path(recording))
-    if replay is not None:
-        raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
-    if backend != "pycuda":
-        raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
-    try:
-        from tuner.backends.pycuda.backend import PycudaBackend
-    except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
-        raise TunerError(f"the pycuda backend cannot be loaded ({type(exc).__name__}: {exc}); it needs PyCUDA "
-                         f"and a CUDA GPU (pip install -e \".[cuda]\" in the checkout); without a GPU, replay a "
-                         f"recorded run with --backend replay --replay PATH") from None
-    try:
-        return PycudaBackend(experiment.measure, experiment.compile)
-    except TunerError:
-        raise
-    except Exception as exc:  # driver errors when no device can be opened
-        raise TunerError(f"the pycuda backend cannot start ({type(exc).__name__}: {exc}); check that a CUDA "
-                         f"GPU and its driver are available") from None
-
-
-def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: str | None,
-              seed: int | None) -> tuple[str, Budget, int]:
+def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: Choice | None,
+              seed: int | None) -> tuple[Choice, Budget, int]:
     search = experiment.search
     sampler = sampler if sampler is not None else search.sampler
-    if sampler not in SAMPLERS:
-        raise TunerError(f"unknown sampler '{sampler}'; choose one of {', '.join(SAMPLERS)}")
+    check_choice(sampler)
     trials = trials if trials is not None else search.trials
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise TunerError(f"--trials must be a whole number of at least 1, not {trials!r}")
@@ -189,78 +166,119 @@ def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: T
     table.add(record)
 
 
-def _duplicates(studies: dict[StudySpace, optuna.Study]) -> dict[tuple[str, str], int]:
-    return {
-        (space.problem.label, space.dtype): sum(
-            DUPLICATE_ATTR in t.user_attrs for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-        for space, study in studies.items()
-    }
-
-
 def run(
     experiment: Experiment | str | os.PathLike[str],
     backend: str | Backend = "pycuda",
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
-    sampler: str | None = None,
+    sampler: Choice | None = None,
     seed: int | None = None,
-    storage: str | None = None,
+    storage: str | optuna.storages.BaseStorage | None = None,
     out: str | os.PathLike[str] | None = None,
     quiet: bool = False,
     report: bool = True,
     summary: bool | None = None,
+    callbacks: Sequence[Callback] = (),
+    gpus: str | None = None,
+    heartbeat: int | None = None,
+    replay_pace: float | None = None,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
     ``backend``: "pycuda" (measure on the GPU), "replay" (answer from ``replay``, a recorded run folder or
     results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
-    ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings.
-    ``storage`` is any Optuna storage URL (default: SQLite ``study.db`` in ``out``, itself defaulting to
-    ``reports/<experiment name>``). ``quiet`` silences the progress on stderr; ``summary`` prints the summary
-    table on stdout (by default unless ``quiet``; the command line prints it even with --quiet). ``report``
-    writes the figures and report.html at the end.
+    ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings;
+    ``sampler`` is a strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a
+    strategy factory (a callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a
+    class of :mod:`tuner.strategies`). ``storage`` is an Optuna storage URL or storage object (default: SQLite
+    ``study.db`` in ``out``, itself defaulting to ``reports/<experiment name>``); a storage other than the
+    folder's own may be shared with other runs at the same time. ``callbacks`` are called after each
+    evaluation with a :class:`tuner.study.Evaluation` (from several threads at once with ``gpus``). ``gpus``
+    ("all" or indices such as "0,1") measures on several GPUs of this host at once, one measuring worker each
+    (with the replay backend, indices stand for GPUs). ``heartbeat`` is the interval in seconds of this worker's
+    heartbeat in a shared storage (default 10; a worker silent for four intervals is dead, and its claimed
+    configurations are measured by another). ``replay_pace`` slows the replay backend to its recorded device
+    times times the factor. ``quiet`` silences the progress on stderr; ``summary``
+    prints the summary table on stdout (by default unless ``quiet``; the command line prints it even with
+    --quiet). ``report`` writes the figures and report.html at the end.
 
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
     """
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
+    elif experiment.path is None:
+        check_experiment(experiment)
     use_family_dirs(experiment.template_dirs)
-    sampler_name, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
+    choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = _output_folder(out, experiment)
-    url = storage or f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
-    check_storage_url(url)
-    previous = claim(out_dir, experiment, storage)  # before anything is opened or written
-    chosen = open_backend(backend, experiment, replay)
+    given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
+    url = storage if isinstance(storage, str) else f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
+    if given is None:
+        check_storage_url(url)
+    label = storage_name(storage)
+    previous = claim(out_dir, experiment, label)  # before anything is opened or written
+    heartbeat_s = _heartbeat(heartbeat)
+    chosen = open_backends(backend, experiment, replay, gpus, replay_pace)
     try:
         lock = _lock(out_dir)
         try:
-            store = _open_storage(url, out_dir)
+            store = given or _open_storage(url, out_dir)
             try:
                 resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
-                          "trials": trials, "timeout": timeout, "sampler": sampler, "seed": seed, "storage": storage,
-                          "out": out_dir}
-                place = Place(out_dir, storage, previous)
-                with _terminate_as_interrupt(), failures_explained(url):
-                    return _run(experiment, chosen, store, sampler_name, budget, seed_value, place, quiet,
-                                not quiet if summary is None else summary, report, _resume_command(experiment, resume))
+                          "trials": trials, "timeout": timeout,
+                          "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
+                          "storage": storage if isinstance(storage, str) else None, "out": out_dir, "gpus": gpus,
+                          "heartbeat": heartbeat, "replay-pace": replay_pace}
+                with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
+                        _liveness(storage, experiment, len(chosen), heartbeat_s) as liveness:
+                    place = Place(out_dir, label, previous, liveness)
+                    return _run(experiment, chosen, store, choice, budget, seed_value, place, quiet,
+                                not quiet if summary is None else summary, report, _resume_command(experiment, resume),
+                                tuple(callbacks))
             finally:
-                close_storage(store)
+                if given is None:
+                    close_storage(store)
         finally:
             os.close(lock)
     finally:
-        chosen.close()
+        for one in reversed(chosen):
+            one.close()
+
+
+def _heartbeat(seconds: int | None) -> int:
+    if seconds is None:
+        return HEARTBEAT_INTERVAL_S
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
+        raise TunerError(f"--heartbeat must be a whole number of seconds, at least 1, not {seconds!r}")
+    return seconds
+
+
+@contextlib.contextmanager
+def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Experiment, measuring: int,
+              heartbeat_s: int) -> Iterator[Liveness]:
+    """Who else may be working in the run's storage. The folder's own study.db (under the folder's lock) has
+    this process alone: the sole worker, or its measuring threads (one per GPU). A shared storage named by a URL
+    has workers that keep heartbeats (tuner.workers); one given as an object has the workers of this host."""
+    if storage is None:
+        yield SoleWorker() if measuring == 1 else ThisProcess()
+    elif isinstance(storage, str):
+        with WorkerRegistry(storage, experiment.name, this_worker(), heartbeat_s) as registry:
+            yield registry
+    else:
+        yield HostWorkers()
 
 
 @dataclass(frozen=True)
 class Place:
-    """Where a run records: its folder, the storage it names (None: the folder's study.db) and what the
-    folder held before."""
+    """Where a run records: its folder, the storage it names (None: the folder's study.db), what the folder held
+    before, and who else may be working in the storage."""
 
     out: Path
     storage: str | None
     previous: Previous | None
+    liveness: Liveness
 
 
 def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
@@ -285,9 +303,17 @@ def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
-def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseStorage, sampler: str,
+def _worker_seed(seed: int, liveness: Liveness) -> int:
+    """The seed of this process's samplers: the run's, unless other processes share the studies, where each
+    process's strategy must propose (and replay its own proposals) apart from the others'."""
+    if isinstance(liveness, SoleWorker | ThisProcess):
+        return seed
+    return seed + zlib.crc32(this_worker().encode()) % 1_000_003
+
+
+def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
-         resume_command: str) -> RunResult:
+         resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
     out = place.out
     optuna_logger = optuna.logging.get_logger("optuna")
     verbosity = optuna_logger.level
@@ -295,32 +321,47 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
     progress = Progress(quiet=quiet)
     started = now()
     interrupted, error = False, None
+    backend = backends[0]
     try:
         recording = backend.recording()
         replayed = recording is not None
-        environment = backend.metadata()
-        environment_id = metadata_id(environment)
+        environments = [b.metadata() for b in backends]
+        environment_ids = [metadata_id(env) for env in environments]
         ledger = Ledger(store, experiment.name)
-        ledger.add_environments(recording.environments if recording else {environment_id: environment})
-        studies = {space: open_study(store, space, sampler, seed) for space in study_spaces(experiment)}
-        table = Table(experiment, out, ledger, backend, environment_id, place.storage)
+        ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
+                                                                                   strict=True)))
+        answerable = backend.recorded_configs()
+        own_seed = _worker_seed(seed, place.liveness)
+        studies = {space: open_study(store, space, choice, own_seed, place.liveness)
+                   for space in study_spaces(experiment, answerable)}
+        table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
             table.keep(reseed(studies, place.previous))
         table.rebuild(store)
         run_record: dict[str, Any] = {
-            "started_utc": iso(started), "finished_utc": None, "backend": backend.name, "sampler": sampler,
+            "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
+            "sampler": strategy_name(choice),
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
             "recording": str(recording.path) if recording else None,
             "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
-            "interrupted": False, "error": None,
+            "interrupted": False, "error": None, "gpus": len(backends),
         }
         ledger.start_run(run_record)
         clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
         try:
             for space, study in studies.items():
                 _baseline(space, study, backend, table, progress)
-                StudySearch(study, space, backend, budget, sampler, table, progress).run()
+                # each further GPU's search asks through a study object of its own, with its own sampler
+                own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness)
+                                for index in range(1, len(backends)))]
+
+                def search(index: int, measuring: Backend, space: StudySpace = space, own: list = own) -> None:
+                    recorder = table if len(backends) == 1 else table.on_device(measuring, environment_ids[index])
+                    StudySearch(own[index], space, measuring, budget, recorder,
+                                progress if index == 0 else Progress(quiet=True), place.liveness, callbacks).run()
+
+                search_on_each(backends, search)
                 table.save()
         except KeyboardInterrupt:
             interrupted = True
@@ -329,21 +370,23 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
             raise
         finally:
             wall = time.monotonic() - clock
-            busy = backend.busy_seconds
+            busy = sum(b.busy_seconds for b in backends)
             run_record.update({
                 "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": table.added,
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
-                "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
+                "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall / len(backends), 4),
             })
             try:
                 ledger.update_run(run_record)
+                if not isinstance(place.liveness, SoleWorker):  # what the other workers measured meanwhile
+                    table.rebuild(store)
             finally:  # a storage that fails here still leaves the rows it holds saved
                 df = table.save()
             if report:
                 _write_report(out, progress)
     finally:
         optuna_logger.setLevel(verbosity)
-    result = RunResult(df, out, table.metadata(), _duplicates(studies))
+    result = RunResult(df, out, table.metadata())
     if interrupted:
         print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",
               file=sys.stderr)

@@ -21,16 +21,15 @@ their configurations measured again by a live one; a live worker's trials are ne
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
+import logging
 import threading
 import time
 import warnings
-from pathlib import Path
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.claims import HostWorkers
 from tuner.storage import GRACE_PERIODS, HEARTBEAT_INTERVAL_S, close_storage, journal_path, open_storage
 
 WORKER_ATTR = "worker"
@@ -39,32 +38,6 @@ BEAT_ATTR = "beat"
 
 def workers_study_name(experiment: str) -> str:
     return f"{experiment}/workers"
-
-
-def _process_gone(worker: str) -> bool:
-    """Whether ``worker`` (``host/pid/start``) names a process of this host that no longer runs."""
-    host, _, rest = worker.partition("/")
-    if host != socket.gethostname():
-        return False
-    pid_text, _, started = rest.partition("/")
-    try:
-        pid = int(pid_text)
-        os.kill(pid, 0)
-    except (ValueError, ProcessLookupError):
-        return True
-    except PermissionError:  # a process of another user: it runs
-        return False
-    return bool(started) and _start_time(pid) != started
-
-
-def _start_time(pid: int) -> str:
-    """When the process started, in clock ticks since boot (Linux), or '' where that cannot be read."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return ""
-    state = fields[0] if fields else ""
-    return "" if state == "Z" else (fields[19] if len(fields) > 19 else "")
 
 
 class WorkerRegistry:
@@ -76,8 +49,14 @@ class WorkerRegistry:
         self.grace = heartbeat_s * GRACE_PERIODS
         self.journal = journal_path(url) is not None
         self.storage = open_storage(url, None if self.journal else heartbeat_s)
-        self.study = optuna.create_study(storage=self.storage, study_name=workers_study_name(experiment),
-                                         direction="maximize", load_if_exists=True)
+        logger = optuna.logging.get_logger("optuna")
+        level = logger.level
+        logger.setLevel(logging.WARNING)  # not "a new study created", which is no news of the run's
+        try:
+            self.study = optuna.create_study(storage=self.storage, study_name=workers_study_name(experiment),
+                                             direction="maximize", load_if_exists=True)
+        finally:
+            logger.setLevel(level)
         self._lock = threading.Lock()
         self._states: dict[str, TrialState] = {}
         self._read_at = -float("inf")
@@ -131,7 +110,7 @@ class WorkerRegistry:
             if worker not in self._states or time.monotonic() - self._read_at > self.interval / 2:
                 self._read()  # a worker never seen may have registered since the last reading
             state = self._states.get(worker)
-        return state == TrialState.RUNNING and not _process_gone(worker)
+        return state == TrialState.RUNNING and HostWorkers().alive(worker)  # on this host: its process runs
 
     def _read(self) -> None:
         if isinstance(self.storage, optuna.storages.RDBStorage):

@@ -3,12 +3,14 @@
 Every backend evaluates configurations (:class:`Evaluates`) and describes where it measures. What only some
 can do is declared by the answers of the capability protocols every backend implements: a vendor baseline
 (``baseline`` answers None where there is none), a recording it replays (``recording`` answers None for a
-live device), and the device time it spent (``busy_seconds``). :class:`BackendBase` gives the "cannot" answers,
+live device) and the configurations it can answer (``recorded_configs``: None for a device, which measures any),
+and the device time it spent (``busy_seconds``). :class:`BackendBase` gives the "cannot" answers,
 so a backend of one's own implements only what it can.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,6 +62,11 @@ class Replays(Protocol):
         """The environment ``config``'s answer comes from, where it is not the backend's own (``metadata()``)."""
         ...
 
+    def recorded_configs(self) -> Sequence[Config] | None:
+        """The only configurations the backend can answer (a search then keeps to them); None when it can measure
+        any."""
+        ...
+
 
 class TracksBusyTime(Protocol):
     busy_seconds: float
@@ -85,6 +92,9 @@ class BackendBase:
         return None
 
     def environment_id(self, config: Config) -> str | None:
+        return None
+
+    def recorded_configs(self) -> Sequence[Config] | None:
         return None
 
     def close(self) -> None:

@@ -3,7 +3,9 @@
 A recording is a previous run's output folder (or its results.parquet). Each configuration is answered with
 the row recorded for its key: status, reason, compile time, timing (the raw samples too), verification error
 and resources; ``baseline()`` answers the recorded cuBLAS row of a problem and dtype, or None when the
-recording has none. A configuration the recording lacks is a TunerError naming it and the recording.
+recording has none. A configuration the recording lacks is a TunerError naming it and the recording;
+``recorded_configs()`` lists the recorded ones, so that a replayed search keeps to them (a recording of a sampled
+search holds only what that search visited).
 
 Rows keep the environment they were measured in: ``environment_id(config)`` is the recorded row's
 ``metadata_id`` and ``recording().environments`` the recorded environments; ``metadata()`` is the one most rows
@@ -69,6 +71,7 @@ class ReplayBackend(BackendBase):
         self.environments: dict[str, dict[str, Any]] = {i: recorded[i] for i in used if i in recorded}
         self._main_id = next((i for i, _ in used.most_common() if i in recorded), None)
         self.busy_seconds = 0.0
+        self._configs: list[Config] | None = None
 
     def _row(self, key: str, what: str) -> dict[str, Any]:
         data = self._rows.get(key)
@@ -95,6 +98,17 @@ class ReplayBackend(BackendBase):
 
     def recording(self) -> Recording:
         return Recording(self.path, self.environments)
+
+    def recorded_configs(self) -> list[Config]:
+        """Every configuration the recording answers (a replayed search keeps to them)."""
+        if self._configs is None:
+            self._configs = []
+            for data in self._rows.values():
+                try:
+                    self._configs.append(results.config_of_row(data))
+                except (KeyError, TypeError, ValueError):  # a row of a family no longer known, say
+                    continue
+        return self._configs
 
     def environment_id(self, config: Config) -> str:
         """The environment of the recorded row (the main one for what never reached a device)."""

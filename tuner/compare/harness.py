@@ -7,9 +7,10 @@ Conventions. What a strategy may propose, and so what a budget counts:
 * ``product`` (the published one): every combination of the parameters' values. A combination the recording
   lacks broke a constraint: it counts as an evaluation, fails (value ``inf``) and costs nothing.
 
-A strategy sees a :class:`Domain` (the candidates of a convention, numbered ``0 … size-1``), proposes one
-candidate at a time (``ask``) and is told its value (``tell``): the recorded time in ms when the configuration
-ran ok, ``inf`` for any failure. It minimises.
+A strategy (:mod:`tuner.strategies`: the protocol of every search strategy, in a study as here) sees a
+:class:`~tuner.strategies.Domain` (the candidates of a convention, numbered ``0 … size-1``, :func:`domain_of`),
+proposes one candidate at a time (``ask``) and is told its value (``tell``): the recorded time in ms when the
+configuration ran ok, ``inf`` for any failure. It minimises.
 
 Repeats. No configuration is evaluated twice: a proposal of an already evaluated candidate is told its value
 again but is no evaluation (it adds nothing to the budget, the cost or the curve). A strategy that proposes
@@ -28,16 +29,16 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
 
 import numpy as np
 
 from tuner.compare.scoring import Distribution
 from tuner.recorded import RecordedSpace
+from tuner.strategies.domain import Domain, ordered_values
+from tuner.strategies.protocol import StrategyFactory
 
 MAX_REPEATS = 1000
 DEFAULT_RUNS = 50
@@ -50,54 +51,19 @@ class Convention(StrEnum):
     """(b) a draw from the full product that fails counts as an evaluation."""
 
 
-@dataclass(frozen=True, eq=False)
-class Domain:
-    """The candidates a strategy proposes from under a convention, numbered ``0 … size-1``.
-
-    Under ``valid`` candidate ``i`` is the recording's configuration ``i``; under ``product`` it is the
-    combination whose mixed-radix key is ``i`` (:mod:`tuner.recorded.space`).
-    """
-
-    space: RecordedSpace
-    convention: Convention
-
-    @property
-    def size(self) -> int:
-        return len(self.space) if self.convention is Convention.VALID else self.space.product_size
-
-    @property
-    def radices(self) -> np.ndarray:
-        """The number of values of each parameter."""
-        return self.space.radices
-
-    def indices_of(self, candidates: np.ndarray) -> np.ndarray:
-        """The value indices of candidates ((k,) → (k × parameters))."""
-        candidates = np.asarray(candidates, dtype=np.int64)
-        if self.convention is Convention.VALID:
-            return self.space.indices[candidates].astype(np.int64)
-        return self.space.decode(candidates)
-
-    def candidates_of(self, indices: np.ndarray) -> np.ndarray:
-        """The candidate of each row of value indices, -1 where it is none."""
-        keys = self.space.encode(indices)
-        return self.space.rows_of(keys) if self.convention is Convention.VALID else keys
-
-    def recorded_row(self, candidate: int) -> int:
-        """The recording's configuration of a candidate, -1 where the recording lacks it."""
-        if self.convention is Convention.VALID:
-            return candidate
-        return self.space.row_of_key.get(candidate, -1)
+def domain_of(space: RecordedSpace, convention: Convention | str) -> Domain:
+    """The candidates a strategy proposes from under a convention: under ``valid`` candidate ``i`` is the
+    recording's configuration ``i``; under ``product`` it is the combination whose mixed-radix key is ``i``
+    (:mod:`tuner.recorded.space`)."""
+    ordered = [ordered_values(values) for values in space.values]
+    if Convention(convention) is Convention.VALID:
+        return Domain(space.names, space.radices, np.array(ordered), space.indices)
+    return Domain.product(space.names, [int(r) for r in space.radices], ordered)
 
 
-class Strategy(Protocol):
-    def ask(self) -> int:
-        """The next candidate to evaluate."""
-
-    def tell(self, candidate: int, value: float) -> None:
-        """The candidate's time in ms; ``inf`` when it failed."""
-
-
-StrategyFactory = Callable[[Domain, np.random.Generator], Strategy]
+def recorded_rows(space: RecordedSpace, domain: Domain) -> np.ndarray:
+    """The recording's configuration of every candidate of ``domain``, -1 where the recording lacks it."""
+    return space.rows_of(domain.keys) if domain.is_product else np.arange(domain.size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,10 +92,11 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
              convention: Convention | str, seed: int | tuple[int, ...],
              max_repeats: int = MAX_REPEATS) -> BestSoFar:
     """One run of a strategy for ``budget`` evaluations."""
-    domain = Domain(space, Convention(convention))
+    domain = domain_of(space, convention)
     strategy = strategy_factory(domain, np.random.default_rng(seed))
-    values = np.where(space.ok, space.time_ms, np.inf).tolist()
-    costs = space.cost_s.tolist()
+    rows = recorded_rows(space, domain)
+    values = np.append(np.where(space.ok, space.time_ms, np.inf), np.inf)[rows].tolist()
+    costs = np.append(space.cost_s, 0.0)[rows].tolist()
     size = domain.size
     limit = min(budget, size)
     best_ms, cost_s, candidates = np.empty(limit), np.empty(limit), np.empty(limit, dtype=np.int64)
@@ -139,8 +106,7 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
         candidate = int(strategy.ask())
         if not 0 <= candidate < size:
             raise ValueError(f"the strategy proposed candidate {candidate}, outside 0 … {size - 1}")
-        row = domain.recorded_row(candidate)
-        value = values[row] if row >= 0 else math.inf
+        value = values[candidate]
         if candidate in seen:
             repeats += 1
             if repeats >= max_repeats:
@@ -150,7 +116,7 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
         repeats = 0
         seen.add(candidate)
         best = min(best, value)
-        total += costs[row] if row >= 0 else 0.0
+        total += costs[candidate]
         best_ms[n], cost_s[n], candidates[n] = best, total, candidate
         n += 1
         strategy.tell(candidate, value)

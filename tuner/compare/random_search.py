@@ -1,6 +1,7 @@
 """Uniform random search without replacement, the reference every strategy is held against.
 
-Three forms of the same search: :class:`RandomSearch`, a strategy for :func:`tuner.compare.harness.simulate`;
+Three forms of the same search: :class:`RandomSearch` (:mod:`tuner.strategies.uniform`), a strategy for
+:func:`tuner.compare.harness.simulate`;
 :func:`random_search_runs`, many runs at once in numpy; and :func:`expected_fraction_of_optimum`, its exact
 expectation.
 
@@ -21,42 +22,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuner.compare.harness import Convention, Domain
+from tuner.compare.harness import Convention, domain_of
 from tuner.recorded import RecordedSpace
+from tuner.strategies.uniform import RandomSearch
 
-
-class RandomSearch:
-    """Proposes candidates uniformly at random, never one it has been told about."""
-
-    def __init__(self, domain: Domain, rng: np.random.Generator):
-        self.size = domain.size
-        self.rng = rng
-        self.told: set[int] = set()
-
-    def ask(self) -> int:
-        if 2 * len(self.told) > self.size:
-            left = np.setdiff1d(np.arange(self.size), np.fromiter(self.told, dtype=np.int64))
-            return int(self.rng.choice(left))
-        while True:
-            candidate = int(self.rng.integers(self.size))
-            if candidate not in self.told:
-                return candidate
-
-    def tell(self, candidate: int, value: float) -> None:
-        self.told.add(candidate)
+__all__ = ["RandomSearch", "expected_fraction_of_optimum", "random_search_runs"]
 
 
 def random_search_runs(space: RecordedSpace, budget: int, convention: Convention | str, runs: int,
                        seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``runs`` random searches of ``budget`` evaluations: best time so far (ms, ``inf`` until a success) and
     cumulative recorded cost (s), both (runs × budget)."""
-    domain = Domain(space, Convention(convention))
+    domain = domain_of(space, convention)
     budget = min(budget, domain.size)
     rng = np.random.default_rng(seed)
     value = np.append(np.where(space.ok, space.time_ms, np.inf), np.inf)  # [-1]: absent from the recording
     cost = np.append(space.cost_s, 0.0)
     drawn = np.array([rng.choice(domain.size, size=budget, replace=False) for _ in range(runs)], dtype=np.int64)
-    rows = drawn if domain.convention is Convention.VALID else space.rows_of(drawn.ravel()).reshape(drawn.shape)
+    rows = drawn if Convention(convention) is Convention.VALID else space.rows_of(drawn.ravel()).reshape(drawn.shape)
     return np.minimum.accumulate(value[rows], axis=1), np.cumsum(cost[rows], axis=1)
 
 
@@ -68,7 +51,7 @@ def expected_fraction_of_optimum(space: RecordedSpace, budgets: list[int] | np.n
     pᵢ = C(N-1-i, b-1) / C(N, b): p₀ = b/N and pᵢ₊₁ = pᵢ (N-i-b) / (N-1-i). A run that draws no success
     scores 0.
     """
-    n = Domain(space, Convention(convention)).size
+    n = domain_of(space, convention).size
     times = np.sort(space.time_ms[space.ok])
     fraction = times[0] / times
     i = np.arange(len(times) - 1)

@@ -1,0 +1,105 @@
+"""Runs killed with SIGKILL and started again reach the end an uninterrupted run reaches; several processes
+sharing one study never measure a configuration twice. Real processes of the command line, on the replay
+backend."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FERMI = ROOT / "experiments" / "fermi_like.yaml"
+SGEMM = ROOT / "experiments" / "h100_sgemm.yaml"
+SGEMM_RECORDING = ROOT / "experiments" / "data" / "h100_sgemm_h100"
+
+
+def command(experiment: Path, out: Path, *options: str) -> list[str]:
+    return [sys.executable, "-m", "tuner", "run", str(experiment), "--backend", "replay", "--out", str(out),
+            "--quiet", "--no-report", *options]
+
+
+def completed(db: Path) -> int:
+    """Trials of every study that hold a told evaluation (0 while the database is not there yet)."""
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as connection:
+            return connection.execute("SELECT COUNT(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
+    except sqlite3.OperationalError:  # the tables are being created
+        return 0
+
+
+def run_killed_after(args: list[str], db: Path, evaluations: int) -> None:
+    """Start the command and kill it (SIGKILL) once the storage holds ``evaluations`` completed trials."""
+    process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while process.poll() is None and completed(db) < evaluations and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if process.poll() is None:
+        os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+
+
+def run_to_end(args: list[str]) -> None:
+    done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def evaluations(out: Path) -> pd.DataFrame:
+    df = pd.read_parquet(out / "results.parquet")
+    df = df[df["study"] != "baseline"]
+    return df.sort_values(["study", "trial"])[["study", "trial", "config_key", "status", "time_median_ms"]] \
+        .reset_index(drop=True)
+
+
+@pytest.mark.parametrize(("experiment", "options", "kills"), [
+    (SGEMM, ("--replay", str(SGEMM_RECORDING), "--trials", "6"), (3, 14, 15)),
+    (FERMI, ("--sampler", "ils", "--trials", "9"), (2, 10, 20)),
+], ids=["h100_sgemm-tpe", "fermi_like-ils"])
+def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(tmp_path, experiment, options, kills):
+    whole = tmp_path / "whole"
+    run_to_end(command(experiment, whole, *options))
+
+    resumed = tmp_path / "resumed"
+    args = command(experiment, resumed, *options)
+    for after in kills:
+        run_killed_after(args, resumed / "study.db", after)
+    run_to_end(args)
+
+    pd.testing.assert_frame_equal(evaluations(resumed), evaluations(whole))
+
+
+def test_two_processes_sharing_one_study_never_measure_a_configuration_twice(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    args = [command(FERMI, tmp_path / name, "--storage", storage, "--trials", "100", "--sampler", sampler)
+            for name, sampler in (("first", "ils"), ("second", "random"))]
+    processes = [subprocess.Popen(a, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for a in args]
+    for process in processes:
+        _, err = process.communicate(timeout=600)
+        assert process.returncode == 0, err
+    first, second = evaluations(tmp_path / "first"), evaluations(tmp_path / "second")
+    pd.testing.assert_frame_equal(first, second)  # each folder's table holds the whole shared study
+    assert first["config_key"].is_unique and len(first) == 3 * 18
+    with sqlite3.connect(tmp_path / "shared.db") as connection:
+        workers = connection.execute("SELECT COUNT(DISTINCT value_json) FROM trial_user_attributes "
+                                     "WHERE key = 'worker'").fetchone()[0]
+    assert workers == 2
+
+
+def test_a_killed_workers_trials_are_measured_by_another(tmp_path):
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    run_killed_after(command(FERMI, tmp_path / "dead", "--storage", storage, "--trials", "100", "--sampler", "ils"),
+                     tmp_path / "shared.db", 5)
+    run_to_end(command(FERMI, tmp_path / "alive", "--storage", storage, "--trials", "100", "--sampler", "ils"))
+    table = evaluations(tmp_path / "alive")
+    assert table["config_key"].is_unique and len(table) == 3 * 18

@@ -1,0 +1,13 @@
+"""Search strategies: one protocol (:mod:`tuner.strategies.protocol`), the domain they search
+(:mod:`tuner.strategies.domain`), our own strategies, and Optuna's samplers by name."""
+
+from tuner.strategies.annealing import SimulatedAnnealing
+from tuner.strategies.domain import Domain
+from tuner.strategies.dual_annealing import DualAnnealing
+from tuner.strategies.genetic import GeneticAlgorithm
+from tuner.strategies.local_search import IteratedLocalSearch
+from tuner.strategies.protocol import Strategy, StrategyFactory
+from tuner.strategies.uniform import RandomSearch, Sweep
+
+__all__ = ["DualAnnealing", "Domain", "GeneticAlgorithm", "IteratedLocalSearch", "RandomSearch",
+           "SimulatedAnnealing", "Strategy", "StrategyFactory", "Sweep"]

@@ -1,0 +1,219 @@
+"""What a search strategy searches: candidates numbered ``0 … size-1``, each a row of value indices.
+
+A domain has one *axis* per parameter. A candidate is a row of value indices, the position of its value in the
+axis' list. An axis is *ordered* when its values are numbers listed in increasing order, so that one index
+step is one step of the value (tile sizes 16, 32, 64); otherwise (text, booleans, a family) it is *categorical*
+and only equality means anything.
+
+A row packs into one int64 *key* by mixed radix (the first axis most significant), so the key of a combination is
+its position in the full product in ``itertools.product`` order; lookups are a binary search in the sorted keys.
+A domain either lists its candidates (``indices``; the valid configurations of a study or of a recording) or is
+the whole product (``indices`` None: candidate ``i`` is the combination whose key is ``i``).
+
+Neighbourhood. The neighbours of a candidate are the candidates one parameter away from it: ``hamming``, any
+other value of one parameter; ``adjacent``, the next value up or down of one ordered parameter (any other value of
+a categorical one). Only candidates of the domain are neighbours, so in a domain of valid configurations a
+neighbour is always valid.
+
+Distance (for mapping a point of the index box to the nearest candidate): the sum over axes of the index
+difference divided by the axis' largest difference for ordered axes, and 1 for every differing categorical axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+HAMMING = "hamming"
+ADJACENT = "adjacent"
+NEIGHBOURHOODS = (HAMMING, ADJACENT)
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """Candidates as rows of value indices over axes of ``radices`` values each."""
+
+    names: tuple[str, ...]
+    radices: np.ndarray
+    """The number of values of each axis."""
+    ordered: np.ndarray
+    """Per axis: True when its values are increasing numbers, so that index steps are value steps."""
+    indices: np.ndarray | None = None
+    """(candidates × axes) value indices; None: every combination of the product, candidate = key."""
+
+    def __post_init__(self) -> None:
+        radices = np.asarray(self.radices, dtype=np.int64)
+        object.__setattr__(self, "radices", radices)
+        object.__setattr__(self, "ordered", np.asarray(self.ordered, dtype=bool))
+        if len(radices) != len(self.names) or len(self.ordered) != len(self.names):
+            raise ValueError("a domain needs one radix and one ordered flag per axis")
+        if math.prod(int(r) for r in radices) >= 2**62:
+            raise ValueError(f"the product of the axes' value counts is too large to index "
+                             f"({' × '.join(str(int(r)) for r in radices)})")
+        if self.indices is not None:
+            indices = np.asarray(self.indices)
+            if indices.ndim != 2 or indices.shape[1] != len(radices):
+                raise ValueError(f"indices of shape {indices.shape} for {len(radices)} axes")
+            object.__setattr__(self, "indices", indices.astype(_index_type(radices), copy=False))
+
+    @classmethod
+    def product(cls, names: Sequence[str], radices: Sequence[int], ordered: Sequence[bool]) -> Domain:
+        """Every combination of the axes' values."""
+        return cls(tuple(names), np.asarray(radices), np.asarray(ordered))
+
+    # --- sizes and keys -------------------------------------------------------------------------------------
+
+    @property
+    def axes(self) -> int:
+        return len(self.radices)
+
+    @cached_property
+    def size(self) -> int:
+        return len(self.indices) if self.indices is not None else self.product_size
+
+    @cached_property
+    def product_size(self) -> int:
+        return math.prod(int(r) for r in self.radices)
+
+    @property
+    def is_product(self) -> bool:
+        return self.indices is None
+
+    @cached_property
+    def place(self) -> np.ndarray:
+        """The weight of each axis' digit in a key."""
+        place = np.ones(self.axes, dtype=np.int64)
+        for j in range(self.axes - 2, -1, -1):
+            place[j] = place[j + 1] * self.radices[j + 1]
+        return place
+
+    def encode(self, indices: np.ndarray) -> np.ndarray:
+        """The keys of rows of value indices ((k × axes) → (k,))."""
+        return np.asarray(indices, dtype=np.int64) @ self.place
+
+    def decode(self, keys: np.ndarray) -> np.ndarray:
+        """The value indices of keys ((k,) → (k × axes))."""
+        return (np.asarray(keys, dtype=np.int64)[:, None] // self.place) % self.radices
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """Each candidate's key."""
+        return self.encode(self.indices) if self.indices is not None else np.arange(self.size, dtype=np.int64)
+
+    @cached_property
+    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.keys, kind="stable")
+        return self.keys[order], order
+
+    def candidates_of_keys(self, keys: np.ndarray) -> np.ndarray:
+        """The candidate of each key, -1 where the domain lacks it."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if self.indices is None:
+            return np.where((keys >= 0) & (keys < self.size), keys, -1)
+        sorted_keys, order = self._sorted
+        if not len(sorted_keys):
+            return np.full(keys.shape, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+        return np.where(sorted_keys[at] == keys, order[at], -1)
+
+    def candidates_of(self, indices: np.ndarray) -> np.ndarray:
+        """The candidate of each row of value indices, -1 where the domain lacks it."""
+        indices = np.asarray(indices, dtype=np.int64)
+        inside: np.ndarray = np.all((indices >= 0) & (indices < self.radices), axis=1)
+        rows = self.candidates_of_keys(self.encode(np.where(inside[:, None], indices, 0)))
+        return np.where(inside, rows, -1)
+
+    def indices_of(self, candidates: np.ndarray) -> np.ndarray:
+        """The value indices of candidates ((k,) → (k × axes))."""
+        candidates = np.asarray(candidates, dtype=np.int64)
+        if self.indices is None:
+            return self.decode(candidates)
+        return self.indices[candidates].astype(np.int64)
+
+    @cached_property
+    def all_indices(self) -> np.ndarray:
+        """Every candidate's value indices (for a product domain, decoded once)."""
+        if self.indices is not None:
+            return self.indices
+        return self.decode(np.arange(self.size)).astype(_index_type(self.radices))
+
+    def index_row(self, candidate: int) -> np.ndarray:
+        """The value indices of one candidate."""
+        return self.indices_of(np.array([candidate]))[0]
+
+    # --- neighbourhoods -------------------------------------------------------------------------------------
+
+    @cached_property
+    def _hamming_moves(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (axis, value index) pair: moving a candidate's axis to that value."""
+        axis = np.repeat(np.arange(self.axes), self.radices)
+        value = np.concatenate([np.arange(int(r)) for r in self.radices]) if self.axes else np.zeros(0, np.int64)
+        return axis, value.astype(np.int64)
+
+    def neighbours(self, candidate: int, kind: str = HAMMING) -> np.ndarray:
+        """The candidates one parameter away from ``candidate`` (see the module's notes), ascending by key."""
+        return self.neighbours_of_row(self.index_row(candidate), kind)
+
+    def neighbours_of_row(self, digits: np.ndarray, kind: str = HAMMING) -> np.ndarray:
+        """The candidates one parameter away from a row of value indices (which need not be a candidate)."""
+        digits = np.asarray(digits, dtype=np.int64)
+        axis, value = self._hamming_moves
+        current = digits[axis]
+        if kind == HAMMING:
+            move = value != current
+        elif kind == ADJACENT:
+            move = (value != current) & (~self.ordered[axis] | (np.abs(value - current) == 1))
+        else:
+            raise ValueError(f"unknown neighbourhood '{kind}'; choose one of {', '.join(NEIGHBOURHOODS)}")
+        key = int(digits @ self.place)
+        keys = key + (value[move] - current[move]) * self.place[axis[move]]
+        found = self.candidates_of_keys(keys)
+        return found[found >= 0]
+
+    # --- distances ------------------------------------------------------------------------------------------
+
+    @cached_property
+    def _scale(self) -> np.ndarray:
+        """Per axis, what one index step weighs in a distance."""
+        return np.where(self.ordered, 1.0 / np.maximum(self.radices - 1, 1), 1.0)
+
+    def distances(self, point: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
+        """The distance of each candidate (all by default) from ``point``, a row of (possibly fractional) value
+        indices."""
+        point = np.asarray(point, dtype=float)
+        rows = self.all_indices if candidates is None else self.indices_of(candidates)
+        ordered = np.abs(rows[:, self.ordered] - point[self.ordered]) @ self._scale[self.ordered]
+        categorical = (rows[:, ~self.ordered] != np.rint(point[~self.ordered])).sum(axis=1)
+        return ordered + categorical
+
+    def nearest(self, point: np.ndarray, free: np.ndarray | None = None,
+                rng: np.random.Generator | None = None) -> int:
+        """The candidate nearest ``point`` among those where ``free`` is True (all by default); ties go to a random
+        one (``rng``) or to the first; -1 when none is free."""
+        point = np.asarray(point, dtype=float)
+        exact = self.candidates_of(np.clip(np.rint(point), 0, self.radices - 1).astype(np.int64)[None, :])[0]
+        if exact >= 0 and (free is None or free[exact]) and np.allclose(point, np.rint(point)):
+            return int(exact)
+        distance = self.distances(point)
+        if free is not None:
+            distance = np.where(free, distance, np.inf)
+        best = float(distance.min()) if len(distance) else math.inf
+        if not math.isfinite(best):
+            return -1
+        ties = np.flatnonzero(distance <= best + 1e-12)
+        return int(ties[0] if rng is None or len(ties) == 1 else ties[rng.integers(len(ties))])
+
+
+def _index_type(radices: np.ndarray) -> type[np.signedinteger]:
+    largest = int(radices.max()) if len(radices) else 1
+    return np.int16 if largest < 2**15 else np.int32 if largest < 2**31 else np.int64
+
+
+def ordered_values(values: Sequence[object]) -> bool:
+    """Whether an axis' values are numbers (not booleans) in strictly increasing order."""
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return len(numbers) == len(values) and all(a < b for a, b in zip(numbers, numbers[1:], strict=False))

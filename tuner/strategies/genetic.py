@@ -1,0 +1,61 @@
+"""A steady-state genetic algorithm over value indices (as Kernel Tuner's ``genetic_algorithm`` and the
+genetic algorithm of Schoonhoven et al. 2022, evaluation by evaluation rather than generation by generation).
+
+The population is the ``population`` best candidates told so far. A child takes each parameter from one of two
+parents (uniform crossover), each parent the better of ``tournament`` members drawn at random; each parameter
+then mutates with probability ``mutation``: an ordered one a step up or down, a categorical one to another value.
+The child is the nearest free candidate to that combination (a combination outside the domain, or taken,
+moves to its nearest free neighbour). Until the population is full, candidates are drawn at random.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from tuner.strategies.base import DomainSearch
+from tuner.strategies.domain import Domain
+
+
+class GeneticAlgorithm(DomainSearch):
+    name = "genetic"
+
+    def __init__(self, domain: Domain, rng: np.random.Generator, population: int = 20, mutation: float = 0.1,
+                 tournament: int = 2):
+        super().__init__(domain, rng)
+        self.size = population
+        self.mutation = mutation
+        self.tournament = tournament
+        self.ranked: list[tuple[float, int]] = []
+        """(value, candidate) of the population, best first."""
+
+    def propose(self) -> int:
+        if len(self.ranked) < self.size:
+            return -1
+        first, second = self._parent(), self._parent()
+        take_first = self.rng.random(self.domain.axes) < 0.5
+        child = np.where(take_first, first, second).astype(float)
+        self._mutate(child)
+        candidate = self.domain.candidates_of(child.astype(np.int64)[None, :])[0]
+        return int(candidate) if self.free(candidate) else self.nearest_free(child)
+
+    def _parent(self) -> np.ndarray:
+        drawn = self.rng.integers(len(self.ranked), size=self.tournament)
+        return self.domain.index_row(self.ranked[int(drawn.min())][1])
+
+    def _mutate(self, child: np.ndarray) -> None:
+        radices = self.domain.radices
+        for axis in np.flatnonzero((self.rng.random(self.domain.axes) < self.mutation) & (radices > 1)):
+            if self.domain.ordered[axis]:
+                step = 1 if self.rng.random() < 0.5 else -1
+                value = child[axis] + step
+                child[axis] = value if 0 <= value < radices[axis] else child[axis] - step
+            else:
+                other = self.rng.integers(radices[axis] - 1)
+                child[axis] = other + (other >= child[axis])
+
+    def observe(self, candidate: int, value: float) -> None:
+        if len(self.ranked) < self.size or value < self.ranked[-1][0]:
+            bisect.insort(self.ranked, (value, candidate))
+            del self.ranked[self.size:]

@@ -1,0 +1,68 @@
+"""Optuna's samplers by name, each made afresh from a seed.
+
+A study makes its sampler again for every trial, seeded by the trial (:mod:`tuner.strategies.sampler`), so that a
+proposal depends on the storage and the trial alone, never on what the process did before. QMC is the exception
+in part: its points are numbered in the storage and scrambled by the study's seed, which must stay the same for
+the whole study; only its fallback for categorical parameters is seeded by the trial.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import optuna
+from optuna.study import Study
+from optuna.trial import FrozenTrial, TrialState
+
+from tuner.errors import TunerError
+from tuner.strategies.catalog import OPTUNA
+
+SamplerMaker = Callable[[int, int], optuna.samplers.BaseSampler]
+"""Makes a sampler from (the study's seed, the trial's seed)."""
+
+_NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", 'pip install -e ".[gp]" in the checkout')}
+
+
+class _Exhaustive(optuna.samplers.BruteForceSampler):
+    """Optuna's BruteForceSampler for ask-and-tell: the search loop, not the sampler, decides when to stop.
+
+    (BruteForceSampler.after_trial calls ``study.stop()``, which only works inside ``study.optimize``; the loop
+    stops on its own once every candidate has been evaluated.)
+    """
+
+    def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState, values: Any) -> None:
+        return None
+
+
+_MAKERS: dict[str, SamplerMaker] = {
+    "tpe": lambda study, trial: optuna.samplers.TPESampler(seed=trial, multivariate=True, constant_liar=True,
+                                                           warn_independent_sampling=False),
+    "qmc": lambda study, trial: optuna.samplers.QMCSampler(
+        seed=study, scramble=True, independent_sampler=optuna.samplers.RandomSampler(seed=trial),
+        warn_independent_sampling=False),
+    "cmaes": lambda study, trial: optuna.samplers.CmaEsSampler(seed=trial, warn_independent_sampling=False),
+    "gp": lambda study, trial: optuna.samplers.GPSampler(seed=trial, warn_independent_sampling=False),
+    "nsga2": lambda study, trial: optuna.samplers.NSGAIISampler(seed=trial),
+    "bruteforce": lambda study, trial: _Exhaustive(seed=trial),
+}
+assert set(_MAKERS) == set(OPTUNA)
+
+
+def sampler_maker(name: str) -> SamplerMaker:
+    """How to make the Optuna sampler called ``name``; TunerError when a package it needs is missing."""
+    if name in _NEEDS and importlib.util.find_spec(_NEEDS[name][0]) is None:
+        module, install = _NEEDS[name]
+        raise TunerError(f"the '{name}' sampler needs the Python package '{module}', which is not installed "
+                         f"({install}); or choose another sampler with --sampler")
+    make = _MAKERS[name]
+
+    def quietly(study: int, trial: int) -> optuna.samplers.BaseSampler:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            warnings.simplefilter("ignore", FutureWarning)  # warn_independent_sampling, deprecated in Optuna 4.9
+            return make(study, trial)
+
+    return quietly
