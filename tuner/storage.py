@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,6 +176,8 @@ def failures_explained(url: str) -> Iterator[None]:
 HEARTBEAT_INTERVAL_S = 10
 """Seconds between a worker's heartbeats in a shared storage."""
 GRACE_PERIODS = 4
+CREATION_ATTEMPTS = 5
+"""Processes that create a new database's tables at the same moment collide; the later ones try again."""
 """Heartbeat intervals without a beat after which a worker is dead."""
 
 
@@ -195,13 +198,19 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
             raise open_failure(exc, url) from None
     heartbeat: dict[str, Any] = {} if heartbeat_s is None else {
         "heartbeat_interval": heartbeat_s, "grace_period": heartbeat_s * GRACE_PERIODS}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage = optuna.storages.RDBStorage(database_url(url).render_as_string(hide_password=False),
-                                                 engine_kwargs={"pool_pre_ping": True}, **heartbeat)
-    except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-        raise open_failure(exc, url) from None
+    for attempt in range(CREATION_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                storage = optuna.storages.RDBStorage(database_url(url).render_as_string(hide_password=False),
+                                                     engine_kwargs={"pool_pre_ping": True}, **heartbeat)
+            break
+        except sqlalchemy.exc.IntegrityError as exc:  # another process created the tables at the same moment
+            if attempt == CREATION_ATTEMPTS - 1:
+                raise open_failure(exc, url) from None
+            time.sleep(0.2 * (attempt + 1))
+        except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
+            raise open_failure(exc, url) from None
     if storage.engine.dialect.name == "sqlite":
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections made from now on get the pragmas

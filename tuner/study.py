@@ -48,6 +48,7 @@ from tuner.claims import (
     owner,
     this_worker,
     unclaimed_too_long,
+    within_budget,
 )
 from tuner.config import Config
 from tuner.errors import TunerError
@@ -355,9 +356,9 @@ class StudySearch:
             if found is not None:
                 break
             time.sleep(0.05)
-        if found == trial.number:
+        if found == trial.number and within_budget(trials, trial.number, self.budget.trials, self.liveness):
             return True
-        trial.set_user_attr(LOST_ATTR, found)
+        trial.set_user_attr(LOST_ATTR, found if found != trial.number else "budget")
         self.study.tell(trial, state=TrialState.FAIL)
         return False
 
