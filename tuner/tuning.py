@@ -47,7 +47,6 @@ from typing import Any
 import optuna
 
 from tuner import results
-from tuner.backends.opening import open_backends
 from tuner.backends.protocol import Backend
 from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.errors import TunerError
@@ -58,6 +57,7 @@ from tuner.metadata import metadata_id
 from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
+from tuner.run_backends import open_backends
 from tuner.settings import STORAGE_FILE
 from tuner.storage import HEARTBEAT_INTERVAL_S, check_storage_url, close_storage, failures_explained, open_storage
 from tuner.study import (

@@ -8,9 +8,9 @@ it works, whose user attribute ``worker`` holds the worker's id (``host/pid/star
   ``heartbeat_interval`` and ``grace_period`` (``GRACE_PERIODS`` intervals), the thread calls
   ``record_heartbeat``, and ``optuna.storages.fail_stale_trials`` fails the trial of a worker whose heartbeat is
   older than the grace period (the database's clock judges, so the hosts' clocks need not agree);
-* in a journal file, which has no heartbeats of its own, the thread counts up the trial's user attribute
-  ``beat``; a worker whose count has not moved for the grace period, as this process's clock measures it, is
-  failed the same way.
+* in a journal file, which has no heartbeats of its own, the thread writes a new value (its clock's time) into
+  the trial's user attribute ``beat``; a worker whose beat has not changed for the grace period, as this
+  process's clock measures it, is failed the same way (so the hosts' clocks need not agree here either).
 
 A worker that finishes completes its trial. A worker is alive while its trial is RUNNING; on this host, a worker
 whose process is gone is dead at once. The search loop asks :meth:`WorkerRegistry.alive` about the worker of

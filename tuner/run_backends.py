@@ -2,7 +2,8 @@
 
 With ``gpus`` (``--gpus all|0,1,…``, :mod:`tuner.gpus`) a run measures with one backend per GPU: PyCUDA
 backends each own a measuring worker process on their GPU and share the first one's compile pool; replay
-backends stand for GPUs by index, each answering from the same recording (whose rows carry the recorded GPU).
+backends stand for GPUs by index (``all``: one), each answering from the same recording, whose rows carry the
+recorded GPU.
 """
 
 from __future__ import annotations
