@@ -112,3 +112,4 @@ def test_a_killed_compile_leaves_no_compiler_behind(nvcc, tmp_path):
     space.send_signal(signal.SIGKILL)
     space.wait()
     assert wait_until_gone(marker) == []
+

@@ -59,6 +59,11 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _device(args: argparse.Namespace) -> int:
+    if args.cpu:
+        from tuner.cpu.ceilings import print_cpu
+
+        print_cpu(remeasure=args.remeasure)
+        return 0
     from tuner.device import print_device
 
     print_device(remeasure=args.remeasure)
@@ -67,7 +72,8 @@ def _device(args: argparse.Namespace) -> int:
 
 def _templates_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", metavar="DIR", action="append", default=[],
-                        help="a folder of kernel families (<name>.py beside <name>.cu.j2); may be repeated")
+                        help="a folder of kernel families (<name>.py beside <name>.cu.j2 or <name>.c.j2); may be "
+                             "repeated")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="python -m tuner",
-        description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs.",
+        description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs and CPUs.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -92,8 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
     run.add_argument("experiment", help="experiment YAML file")
     _templates_option(run)
-    run.add_argument("--backend", choices=("pycuda", "replay"), default="pycuda",
-                     help="measure on the GPU (pycuda) or replay a recorded run (replay)")
+    run.add_argument("--backend", choices=("pycuda", "cpu", "replay"),
+                     help="measure on the GPU (pycuda), measure C kernels on this CPU (cpu; OMP_NUM_THREADS threads, "
+                          "else every core) or replay a recorded run (replay); default: replay with --replay, cpu "
+                          "when every family of the experiment is C, else pycuda")
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
     run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
@@ -118,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", help="a run's output folder")
     report.set_defaults(handler=_report)
 
-    device = commands.add_parser("device", help="describe the GPU and measure its ceilings")
+    device = commands.add_parser("device", help="describe the GPU (or the CPU) and measure its ceilings")
+    device.add_argument("--cpu", action="store_true", help="the CPU: cores, caches, vector extensions, compiler; "
+                        "STREAM bandwidth and multiply-add rates on one core and on all cores")
     device.add_argument("--remeasure", action="store_true", help="measure the ceilings again, ignoring the cache")
     device.set_defaults(handler=_device)
     return parser

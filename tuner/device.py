@@ -17,13 +17,13 @@ They are cached per device (name + UUID + driver) as JSON under ``$TUNER_CACHE_D
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuner.ceilings_cache import read_cached, write_cached
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
 from tuner.settings import MeasureSettings, cache_root
@@ -265,13 +265,9 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     device = describe()
     versions = software_versions()
     path = _cache_file(device, versions)
-    if not remeasure and path.exists():
-        try:
-            cached = json.loads(path.read_text())
-            if cached.get("device", {}).get("name") == device["name"]:
-                return {**cached, "device": device, "versions": versions, "cache_file": str(path)}
-        except (OSError, json.JSONDecodeError):
-            pass  # an unreadable cache is measured again
+    cached = None if remeasure else read_cached(path, device["name"])
+    if cached is not None:
+        return {**cached, "device": device, "versions": versions, "cache_file": str(path)}
     own_timer = timer is None
     if timer is None:
         from tuner.measure import SmClock, Timer
@@ -290,11 +286,7 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
         "ceilings": {"method": CEILINGS_METHOD, "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                      "details": ceilings["details"]},
     }
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2))
-    except OSError as exc:
-        print(f"warning: could not cache the ceilings in {path}: {exc}", file=sys.stderr)
+    write_cached(path, result)
     return {**result, "cache_file": str(path)}
 
 

@@ -43,13 +43,16 @@ class Timing:
 
 @dataclass(frozen=True)
 class Resources:
-    """What the compiler reports per kernel."""
+    """What the compiler reports per kernel (nvcc: registers, memory, spills; a C compiler: code size and
+    vectorized loops)."""
 
     registers: int | None = None
     shared_bytes: int | None = None
     local_bytes: int | None = None
     spill_store_bytes: int | None = None
     spill_load_bytes: int | None = None
+    code_bytes: int | None = None
+    vectorized_loops: int | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ pct_bandwidth_ceiling  bandwidth_gbs as % of the device's measured DRAM bandwidt
 compile_time_s         seconds to compile (0 when it came from the cache)
 registers, shared_bytes, local_bytes, spill_bytes   the compiler's resource report (spill_bytes: stores + loads)
 spill_store_bytes …    spill_load_bytes: the two halves of spill_bytes as ptxas reports them
+code_bytes             machine code of a C kernel's library (its .text section)
+vectorized_loops       loops the C compiler reports as vectorized (GCC)
 device_s               seconds the device spent verifying and timing this configuration
 gpu_name, gpu_uuid     the device that measured the row (from its environment; a replayed row: the recording's)
 =====================  ==========================================================================
@@ -84,7 +86,7 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "pct_flops_ceiling",
     "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-    "spill_store_bytes", "spill_load_bytes", "device_s", "gpu_name", "gpu_uuid",
+    "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s", "gpu_name", "gpu_uuid",
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
     "experiment", "study", "sampler", "measured_at", "metadata_id", "config_key", "problem", "family", "dtype",
@@ -93,6 +95,7 @@ TEXT_COLUMNS: frozenset[str] = frozenset({
 INTEGER_COLUMNS: frozenset[str] = frozenset({
     "trial", "M", "N", "K", "samples", "throttled_samples", "flops", "bytes_model",
     "registers", "shared_bytes", "local_bytes", "spill_bytes", "spill_store_bytes", "spill_load_bytes",
+    "code_bytes", "vectorized_loops",
 })
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
@@ -305,6 +308,8 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "spill_bytes": None if spills == (None, None) else sum(s or 0 for s in spills),
         "spill_store_bytes": resources.spill_store_bytes,
         "spill_load_bytes": resources.spill_load_bytes,
+        "code_bytes": resources.code_bytes,
+        "vectorized_loops": resources.vectorized_loops,
         "device_s": record.device_s,
         "gpu_name": device.get("name"),
         "gpu_uuid": device.get("uuid"),
@@ -359,7 +364,8 @@ def measurement_from_row(data: Mapping[str, Any]) -> Measurement:
         compile_time_s=_optional_float(data.get("compile_time_s")),
         resources=Resources(**{
             name: _optional_int(data.get(name))
-            for name in ("registers", "shared_bytes", "local_bytes", "spill_store_bytes", "spill_load_bytes")
+            for name in ("registers", "shared_bytes", "local_bytes", "spill_store_bytes", "spill_load_bytes",
+                         "code_bytes", "vectorized_loops")
         }),
     )
 

@@ -17,8 +17,18 @@ from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.errors import TunerError
 from tuner.experiment import Experiment
 from tuner.gpus import parse_gpus, visible_gpus
+from tuner.kernels.discovery import get_family
 
-BACKENDS = ("pycuda", "replay")
+BACKENDS = ("pycuda", "cpu", "replay")
+
+
+def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
+    """The backend a run takes unless told: replay with a recording named, the CPU when every kernel family of
+    the experiment is C, else the GPU."""
+    if replay is not None:
+        return "replay"
+    targets = {get_family(spec.family).target for spec in experiment.kernels}
+    return "cpu" if targets == {"c"} else "pycuda"
 
 
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None,
@@ -34,6 +44,10 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
         return ReplayBackend(Path(recording))
     if replay is not None:
         raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
+    if backend == "cpu":
+        from tuner.backends.cpu.backend import CpuBackend
+
+        return CpuBackend(experiment.measure, experiment.compile)
     if backend != "pycuda":
         raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     try:
@@ -65,6 +79,8 @@ def open_backends(backend: str | Backend, experiment: Experiment, replay: str | 
     elif backend == "replay":
         count = len(parse_gpus(gpus, [str(i) for i in range(max(_indices(gpus), default=0) + 1)]))
         chosen = [open_backend(backend, experiment, replay) for _ in range(count)]
+    elif backend != "pycuda":
+        raise TunerError(f"--gpus measures on GPUs: it is used with --backend pycuda or replay, not '{backend}'")
     else:
         chosen = _gpu_backends(experiment, parse_gpus(gpus, visible_gpus()))
     for one in chosen:

@@ -1,8 +1,9 @@
 """A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
 
 ``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-cuBLAS baseline once (float32/float64, when the backend offers ``baseline``; kept in the study's user
-attribute ``baseline`` so a resumed run does not measure it again), then searches the study
+vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float64, when the backend offers
+``baseline``; kept in the study's user attribute ``baseline`` so a resumed run does not measure it again), then
+searches the study
 (:mod:`tuner.study`).
 
 Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.db`` (unless ``storage``
@@ -57,7 +58,7 @@ from tuner.metadata import metadata_id
 from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
-from tuner.run_backends import open_backends
+from tuner.run_backends import default_backend, open_backends
 from tuner.settings import STORAGE_FILE
 from tuner.storage import HEARTBEAT_INTERVAL_S, check_storage_url, close_storage, failures_explained, open_storage
 from tuner.study import (
@@ -168,7 +169,7 @@ def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: T
 
 def run(
     experiment: Experiment | str | os.PathLike[str],
-    backend: str | Backend = "pycuda",
+    backend: str | Backend | None = None,
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
@@ -186,22 +187,24 @@ def run(
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
-    ``backend``: "pycuda" (measure on the GPU), "replay" (answer from ``replay``, a recorded run folder or
-    results.parquet; the experiment's shipped recording when omitted) or a Backend object. ``trials``,
-    ``timeout`` (seconds per study), ``sampler`` and ``seed`` override the experiment's ``search`` settings;
-    ``sampler`` is a strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a
-    strategy factory (a callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a
-    class of :mod:`tuner.strategies`). ``storage`` is an Optuna storage URL or storage object (default: SQLite
-    ``study.db`` in ``out``, itself defaulting to ``reports/<experiment name>``); a storage other than the
-    folder's own may be shared with other runs at the same time. ``callbacks`` are called after each
-    evaluation with a :class:`tuner.study.Evaluation` (from several threads at once with ``gpus``). ``gpus``
-    ("all" or indices such as "0,1") measures on several GPUs of this host at once, one measuring worker each
-    (with the replay backend, indices stand for GPUs). ``heartbeat`` is the interval in seconds of this worker's
-    heartbeat in a shared storage (default 10; a worker silent for four intervals is dead, and its claimed
-    configurations are measured by another). ``replay_pace`` slows the replay backend to its recorded device
-    times times the factor. ``quiet`` silences the progress on stderr; ``summary``
-    prints the summary table on stdout (by default unless ``quiet``; the command line prints it even with
-    --quiet). ``report`` writes the figures and report.html at the end.
+    ``backend``: "pycuda" (measure on the GPU), "cpu" (C families on this CPU, on ``OMP_NUM_THREADS`` threads
+    or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
+    shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
+    when every family of the experiment is C, else "pycuda". ``trials``, ``timeout`` (seconds per study),
+    ``sampler`` and ``seed`` override the experiment's ``search`` settings; ``sampler`` is a strategy's name
+    (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a callable taking a
+    :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of :mod:`tuner.strategies`).
+    ``storage`` is an Optuna storage URL or storage object (default: SQLite ``study.db`` in ``out``, itself
+    defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
+    runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`
+    (from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as "0,1") measures on several
+    GPUs of this host at once, one measuring worker each (with the replay backend, indices stand for GPUs).
+    ``heartbeat`` is the interval in seconds of this worker's heartbeat in a shared storage (default 10; a worker
+    silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
+    slows the replay backend to its recorded device times times the factor.
+    ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
+    ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
+    the end.
 
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
@@ -220,6 +223,8 @@ def run(
     label = storage_name(storage)
     previous = claim(out_dir, experiment, label)  # before anything is opened or written
     heartbeat_s = _heartbeat(heartbeat)
+    if backend is None:
+        backend = default_backend(experiment, replay)
     chosen = open_backends(backend, experiment, replay, gpus, replay_pace)
     try:
         lock = _lock(out_dir)

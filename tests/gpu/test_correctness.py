@@ -1,4 +1,4 @@
-"""Every family and dtype computes the right product, at a square size, an awkward one and 1×1×1."""
+"""Every CUDA family and dtype computes the right product, at a square size, an awkward one and 1×1×1."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def small_parameter_sets(family_name: str, dtype: str) -> list[dict]:
 
 CONFIGS = [
     Config.make(problem, name, dtype, params)
-    for name in families()
+    for name in families() if families()[name].target == "cuda"
     for dtype in DTYPES if dtype in families()[name].dtypes
     for params in small_parameter_sets(name, dtype)
     for problem in PROBLEMS

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from typing import Any
@@ -30,6 +31,14 @@ class WorkerCrashed(Exception):
         self.busy_seconds = busy_seconds
 
 
+def exit_text(code: int | None) -> str:
+    """An exit code in words: "exit code 3", "killed by SIGSEGV"."""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
 class Fatal(Exception):
     """A fault after which the worker's state (a CUDA context, a process image) cannot be trusted."""
 
@@ -39,15 +48,33 @@ def _bootstrap(entry: Callable[..., None], parent_pid: int, conn: Connection, *a
     entry(conn, *args)
 
 
+@contextlib.contextmanager
+def _environment(overrides: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``overrides`` while a child process starts (it inherits the environment)."""
+    saved = {name: os.environ.get(name) for name in overrides}
+    os.environ.update(overrides)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 class WorkerProcess:
     """One worker process, started with ``entry(conn, *args)``, and the pipe to it."""
 
-    def __init__(self, entry: Callable[..., None], args: tuple[Any, ...], name: str, start_timeout_s: float):
+    def __init__(self, entry: Callable[..., None], args: tuple[Any, ...], name: str, start_timeout_s: float,
+                 environment: Mapping[str, str] | None = None):
+        """``environment``: variables the worker starts with beyond the parent's (such as its thread count)."""
         context = get_context("spawn")
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_bootstrap, args=(entry, os.getpid(), child, *args), daemon=True,
                                        name=name)
-        self.process.start()
+        with _environment(environment or {}):
+            self.process.start()
         child.close()
         kind, payload = self._receive(start_timeout_s, "starting")
         if kind != "ready":
@@ -63,7 +90,7 @@ class WorkerProcess:
             return self.conn.recv()
         except (EOFError, OSError):
             self.process.join(5)
-            raise WorkerCrashed(f"the worker died {doing} (exit code {self.process.exitcode})") from None
+            raise WorkerCrashed(f"the worker died {doing} ({exit_text(self.process.exitcode)})") from None
 
     def request(self, kind: str, payload: Any, run_timeout_s: float, setup_timeout_s: float) -> tuple[Any, float]:
         """Send one request; return (value, busy seconds) or raise WorkerCrashed (with busy time attached)."""

@@ -32,10 +32,15 @@ class Entry:
     record: dict[str, Any]
 
 
+def binary_path(folder: Path, key: str, suffix: str) -> Path:
+    """Where an entry's binary lies (a shared library is loaded from its file)."""
+    return folder / key[:2] / f"{key}{suffix}"
+
+
 def read(folder: Path, key: str, suffix: str) -> Entry | None:
     try:
         record = json.loads((folder / key[:2] / f"{key}.json").read_text())
-        return Entry((folder / key[:2] / f"{key}{suffix}").read_bytes(), record)
+        return Entry(binary_path(folder, key, suffix).read_bytes(), record)
     except (OSError, ValueError):
         return None
 
@@ -56,7 +61,7 @@ def write(folder: Path, key: str, suffix: str, entry: Entry) -> None:
     where = folder / key[:2]
     try:
         where.mkdir(parents=True, exist_ok=True)
-        _write_atomically(where / f"{key}{suffix}", entry.binary)
+        _write_atomically(binary_path(folder, key, suffix), entry.binary)
         _write_atomically(where / f"{key}.json", json.dumps(entry.record, indent=1).encode())
     except OSError as exc:
         raise TunerError(f"cannot write the compile cache in {folder} ({exc}); make it writable or point "

@@ -137,8 +137,11 @@ def _worst(report: dict[str, Resources]) -> Resources:
     """One source's resources: its kernel's, or the largest of each field over several kernels."""
     if not report:
         return Resources()
-    fields = asdict(next(iter(report.values())))
-    return Resources(**{f: max(getattr(r, f) for r in report.values()) for f in fields})
+    largest = {}
+    for name in asdict(Resources()):
+        known = [value for r in report.values() if (value := getattr(r, name)) is not None]
+        largest[name] = max(known) if known else None
+    return Resources(**largest)
 
 
 # --- compiling --------------------------------------------------------------------------------------------

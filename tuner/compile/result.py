@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from tuner.measurement import Resources
 
@@ -18,6 +19,8 @@ class CompileResult:
     seconds: float
     """Wall time of the compile that produced this result (also when it now comes from the cache)."""
     cached: bool
+    path: Path | None = None
+    """Where the binary lies in the cache, for a module loaded from a file (a shared library)."""
     resource_limit: bool = False
     """The compiler refused for a hardware limit (too much shared or local data): a static invalidity."""
 

@@ -54,6 +54,19 @@ Reference = Callable[[Mapping[str, np.ndarray], Problem, int], dict[str, Expecte
 
 
 @dataclass(frozen=True)
+class Kernel:
+    """What a measuring worker's buffers are made for: the arguments, how the reference is computed, and the
+    tolerance (a family's, or the vendor GEMM's)."""
+
+    arguments: tuple[Argument, ...]
+    reference: Reference
+    tolerance: Callable[[str, Problem], Tolerance]
+
+
+MATMUL = Kernel(matmul.ARGUMENTS, matmul.reference, matmul.tolerance)
+
+
+@dataclass(frozen=True)
 class Family:
     name: str
     description: str
@@ -84,6 +97,9 @@ class Family:
     """True when the family's shared memory is allocated dynamically (and may opt in past 48 KB)."""
     extra_intensities: Callable[[Params, int], dict[str, float]] = field(default=lambda params, size: {})
     """Further analytical ratios the reports show (e.g. a register tile's shared-memory intensity)."""
+    working_sets: Callable[[Params, int], dict[str, int]] = field(default=lambda params, size: {})
+    """Bytes each block of a C family's cache blocking keeps in a cache (the block of A, the panel of B, …), given
+    the element size; the cost model places each in the smallest cache that holds it."""
     resident_blocks: Callable[[Params], int] = field(default=lambda params: 0)
     """Blocks per SM of a persistent schedule, which launches only as many blocks as the SMs hold at once
     and lets them walk the cells of ``grid``; 0 launches one block per cell."""
@@ -99,6 +115,11 @@ class Family:
     declaration: Path | None = None
     """The ``.py`` file that declares it (set by discovery)."""
 
+    def __post_init__(self) -> None:
+        if self.target not in TEMPLATE_SUFFIXES:
+            raise ValueError(f"family '{self.name}': unknown target '{self.target}' (known: "
+                             f"{', '.join(TEMPLATE_SUFFIXES)})")
+
     @property
     def template_file(self) -> str:
         return self.template or f"{self.name}{TEMPLATE_SUFFIXES[self.target]}"
@@ -112,6 +133,10 @@ class Family:
     @property
     def parameter_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parameters)
+
+    @property
+    def kernel(self) -> Kernel:
+        return Kernel(self.arguments, self.reference, self.tolerance)
 
     @property
     def buffers(self) -> tuple[Buffer, ...]:

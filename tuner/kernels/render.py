@@ -54,12 +54,16 @@ def render(config: Config) -> str:
     )
     assert family.folder is not None  # discovery places every family
     template = _environment(family.folder).get_template(family.template_file)
-    return template.render(header=header, dtype=config.dtype, ctype=DTYPE_CTYPE[config.dtype], **config.param_dict)
+    return template.render(header=header, dtype=config.dtype, ctype=DTYPE_CTYPE[config.dtype],
+                           element_bytes=config.element_bytes, **config.param_dict)
 
 
 def launch(config: Config) -> Launch:
-    """Block, grid and shared memory of a launch; ValueError where a precondition of the family is broken."""
+    """Block, grid and shared memory of a launch; ValueError where a precondition of the family is broken, or
+    for a C family (a function call, not a launch)."""
     family = get_family(config.family)
+    if family.target != "cuda":
+        raise ValueError(f"the {family.target} family '{family.name}' is a function call, not a CUDA launch")
     params = config.param_dict
     family.require_preconditions(params, config.dtype)
     dynamic = family.shared_bytes(params, config.element_bytes) if family.dynamic_shared else 0

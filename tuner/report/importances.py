@@ -2,10 +2,11 @@
 each parameter's values are spread among the best trials than among all of them.
 
 The trials are the study's evaluations as the results table holds them (the table is rebuilt from the Optuna
-storage, so they are the same trials: one per evaluation, the repeated suggestions aside), with the parameters
-named as the study names them (``family``, ``<family>.<PARAM>``) and the value the study was told (GFLOP/s of an
-``ok`` evaluation, 0 for any other status). Reading the table rather than the storage takes a fraction of a
-second for ten thousand trials, and works wherever the storage is (``--storage``) or whatever became of it.
+storage, so they are the same trials: one per evaluation), with the parameters named as the study names them
+(``family``, ``<family>.<PARAM>``; by their values, where the study holds positions) and the value the study was
+told (GFLOP/s of an ``ok`` evaluation, 0 for any other status). Reading the table rather than the storage takes
+a fraction of a second for ten thousand trials, and works wherever the storage is (``--storage``) or whatever
+became of it.
 
 PED-ANOVA rather than fANOVA: fANOVA's forest of trees grows exponentially with the number of values of a
 categorical parameter (a study of a thousand block shapes never finished), PED-ANOVA's Parzen estimators

@@ -79,7 +79,7 @@ def best_sources(run: Run) -> list[KernelSource]:
 
 def _geometry(config: Config, entry: KernelSource,
               multiprocessors: int | None) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
-    if config.family not in families():
+    if config.family not in families() or families()[config.family].target != "cuda":
         return None
     try:
         geometry = launch(config)

@@ -80,11 +80,11 @@ class DomainSearch:
     def free_neighbours(self, candidate: int, kind: str = HAMMING) -> np.ndarray:
         return self.free_of(self.domain.neighbours(candidate, kind))
 
-    def nearest_free(self, point: np.ndarray) -> int:
+    def nearest_free(self, point: np.ndarray, scan: bool = True) -> int:
         """A free candidate near a point of the index box: the point's own combination when it is a free candidate,
         else the nearest free one among that combination's neighbours (one parameter away), else the nearest free
-        candidate of the whole domain. (The first two are what a step of the search means, and cost microseconds
-        where a scan of a large domain costs milliseconds.)"""
+        candidate of the whole domain (with ``scan``; without, -1). (The first two are what a step of the search
+        means, and cost microseconds where a scan of a large domain costs milliseconds.)"""
         domain = self.domain
         point = np.asarray(point, dtype=float)
         digits = np.clip(np.rint(point), 0, domain.radices - 1).astype(np.int64)
@@ -96,7 +96,7 @@ class DomainSearch:
             distance = domain.distances(point, near)
             ties = near[distance <= distance.min() + 1e-12]
             return int(ties[self.rng.integers(len(ties))] if len(ties) > 1 else ties[0])
-        return domain.nearest(point, ~self.taken, self.rng)
+        return domain.nearest(point, ~self.taken, self.rng) if scan else -1
 
     def free_of(self, candidates: np.ndarray) -> np.ndarray:
         return candidates[~self.taken[candidates]]

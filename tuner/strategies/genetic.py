@@ -4,8 +4,9 @@ genetic algorithm of Schoonhoven et al. 2022, evaluation by evaluation rather th
 The population is the ``population`` best candidates told so far. A child takes each parameter from one of two
 parents (uniform crossover), each parent the better of ``tournament`` members drawn at random; each parameter
 then mutates with probability ``mutation``: an ordered one a step up or down, a categorical one to another value.
-The child is the nearest free candidate to that combination (a combination outside the domain, or taken,
-moves to its nearest free neighbour). Until the population is full, candidates are drawn at random.
+The child is that combination where it is a free candidate, else its nearest free neighbour; where the
+combination and all its neighbours are taken, another child is bred, and after a few a random candidate is drawn.
+Until the population is full, candidates are drawn at random.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import numpy as np
 
 from tuner.strategies.base import DomainSearch
 from tuner.strategies.domain import Domain
+
+BREEDING_TRIES = 4
+"""Children bred before giving up on one near the population (every one and its neighbours taken) for a random
+candidate."""
 
 
 class GeneticAlgorithm(DomainSearch):
@@ -33,12 +38,15 @@ class GeneticAlgorithm(DomainSearch):
     def propose(self) -> int:
         if len(self.ranked) < self.size:
             return -1
-        first, second = self._parent(), self._parent()
-        take_first = self.rng.random(self.domain.axes) < 0.5
-        child = np.where(take_first, first, second).astype(float)
-        self._mutate(child)
-        candidate = self.domain.candidates_of(child.astype(np.int64)[None, :])[0]
-        return int(candidate) if self.free(candidate) else self.nearest_free(child)
+        for _ in range(BREEDING_TRIES):
+            first, second = self._parent(), self._parent()
+            take_first = self.rng.random(self.domain.axes) < 0.5
+            child = np.where(take_first, first, second).astype(float)
+            self._mutate(child)
+            candidate = self.nearest_free(child, scan=False)
+            if candidate >= 0:
+                return candidate
+        return -1
 
     def _parent(self) -> np.ndarray:
         drawn = self.rng.integers(len(self.ranked), size=self.tournament)

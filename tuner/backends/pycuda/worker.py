@@ -13,7 +13,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,15 @@ import numpy as np
 
 from tuner.backends.worker_process import Fatal, Served
 from tuner.config import Config, Problem
-from tuner.kernels import matmul
-from tuner.kernels.arguments import Argument, Buffer
+from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
-from tuner.kernels.family import Dim3, Reference
+from tuner.kernels.family import MATMUL, Dim3, Kernel
 from tuner.kernels.occupancy import blocks_per_sm
 from tuner.kernels.render import Launch
 from tuner.kernels.targets import STATIC_SHARED_LIMIT
 from tuner.measurement import Measurement, Resources, Status
 from tuner.settings import CompileSettings, MeasureSettings
-from tuner.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
+from tuner.verify import NUMPY_DTYPES, Expected, Verdict, check_all, poison_word, random_inputs
 
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
@@ -42,18 +41,6 @@ NUMPY_DTYPES_ALL: Mapping[str, type[np.generic]] = {**NUMPY_DTYPES, "int64": np.
 
 class LaunchRejected(Exception):
     """The driver refused the launch for its resources (a configuration limit, not a fault)."""
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """What a workspace is made for: the arguments, how the reference is computed, and the tolerance."""
-
-    arguments: tuple[Argument, ...]
-    reference: Reference
-    tolerance: Callable[[str, Problem], Tolerance]
-
-
-MATMUL = Kernel(matmul.ARGUMENTS, matmul.reference, matmul.tolerance)
 
 
 class Workspace:
@@ -139,8 +126,7 @@ class GpuWorker:
 
     def evaluate(self, config: Config, cubin: bytes, compiled: Resources, launch: Launch) -> Measurement:
         family = get_family(config.family)
-        ws = self._workspace(Kernel(family.arguments, family.reference, family.tolerance), config.problem,
-                             config.dtype)
+        ws = self._workspace(family.kernel, config.problem, config.dtype)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

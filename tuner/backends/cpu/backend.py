@@ -1,0 +1,182 @@
+"""The CPU backend: C families compiled by the system compiler, measured in a worker process it can replace.
+
+Each configuration is rendered and compiled once to a shared library (:mod:`tuner.compile.cc`, with the
+compiler's report: code size, vectorized loops), cached like a cubin; the worker
+(:mod:`tuner.backends.cpu.worker`) loads it with ctypes, verifies and times it.
+
+Threads: the kernels' OpenMP loops and numpy's BLAS run on ``threads`` threads (default: ``OMP_NUM_THREADS``
+when set, else every core this process may use), fixed when the worker starts.
+
+Compiling ahead: a pool of compiler processes builds the configurations the study asks ahead. When the
+measurement leaves cores idle (fewer threads than cores), the pool runs on those cores while the worker
+measures; when it uses every core, the sources handed to ``prefetch`` wait and are compiled together, in
+parallel, right before the next measurement, so that no compiler shares a core with a timed kernel.
+
+A fault in a kernel (SIGSEGV, SIGBUS) ends only the worker; a kernel still running
+``MeasureSettings.timeout_s`` after its first call is a hang and its worker is killed. Either way the
+configuration is recorded as crashed and the next request starts a fresh worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from typing import Any
+
+from tuner.backends.protocol import BackendBase
+from tuner.backends.worker_process import WorkerCrashed, WorkerProcess
+from tuner.compile.cc import compile_source, find_cc, flags
+from tuner.compile.pool import CompilePool
+from tuner.compile.result import CompileResult
+from tuner.config import Config, Problem
+from tuner.cpu.info import usable_cpus
+from tuner.errors import TunerError
+from tuner.kernels.discovery import family_dirs, get_family
+from tuner.kernels.render import render
+from tuner.measurement import Measurement, Status
+from tuner.settings import CompileSettings, MeasureSettings
+from tuner.space import violations
+
+START_TIMEOUT_S = 120.0
+"""Starting a worker: Python, numpy, the eviction kernel and its buffer."""
+SETUP_TIMEOUT_S = 300.0
+"""Before the first call of a request: inputs, the float64 reference, loading the library."""
+DEVICE_TIMEOUT_S = 600.0
+"""Describing the CPU, measuring its ceilings when they are not cached."""
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def default_threads() -> int:
+    """``OMP_NUM_THREADS`` when it names a positive count, else every usable core."""
+    text = (os.environ.get("OMP_NUM_THREADS") or "").split(",")[0].strip()
+    return int(text) if text.isdigit() and int(text) > 0 else usable_cpus()
+
+
+class CpuBackend(BackendBase):
+    """Measures C configurations on this machine's CPU (see the module text)."""
+
+    name = "cpu"
+
+    def __init__(self, measure_settings: MeasureSettings | None = None,
+                 compile_settings: CompileSettings | None = None, threads: int | None = None):
+        if threads is not None and threads < 1:
+            raise TunerError(f"the CPU backend needs at least one thread, not {threads}")
+        flags(find_cc())  # fail now without a compiler; probe OpenMP once, here
+        self.measure = measure_settings or MeasureSettings()
+        self.compile = compile_settings or CompileSettings()
+        self.threads = threads or default_threads()
+        self.busy_seconds = 0.0
+        idle = usable_cpus() - self.threads
+        self.overlap = idle > 0
+        self.compiler = CompilePool(lambda source: compile_source(source),
+                                    self.compile.workers or (idle if self.overlap else usable_cpus()))
+        self._waiting: list[str] = []
+        self._worker: WorkerProcess | None = None
+        self._device: dict[str, Any] | None = None
+        self._environment: dict[str, Any] | None = None
+        self._live_worker()  # fail now, in one paragraph, when the worker cannot start
+
+    # --- the Backend protocol ----------------------------------------------------------------------------
+
+    def prefetch(self, configs: list[Config]) -> None:
+        for config in configs:
+            if get_family(config.family).target != "c":
+                continue
+            if self.overlap:
+                self.compiler.submit(render(config))
+            else:
+                self._waiting.append(render(config))
+
+    def evaluate(self, config: Config, source: str | None = None) -> Measurement:
+        """Compile (or take from the cache), verify and time one configuration.
+
+        ``source`` replaces the family's rendered source by a raw C kernel of the same signature: for tests of
+        the failure paths, never registered as a family.
+        """
+        family = get_family(config.family)
+        if source is None and family.target != "c":
+            return Measurement(Status.INVALID, f"the CPU backend runs C families; '{family.name}' is a "
+                                               f"{family.target} family")
+        broken = [] if source is not None else violations(family, config.param_dict, config.dtype)
+        if broken:
+            return Measurement(Status.INVALID, "; ".join(broken))
+        compiled = self._compiled(render(config) if source is None else source)
+        if not compiled.ok or compiled.path is None:
+            return Measurement(Status.COMPILE_ERROR, compiled.log, compile_time_s=compiled.compile_time_s)
+        payload = (config, str(compiled.path), compiled.resources)
+        result = self._request("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources))
+        return replace(result, compile_time_s=compiled.compile_time_s)
+
+    def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
+        """numpy's BLAS (matmul) for this problem and dtype on the backend's threads, verified and timed by the
+        same method as the kernels."""
+        return self._request("baseline", (problem, dtype), Measurement(Status.CRASHED))
+
+    def device(self, remeasure: bool = False) -> dict[str, Any]:
+        """The CPU's summary (:func:`tuner.cpu.ceilings.summary`): description, compiler, peaks, ceilings."""
+        if self._device is None or remeasure:
+            try:
+                worker = self._live_worker()
+                self._device, _ = worker.request("device", remeasure, DEVICE_TIMEOUT_S, DEVICE_TIMEOUT_S)
+            except WorkerCrashed as exc:
+                self._worker = None
+                raise TunerError(f"measuring the CPU's ceilings failed: {exc}") from None
+        return self._device
+
+    def metadata(self) -> dict[str, Any]:
+        if self._environment is None:
+            from tuner.cpu.environment import cpu_environment
+
+            self._environment = cpu_environment(self.device(), self.threads, self.measure)
+        return self._environment
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        self.compiler.close()
+
+    def __enter__(self) -> CpuBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- compiling and the worker --------------------------------------------------------------------------
+
+    def _compiled(self, source: str) -> CompileResult:
+        if not self.overlap:
+            # Everything waiting compiles now, in parallel, while nothing is being timed.
+            waiting, self._waiting = self._waiting, []
+            for text in waiting:
+                self.compiler.submit(text)
+        return self.compiler.result(source)
+
+    def _live_worker(self) -> WorkerProcess:
+        from tuner.backends.cpu.worker import serve
+
+        if self._worker is None or not self._worker.alive():
+            if self._worker is not None:
+                self._worker.kill()
+            try:
+                self._worker = WorkerProcess(serve, (self.measure, self.threads, family_dirs()), "tuner-cpu-worker",
+                                             START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(self.threads)))
+            except WorkerCrashed as exc:
+                raise TunerError(f"the CPU worker could not start: {exc}") from None
+        return self._worker
+
+    def _request(self, kind: str, payload: Any, crashed: Measurement) -> Measurement:
+        worker = self._live_worker()
+        try:
+            value, busy = worker.request(kind, payload, self.measure.timeout_s, max(SETUP_TIMEOUT_S,
+                                                                                    self.measure.timeout_s))
+        except WorkerCrashed as exc:
+            worker.kill()
+            self._worker = None
+            self.busy_seconds += exc.busy_seconds
+            print(f"warning: {kind} crashed the CPU worker; starting a fresh one ({str(exc).splitlines()[0]})",
+                  file=sys.stderr)
+            return replace(crashed, reason=str(exc))
+        self.busy_seconds += busy
+        return value

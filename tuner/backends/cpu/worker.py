@@ -1,0 +1,180 @@
+"""The CPU worker: a process that loads compiled kernels (ctypes), verifies and times one request at a time.
+
+Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, library, resources))`` — the shared
+library the one compiler made, loaded from its file in the cache —, ``("baseline", (problem, dtype))``,
+``("device", remeasure)``, ``("stop", None)``. The parent starts it with ``OMP_NUM_THREADS`` and
+``OPENBLAS_NUM_THREADS`` (and MKL's) set to the backend's thread count, so that the OpenMP runtime and numpy's
+BLAS size their thread pools once, before either is loaded, and both the kernels and the baseline run on that
+many threads for the worker's whole life.
+
+The kernel's arguments come from its family's declaration, as on the GPU: buffers are host arrays (passed as
+pointers), inputs filled with the same random values the reference was computed from, outputs poisoned before
+each verified call. They live here only: a kernel that writes out of bounds can corrupt or kill this process,
+never the parent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tuner.backends.worker_process import Served
+from tuner.config import Config, Problem
+from tuner.cpu.timing import CpuTimer
+from tuner.kernels.arguments import Buffer
+from tuner.kernels.discovery import get_family, use_family_dirs
+from tuner.kernels.family import MATMUL, Kernel
+from tuner.measurement import Measurement, Resources, Status
+from tuner.settings import MeasureSettings
+from tuner.verify import Expected, Verdict, check_all, poison_word, poisoned, random_inputs
+
+SCALAR_CTYPES: Mapping[str, type] = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "float32": ctypes.c_float,
+                                     "float64": ctypes.c_double}
+
+
+class Workspace:
+    """One kernel's host buffers for one problem and dtype, with the inputs and the reference."""
+
+    def __init__(self, kernel: Kernel, problem: Problem, dtype: str, seed: int):
+        self.kernel, self.problem, self.dtype = kernel, problem, dtype
+        buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
+        self.inputs = random_inputs(buffers, problem, dtype, seed)
+        self.expected: dict[str, Expected] = kernel.reference(self.inputs, problem, seed)
+        self.tolerance = kernel.tolerance(dtype, problem)
+        self.outputs = [b for b in buffers if b.is_output]
+        self.arrays = {b.name: self.inputs[b.name].copy() if b.is_input else
+                       poisoned(b.shape(problem), b.dtype_of(dtype)) for b in buffers}
+
+    def signature(self) -> list[type]:
+        return [ctypes.c_void_p if isinstance(a, Buffer) else SCALAR_CTYPES[a.type_of(self.dtype)]
+                for a in self.kernel.arguments]
+
+    def arguments(self) -> tuple[Any, ...]:
+        return tuple(self.arrays[a.name].ctypes.data if isinstance(a, Buffer) else a.value(self.problem)
+                     for a in self.kernel.arguments)
+
+    def prepare_outputs(self) -> None:
+        """Poison every output; refill the ones that are inputs too."""
+        for buffer in self.outputs:
+            if buffer.is_input:
+                np.copyto(self.arrays[buffer.name], self.inputs[buffer.name])
+            else:
+                self.arrays[buffer.name].view(np.uint32).fill(poison_word(buffer.dtype_of(self.dtype)))
+
+    def check(self) -> Verdict:
+        values = {b.name: self.arrays[b.name] for b in self.outputs}
+        kinds = {b.name: b.dtype_of(self.dtype) for b in self.outputs}
+        return check_all(values, self.expected, kinds, self.tolerance)
+
+
+def blas_description(threads: int) -> str:
+    """Which BLAS numpy calls, e.g. "scipy-openblas 0.3.31 through numpy 2.4.6 matmul, 1 thread"."""
+    library = "numpy's BLAS"
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        library = f"{blas.get('name', 'BLAS')} {blas.get('version', '')}".strip()
+    except (TypeError, KeyError, ValueError):
+        pass  # an older numpy prints its configuration instead of returning it
+    return f"{library} through numpy {np.__version__} matmul, {threads} thread{'s' * (threads != 1)}"
+
+
+class CpuWorker:
+    def __init__(self, served: Served, measure: MeasureSettings, threads: int, family_dirs: tuple[Path, ...]):
+        use_family_dirs(family_dirs)
+        self.served = served
+        self.measure = measure
+        self.threads = threads
+        self.timer = CpuTimer()
+        self.workspace: Workspace | None = None
+
+    # --- requests --------------------------------------------------------------------------------------------
+
+    def evaluate(self, config: Config, library: str, resources: Resources) -> Measurement:
+        family = get_family(config.family)
+        ws = self._workspace(family.kernel, config.problem, config.dtype)
+        try:
+            kernel = getattr(ctypes.CDLL(library), family.kernel_name)
+        except (OSError, AttributeError) as exc:
+            return Measurement(Status.COMPILE_ERROR, f"the compiled library does not load or has no function "
+                                                     f"{family.kernel_name}: {exc}", resources=resources)
+        kernel.argtypes = ws.signature()
+        kernel.restype = None
+        arguments = ws.arguments()
+        return self._verify_and_time(lambda: kernel(*arguments), ws, resources)
+
+    def baseline(self, problem: Problem, dtype: str) -> Measurement:
+        if dtype not in ("float32", "float64"):
+            return Measurement(Status.INVALID, f"numpy's BLAS has no {dtype} GEMM")
+        ws = self._workspace(MATMUL, problem, dtype)
+        A, B, C = ws.arrays["A"], ws.arrays["B"], ws.arrays["C"]
+        result = self._verify_and_time(lambda: np.matmul(A, B, out=C), ws, Resources())
+        return result if result.status is not Status.OK else replace(result, reason=blas_description(self.threads))
+
+    def device_summary(self, remeasure: bool) -> dict[str, Any]:
+        from tuner.cpu.ceilings import summary
+
+        self.workspace = None  # the STREAM arrays want the memory
+        return summary(remeasure=remeasure, timer=self.timer)
+
+    # --- the steps -------------------------------------------------------------------------------------------
+
+    def _workspace(self, kernel: Kernel, problem: Problem, dtype: str) -> Workspace:
+        ws = self.workspace
+        if ws is None or (ws.kernel, ws.problem, ws.dtype) != (kernel, problem, dtype):
+            self.workspace = None
+            self.workspace = ws = Workspace(kernel, problem, dtype, self.measure.input_seed)
+        return ws
+
+    def _verify_and_time(self, run: Callable[[], object], ws: Workspace, resources: Resources) -> Measurement:
+        """Check a first call, time, then check again (a kernel that leaves state behind can go wrong only on
+        later calls)."""
+        self.served.started()
+        started = time.perf_counter()
+        error = None
+        try:
+            if self.measure.verify:
+                verdict = self._check(run, ws)
+                if not verdict.ok:
+                    return Measurement(Status.WRONG, verdict.reason, error=verdict.error, resources=resources)
+                error = verdict.error
+            timing = self.timer.time(run, self.measure)
+            if self.measure.verify:
+                verdict = self._check(run, ws)
+                if not verdict.ok:
+                    return Measurement(Status.WRONG, f"right on its first call, wrong after {timing.count} timed "
+                                                     f"calls: {verdict.reason}", error=verdict.error,
+                                       resources=resources)
+                error = max(error or 0.0, verdict.error or 0.0)
+        finally:
+            self.served.busy += time.perf_counter() - started
+        return Measurement(Status.OK, timing=timing, error=error, resources=resources)
+
+    def _check(self, run: Callable[[], object], ws: Workspace) -> Verdict:
+        """One call into poisoned outputs, compared with the float64 reference."""
+        ws.prepare_outputs()
+        run()
+        return ws.check()
+
+
+def serve(conn: Connection, measure: MeasureSettings, threads: int, family_dirs: tuple[Path, ...]) -> None:
+    """The worker process's entry point."""
+    served = Served(conn)
+    try:
+        worker = CpuWorker(served, measure, threads, family_dirs)
+    except Exception as exc:  # TunerError without a compiler, or the eviction buffer's allocation
+        conn.send(("error", str(exc)))
+        conn.close()
+        return
+    conn.send(("ready", f"CPU worker, {threads} thread{'s' * (threads != 1)}"))
+    served.serve({
+        "evaluate": lambda payload: worker.evaluate(*payload),
+        "baseline": lambda payload: worker.baseline(*payload),
+        "device": worker.device_summary,
+    })

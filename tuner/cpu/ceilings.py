@@ -1,0 +1,269 @@
+"""The CPU's ceilings: theoretical peaks from its description, and bandwidth and multiply-add rates measured with
+the project's own kernels on one core and on all cores; cached per machine, printed by ``tuner device --cpu``.
+
+Theoretical multiply-add peak: cores × clock × FMA pipes × lanes × 2 (a multiply-add counts as two operations).
+Lanes come from the widest vector the flags name (AVX-512 64 bytes, AVX 32, else 16); AMD cores run AVX-512 as
+two 256-bit halves, so they count 32 bytes. The FMA pipes per core are not visible to software: two are assumed
+(x86 cores since Intel Haswell and AMD Zen 2 start two vector multiply-adds per cycle); without the ``fma`` flag
+the peak is left unknown, as is the DRAM bandwidth (the memory's speed is not visible without root).
+
+Measured (``tuner/ceiling_kernels/*.c``): STREAM's copy and triad loops over arrays of ``STREAM_FACTOR`` × the
+last-level cache each (STREAM's rule), counting bytes as STREAM does (copy: 2 × 8 bytes per element, read +
+written; triad 3 × 8), and ``fma.c``'s independent chains of vector multiply-adds, per dtype; each timed hot by
+``tuner.cpu.timing`` with ``CEILING_SETTINGS`` (median). Cached as JSON under ``$TUNER_CACHE_DIR`` (default
+``~/.cache/tuner``) per machine: host, CPU model, CPU count, compiler and flags.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import platform
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tuner.ceilings_cache import read_cached, write_cached
+from tuner.compile.cc import compiler_identity, find_cc, flags, openmp_works, own_kernel
+from tuner.config import DTYPE_CTYPE
+from tuner.cpu.info import describe, llc_bytes, usable_cpus
+from tuner.cpu.timing import CpuTimer
+from tuner.measurement import Timing
+from tuner.settings import MeasureSettings, cache_root
+
+CEILING_SETTINGS = MeasureSettings(flush_l2=False, warmup=2, min_samples=10, max_samples=100, max_time_s=1.0,
+                                   target_noise=0.005)
+STREAM_FACTOR = 4
+MIN_STREAM_BYTES = 64 * 2**20
+FMA_PIPES_ASSUMED = 2
+FMA_CALL_SECONDS = 0.02
+"""The multiply-add kernel's iterations are chosen so that one call lasts about this long."""
+FMA_DTYPES = ("float32", "float64")
+NUMPY_FLOAT = {"float32": np.float32, "float64": np.float64}
+
+
+def stream_array_bytes() -> int:
+    """Bytes of each STREAM array: STREAM_FACTOR × the last-level cache, at least MIN_STREAM_BYTES."""
+    return max(STREAM_FACTOR * llc_bytes(), MIN_STREAM_BYTES)
+
+
+def thread_counts() -> tuple[int, ...]:
+    """The thread counts the ceilings are measured at: one core, and all usable cores (with OpenMP)."""
+    cores = usable_cpus()
+    return (1, cores) if cores > 1 and openmp_works(find_cc()) else (1,)
+
+
+def fma_vector_bytes(device: dict[str, Any]) -> int:
+    bits = device["vector_bits"]
+    if bits > 256 and device.get("vendor") == "AuthenticAMD":
+        bits = 256  # Zen 4 runs an AVX-512 multiply-add on both 256-bit pipes
+    return bits // 8
+
+
+def theoretical_peaks(device: dict[str, Any], threads: int) -> dict[str, float | None]:
+    """Peak GFLOP/s per dtype on ``threads`` cores, and DRAM GB/s (None: not visible to software)."""
+    clock: float | None = device.get("clock_mhz")
+    usable = "fma" in device.get("flags", [])
+    peaks: dict[str, float | None] = {}
+    for dtype, size in (("float32", 4), ("float64", 8)):
+        lanes = fma_vector_bytes(device) // size
+        peaks[f"{dtype}_gflops"] = threads * clock * 1e-3 * FMA_PIPES_ASSUMED * lanes * 2 if usable and clock else None
+    peaks["bandwidth_gbs"] = None
+    return peaks
+
+
+def _timing(timing: Timing, **extra: Any) -> dict[str, Any]:
+    return {**extra, "median_ms": timing.median_ms, "min_ms": timing.min_ms, "cv": timing.cv,
+            "samples": timing.count}
+
+
+def measure_bandwidth(timer: CpuTimer, threads: tuple[int, ...], array_bytes: int, settings: MeasureSettings,
+                      say: Any) -> dict[str, Any]:
+    """STREAM copy and triad at each thread count: {"copy": {"threads": details}, "triad": {...}}."""
+    stream = own_kernel("stream.c")
+    pointer, size = ctypes.c_void_p, ctypes.c_size_t
+    stream.fill.argtypes = [pointer, size, ctypes.c_double, ctypes.c_int]
+    stream.copy.argtypes = [pointer, pointer, size, ctypes.c_int]
+    stream.triad.argtypes = [pointer, pointer, pointer, ctypes.c_double, size, ctypes.c_int]
+    n = array_bytes // 8
+    arrays = [np.empty(n, np.float64) for _ in range(3)]
+    a, b, c = (array.ctypes.data for array in arrays)
+    for address, value in ((a, 1.0), (b, 2.0), (c, 0.0)):
+        stream.fill(address, n, value, max(threads))
+    found: dict[str, Any] = {"copy": {}, "triad": {}}
+    for count in threads:
+        say(f"measuring the memory bandwidth on {count} thread(s) (STREAM copy and triad, "
+            f"{3 * array_bytes >> 20} MiB)…")
+        timing = timer.time(partial(stream.copy, a, c, n, count), settings)
+        found["copy"][str(count)] = _timing(timing, bytes=2 * 8 * n, gbs=2 * 8 * n / (timing.median_ms * 1e-3) / 1e9)
+        timing = timer.time(partial(stream.triad, a, b, c, 3.0, n, count), settings)
+        found["triad"][str(count)] = _timing(timing, bytes=3 * 8 * n, gbs=3 * 8 * n / (timing.median_ms * 1e-3) / 1e9)
+    return found
+
+
+def measure_fma(timer: CpuTimer, dtype: str, threads: tuple[int, ...], settings: MeasureSettings,
+                say: Any, call_seconds: float = FMA_CALL_SECONDS) -> dict[str, dict[str, Any]]:
+    """The multiply-add rate of ``dtype`` at each thread count: {"threads": details with "gflops"}."""
+    real = NUMPY_FLOAT[dtype]
+    library = own_kernel("fma.c", f"typedef {DTYPE_CTYPE[dtype]} real_t;\n")
+    ctype = ctypes.c_float if dtype == "float32" else ctypes.c_double
+    library.fma_chains.argtypes = [ctypes.c_void_p, ctypes.c_long, ctype, ctype, ctypes.c_int]
+    lanes, chains = library.fma_lanes(), library.fma_chains_count()
+    out = np.zeros(max(threads), real)
+
+    def call(iterations: int, count: int) -> Callable[[], None]:
+        return lambda: library.fma_chains(out.ctypes.data, iterations, 0.999999, 1e-6, count)
+
+    # Each thread runs the same iterations, chosen on one thread (where no other thread's wake-up is timed) so that
+    # a call lasts about call_seconds.
+    iterations, trial = 1000, MeasureSettings(flush_l2=False, warmup=1, min_samples=3, max_samples=3)
+    while (seconds := timer.time(call(iterations, 1), trial).min_ms * 1e-3) < call_seconds / 8:
+        iterations *= 8
+    iterations = max(iterations, int(iterations * call_seconds / seconds))
+    found = {}
+    for count in threads:
+        say(f"measuring the {dtype} multiply-add rate on {count} thread(s)…")
+        timing = timer.time(call(iterations, count), settings)
+        operations = 2 * lanes * chains * iterations * count
+        found[str(count)] = _timing(timing, operations=operations, lanes=lanes, chains=chains,
+                               gflops=operations / (timing.median_ms * 1e-3) / 1e9)
+    return found
+
+
+def measure_ceilings(timer: CpuTimer, threads: tuple[int, ...] | None = None, array_bytes: int | None = None,
+                     settings: MeasureSettings = CEILING_SETTINGS, progress: bool = False) -> dict[str, Any]:
+    """Measured ceilings per thread count ({"1": {...}, "2": {...}}) and the raw timings."""
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda text: None)
+    threads = threads or thread_counts()
+    details: dict[str, Any] = measure_bandwidth(timer, threads, array_bytes or stream_array_bytes(), settings, say)
+    for dtype in FMA_DTYPES:
+        details[f"fma_{dtype}"] = measure_fma(timer, dtype, threads, settings, say)
+    by_threads = {
+        count: {
+            "float32_gflops": details["fma_float32"][count]["gflops"],
+            "float64_gflops": details["fma_float64"][count]["gflops"],
+            "bandwidth_gbs": details["copy"][count]["gbs"],
+            "triad_gbs": details["triad"][count]["gbs"],
+        }
+        for count in map(str, threads)
+    }
+    return {"by_threads": by_threads, "details": details}
+
+
+def method_text(array_bytes: int, settings: MeasureSettings) -> str:
+    return (f"bandwidth: STREAM copy (2 × 8 B per element) and triad (3 × 8 B) over {array_bytes >> 20} MiB arrays, "
+            f"(bytes read + written) / median time; multiply-add: 12 independent vector chains per thread, 2 "
+            f"operations each / median time; hot, {settings.min_samples}-{settings.max_samples} samples, on 1 "
+            f"thread and on all usable cores")
+
+
+def versions() -> dict[str, Any]:
+    cc = find_cc()
+    return {"cc": compiler_identity(cc), "cc_path": cc, "flags": list(flags(cc)), "openmp": openmp_works(cc)}
+
+
+def _cache_file(device: dict[str, Any], compiler: dict[str, Any]) -> Path:
+    key = "|".join(str(part) for part in (platform.node(), device["name"], device["cpus"], device["usable_cpus"],
+                                           compiler["cc"], " ".join(compiler["flags"])))
+    return cache_root() / f"cpu-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bool = False,
+            settings: MeasureSettings = CEILING_SETTINGS, array_bytes: int | None = None) -> dict[str, Any]:
+    """The CPU's description, compiler, theoretical peaks and measured ceilings (cached per machine).
+
+    Keys: device, versions, peaks ({"theoretical", "measured"} on all usable cores), by_threads (measured ceilings
+    per thread count, as text keys), ceilings (method, measured_utc, details), cache_file. ``settings`` and
+    ``array_bytes`` (of each STREAM array) change how the ceilings are measured when they are.
+    """
+    device = describe()
+    compiler = versions()
+    path = _cache_file(device, compiler)
+    cached = None if remeasure else read_cached(path, device["name"])
+    if cached is not None:
+        return {**cached, "device": device, "versions": compiler, "cache_file": str(path)}
+    array_bytes = array_bytes or stream_array_bytes()
+    measured = measure_ceilings(timer or CpuTimer(), array_bytes=array_bytes, settings=settings, progress=progress)
+    cores = max(int(count) for count in measured["by_threads"])
+    result = {
+        "device": device,
+        "versions": compiler,
+        "peaks": {"theoretical": theoretical_peaks(device, cores),
+                  "measured": {k: v for k, v in measured["by_threads"][str(cores)].items() if k != "triad_gbs"}},
+        "by_threads": measured["by_threads"],
+        "ceilings": {"method": method_text(array_bytes, settings),
+                     "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+                     "details": measured["details"]},
+    }
+    write_cached(path, result)
+    return {**result, "cache_file": str(path)}
+
+
+def peaks_at(info: dict[str, Any], threads: int) -> dict[str, dict[str, float | None]]:
+    """Theoretical and measured peaks for a run on ``threads`` threads (the nearest measured thread count)."""
+    by_threads = info.get("by_threads") or {}
+    nearest = min(by_threads, key=lambda count: abs(int(count) - threads)) if by_threads else None
+    measured = dict(by_threads[nearest]) if nearest else {}
+    measured.pop("triad_gbs", None)
+    cores = min(threads, info["device"].get("usable_cpus") or threads)
+    return {"theoretical": theoretical_peaks(info["device"], cores), "measured": measured}
+
+
+# --- printing ------------------------------------------------------------------------------------------------
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes >> 20} MiB" if nbytes >= 2**20 else f"{nbytes >> 10} KiB"
+
+
+def _rate(value: float | None, unit: str) -> str:
+    return "?" if value is None else f"{value:.1f} G{unit}"
+
+
+def format_summary(info: dict[str, Any]) -> str:
+    d, v = info["device"], info["versions"]
+    caches = ", ".join(f"L{c['level']} {c['type'].lower()} {_size(c['bytes'])}"
+                       + (f" shared by {c['shared_by']}" if c["shared_by"] > 1 else " per core") for c in d["caches"])
+    clock = f"{d['clock_mhz']:.0f} MHz from {d['clock_source']}" if d.get("clock_mhz") else "unknown"
+    lines = [
+        f"{d['name']}  ({d['machine']}, {d.get('vendor') or '?'} family {d.get('family')} model {d.get('model')})",
+        f"  cores                     {d['cores'] or '?'} ({d['cpus']} CPUs, {d['usable_cpus']} usable here)",
+        f"  caches                    {caches or '?'}",
+        f"  vector extensions         {' '.join(d['flags']) or 'none named'} (widest vector {d['vector_bits']} bit)",
+        f"  clock                     {clock}",
+        "compiler",
+        f"  {v['cc']} ({v['cc_path']})",
+        f"  flags                     {' '.join(v['flags'])}" + ("" if v["openmp"] else " (no OpenMP: one thread)"),
+        "ceilings                    theoretical      measured    % of theoretical",
+    ]
+    for count, measured in sorted(info["by_threads"].items(), key=lambda item: int(item[0])):
+        theoretical = theoretical_peaks(d, int(count))
+        for label, key, unit in (("float32 multiply-add", "float32_gflops", "FLOP/s"),
+                                 ("float64 multiply-add", "float64_gflops", "FLOP/s"),
+                                 ("bandwidth (STREAM copy)", "bandwidth_gbs", "B/s"),
+                                 ("bandwidth (STREAM triad)", "triad_gbs", "B/s")):
+            peak, got = theoretical.get(key), measured.get(key)
+            share = f"{100 * got / peak:.0f}%" if peak and got else "?"
+            lines.append(f"  {count} thread(s) {label:<26} {_rate(peak, unit):>12}  {_rate(got, unit):>12}  {share:>8}")
+    if d.get("clock_mhz") and "fma" in d["flags"]:
+        lanes64 = fma_vector_bytes(d) // 8
+        lines.append(f"  (multiply-add: cores × {d['clock_mhz']:.0f} MHz × {FMA_PIPES_ASSUMED} FMA pipes (assumed) × "
+                     f"{lanes64} float64 / {2 * lanes64} float32 lanes × 2 operations)")
+        one = info["by_threads"].get("1", {}).get("float64_gflops")
+        if one:
+            lines.append(f"  (the measured float64 rate on one core implies a clock of "
+                         f"{one * 1e3 / (FMA_PIPES_ASSUMED * lanes64 * 2):.0f} MHz at {FMA_PIPES_ASSUMED} FMA pipes)")
+    lines.append("  (DRAM bandwidth: no theoretical figure; the memory's speed is not visible without root)")
+    ceilings = info["ceilings"]
+    lines.append(f"ceilings measured {ceilings['measured_utc']} ({ceilings['method']})")
+    lines.append(f"cached in {info['cache_file']} (python -m tuner device --cpu --remeasure to measure again)")
+    return "\n".join(lines)
+
+
+def print_cpu(remeasure: bool = False) -> None:
+    """``python -m tuner device --cpu``: describe the CPU and print its theoretical and measured ceilings."""
+    print(format_summary(summary(remeasure=remeasure, progress=True)))
