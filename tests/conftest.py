@@ -50,3 +50,24 @@ def recorded_gemm():
 
     folder = ROOT / "experiments" / "data" / "recorded"
     return {name: load_recorded(folder / f"{name}.json.gz") for name in ("gemm_A100", "gemm_RTX_2080_Ti")}
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throwaway PostgreSQL server for the whole session (tests/postgres_server.py)."""
+    from tests.postgres_server import running_server, why_not_available
+
+    reason = why_not_available()
+    if reason is not None:
+        pytest.skip(reason)
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request) -> str:
+    """The URL of a new empty database on the session's PostgreSQL server."""
+    import re
+
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:50] + f"_{id(request) % 100000}"
+    return postgres_server.create_database(name)

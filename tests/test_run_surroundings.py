@@ -20,8 +20,8 @@ from scripted_backend import ScriptedBackend
 import tuner
 from tuner import cli, metadata, results, tuning
 from tuner.errors import TunerError
-from tuner.study import open_storage
-from tuner.tuning import stored_records
+from tuner.folder import stored_records
+from tuner.storage import open_storage
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -120,7 +120,7 @@ def databases_limited_to_their_size() -> object:
 
 
 def test_a_full_database_is_named_and_nothing_recorded_is_lost(tmp_path, monkeypatch, capsys, no_report):
-    monkeypatch.setattr(tuning, "open_backend", lambda backend, experiment, replay: ScriptedBackend())
+    monkeypatch.setattr(tuning, "open_backends", lambda *args: [ScriptedBackend()])
     out = tmp_path / "run"
     assert scripted_run(out, trials=1) == 0
     capsys.readouterr()

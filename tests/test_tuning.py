@@ -20,7 +20,8 @@ from tuner import results, tuning
 from tuner.errors import TunerError
 from tuner.experiment import load_experiment
 from tuner.metadata import metadata_id
-from tuner.study import RECORD_ATTR, open_storage, study_spaces
+from tuner.storage import open_storage
+from tuner.study import RECORD_ATTR, study_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

@@ -69,6 +69,14 @@ class SoleWorker:
         return worker == this_worker()
 
 
+class ThisProcess:
+    """Only this process uses the storage, through several measuring threads (one per GPU): its own trials are
+    alive, every other worker's are dead. Unlike :class:`SoleWorker`, the threads claim configurations."""
+
+    def alive(self, worker: str | None) -> bool:
+        return worker == this_worker()
+
+
 class HostWorkers:
     """Workers of this host are alive while their process runs; workers of other hosts are presumed alive."""
 
@@ -127,3 +135,12 @@ def owner(trials: Sequence[FrozenTrial], number: int, key: str, liveness: Livene
     if undecided and time.monotonic() - asked_s < CLAIM_WAIT_S:
         return None
     return number
+
+
+def within_budget(trials: Sequence[FrozenTrial], number: int, budget: int, liveness: Liveness) -> bool:
+    """Whether trial ``number`` fits in a study's budget of ``budget`` configurations: fewer than that many
+    distinct configurations are held by lower-numbered live trials (the storage numbers trials atomically, so
+    workers asking at the same moment agree on which claims the budget covers)."""
+    held = {claimed_key(t) for t in trials if t.number < number and is_live(t, liveness)}
+    held.discard(None)
+    return len(held) < budget

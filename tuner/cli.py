@@ -37,6 +37,9 @@ def _run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         report=not args.no_report,
         summary=True,
+        gpus=args.gpus,
+        heartbeat=args.heartbeat,
+        replay_pace=args.replay_pace,
     )
     return 0
 
@@ -114,7 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sampler", choices=SAMPLERS, metavar="NAME",
                      help=f"search strategy: {', '.join(SAMPLERS)} (default: the experiment's, else {DEFAULT})")
     run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
-    run.add_argument("--storage", metavar="URL", help="Optuna storage URL (default: SQLite in the output folder)")
+    run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
+                     "or journal:///PATH/FILE.log (default: SQLite in the output folder)")
+    run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
+                     "worker each (indices in CUDA_VISIBLE_DEVICES order)")
+    run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "
+                     "shared --storage (default 10; a worker silent for four is dead)")
+    run.add_argument("--replay-pace", type=float, metavar="FACTOR", help="with --backend replay: each answer "
+                     "takes its recorded device time times FACTOR")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the figures and report.html at the end "

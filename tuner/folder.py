@@ -11,6 +11,9 @@ row that fits no study is kept in the table as it was.
 from __future__ import annotations
 
 import math
+import os
+import socket
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -44,25 +47,42 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds")
 
 
+ENVIRONMENT_PREFIX = "environment "
+RUN_PREFIX = "run "
+
+
 class Ledger:
-    """The run records and environments of an experiment, kept in the study ``<experiment>/runs``."""
+    """The run records and environments of an experiment, kept in the study ``<experiment>/runs``.
+
+    Each environment and each run is a user attribute of its own (``environment <id>``, ``run <start> <host/pid>``),
+    so that processes sharing the storage add theirs without overwriting another's. (Storages written before
+    keep them as two lists, ``environments`` and ``runs``, which are read too.)
+    """
 
     def __init__(self, storage: optuna.storages.BaseStorage, experiment: str):
         self.study = optuna.create_study(storage=storage, study_name=f"{experiment}/runs", direction="maximize",
                                          load_if_exists=True)
-        attrs = self.study.user_attrs
-        if "first_started_utc" not in attrs:
+        if "first_started_utc" not in self.study.user_attrs:
             self.study.set_user_attr("first_started_utc", iso(now()))
-            attrs = self.study.user_attrs
+        self.environments: dict[str, dict[str, Any]] = {}
+        self.runs: list[dict[str, Any]] = []
+        self._run_key: str | None = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read what every process has recorded so far."""
+        attrs = self.study.user_attrs
         self.first_started = datetime.fromisoformat(attrs["first_started_utc"])
-        self.environments: dict[str, dict[str, Any]] = dict(attrs.get("environments", {}))
-        self.runs: list[dict[str, Any]] = list(attrs.get("runs", []))
+        self.environments = {**dict(attrs.get("environments", {})), **{
+            key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items() if key.startswith(ENVIRONMENT_PREFIX)}}
+        runs = [*attrs.get("runs", []), *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+        self.runs = sorted(runs, key=lambda run: str(run.get("started_utc")))
 
     def add_environments(self, environments: Mapping[str, dict[str, Any]]) -> None:
-        new = {k: v for k, v in environments.items() if k not in self.environments}
-        if new:
-            self.environments.update(new)
-            self.study.set_user_attr("environments", self.environments)
+        for key, value in environments.items():
+            if key not in self.environments:
+                self.environments[key] = value
+                self.study.set_user_attr(f"{ENVIRONMENT_PREFIX}{key}", value)
 
     def adopt(self, metadata: Mapping[str, Any]) -> None:
         """Take the environments and runs a folder's metadata.json holds that the storage lacks."""
@@ -72,22 +92,23 @@ class Ledger:
         runs = metadata.get("runs")
         if isinstance(runs, list):
             known = {run.get("started_utc") for run in self.runs}
-            earlier = [run for run in runs if isinstance(run, dict) and run.get("started_utc") not in known]
-            if earlier:
-                self.runs = sorted([*earlier, *self.runs], key=lambda run: str(run.get("started_utc")))
-                self.study.set_user_attr("runs", self.runs)
+            for number, run in enumerate(runs):
+                if isinstance(run, dict) and run.get("started_utc") not in known:
+                    self.study.set_user_attr(f"{RUN_PREFIX}{run.get('started_utc')} adopted {number}", run)
             starts = [str(run["started_utc"]) for run in runs if isinstance(run, dict) and run.get("started_utc")]
             if starts and min(starts) < iso(self.first_started):
-                self.first_started = datetime.fromisoformat(min(starts))
                 self.study.set_user_attr("first_started_utc", min(starts))
+            self.refresh()
 
     def start_run(self, run: dict[str, Any]) -> None:
-        self.runs.append(run)
-        self.study.set_user_attr("runs", self.runs)
+        self._run_key = f"{RUN_PREFIX}{run['started_utc']} {socket.gethostname()}/{os.getpid()}"
+        self.update_run(run)
 
     def update_run(self, run: dict[str, Any]) -> None:
-        self.runs[-1] = run
-        self.study.set_user_attr("runs", self.runs)
+        assert self._run_key is not None, "start_run first"
+        self.study.set_user_attr(self._run_key, run)
+        self.runs = [r for r in self.runs if r.get("started_utc") != run["started_utc"]] + [run]
+        self.runs.sort(key=lambda r: str(r.get("started_utc")))
 
 
 def stored_records(storage: optuna.storages.BaseStorage, experiment: str) -> list[Record]:
@@ -218,6 +239,11 @@ class Table:
         self.environment_id = environment_id
         self.storage = storage
         self.rows: list[dict[str, Any]] = []
+        self.kept: list[dict[str, Any]] = []
+        """Rows of the folder's earlier table that fit no study: kept as they were."""
+        self.added = 0
+        """Evaluations this process added."""
+        self.lock = threading.Lock()
         self.last_save = 0.0
         try:
             self.source = Path(experiment.path).read_text(encoding="utf-8") if experiment.path else ""
@@ -226,20 +252,43 @@ class Table:
 
     def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        recorded_id = self.backend.environment_id(config)
+        return self.record_from(self.backend, self.environment_id, study, trial, sampler, config, measurement,
+                                device_s)
+
+    def on_device(self, backend: Backend, environment_id: str) -> DeviceTable:
+        """The Recorder of the searches that measure with ``backend`` (one of several GPUs)."""
+        return DeviceTable(self, backend, environment_id)
+
+    def record_from(self, backend: Backend, environment_id: str, study: str, trial: int, sampler: str,
+                    config: Config, measurement: Measurement, device_s: float | None) -> Record:
+        """The record of an evaluation by ``backend``, whose own environment is ``environment_id``."""
+        recorded_id = backend.environment_id(config)
         moment = now()
         return Record(
             experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
             measurement=measurement,
-            metadata_id=recorded_id or self.environment_id,
+            metadata_id=recorded_id or environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
             measured_at=iso(moment), device_s=device_s,
         )
 
     def add(self, record: Record) -> None:
-        self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
-        if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
-            self.save()
+        with self.lock:
+            self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
+            self.added += 1
+            if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
+                self.save()
+
+    def keep(self, rows: list[dict[str, Any]]) -> None:
+        self.kept.extend(rows)
+        self.rows.extend(rows)
+
+    def rebuild(self, storage: optuna.storages.BaseStorage) -> None:
+        """The table from the storage: every evaluation of every process that shares it, and the kept rows."""
+        with self.lock:
+            self.ledger.refresh()
+            self.rows = [*self.kept, *(results.row(r, self.ledger.environments.get(r.metadata_id))
+                                       for r in stored_records(storage, self.experiment.name))]
 
     def frame(self) -> pd.DataFrame:
         df = results.to_frame(self.rows)
@@ -261,3 +310,20 @@ class Table:
         results.save(df, self.metadata(), self.out)
         self.last_save = time.monotonic()
         return df
+
+
+@dataclass(frozen=True)
+class DeviceTable:
+    """The table as the Recorder of one GPU's searches: each record names that GPU's environment."""
+
+    table: Table
+    backend: Backend
+    environment_id: str
+
+    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+               device_s: float | None) -> Record:
+        return self.table.record_from(self.backend, self.environment_id, study, trial, sampler, config,
+                                      measurement, device_s)
+
+    def add(self, record: Record) -> None:
+        self.table.add(record)

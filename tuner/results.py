@@ -39,6 +39,7 @@ spill_store_bytes …    spill_load_bytes: the two halves of spill_bytes as ptxa
 code_bytes             machine code of a C kernel's library (its .text section)
 vectorized_loops       loops the C compiler reports as vectorized (GCC)
 device_s               seconds the device spent verifying and timing this configuration
+gpu_name, gpu_uuid     the device that measured the row (from its environment; a replayed row: the recording's)
 =====================  ==========================================================================
 
 cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the
@@ -85,11 +86,11 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "pct_flops_ceiling",
     "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-    "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s",
+    "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s", "gpu_name", "gpu_uuid",
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
     "experiment", "study", "sampler", "measured_at", "metadata_id", "config_key", "problem", "family", "dtype",
-    "block", "grid", "status", "reason", "samples_ms",
+    "block", "grid", "status", "reason", "samples_ms", "gpu_name", "gpu_uuid",
 })
 INTEGER_COLUMNS: frozenset[str] = frozenset({
     "trial", "M", "N", "K", "samples", "throttled_samples", "flops", "bytes_model",
@@ -274,7 +275,8 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
     gflops = work.flops / seconds / 1e9 if work and seconds and work.flops else None
     bandwidth = work.global_bytes / seconds / 1e9 if work and seconds else None
     measured = ((environment or {}).get("peaks") or {}).get("measured") or {}
-    block, grid = _geometry(config, ((environment or {}).get("device") or {}).get("multiprocessors"))
+    device = (environment or {}).get("device") or {}
+    block, grid = _geometry(config, device.get("multiprocessors"))
     spills = (resources.spill_store_bytes, resources.spill_load_bytes)
     data: dict[str, Any] = {
         "experiment": record.experiment,
@@ -310,6 +312,8 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "code_bytes": resources.code_bytes,
         "vectorized_loops": resources.vectorized_loops,
         "device_s": record.device_s,
+        "gpu_name": device.get("name"),
+        "gpu_uuid": device.get("uuid"),
     }
     if timing is not None:
         data.update({

@@ -1,22 +1,43 @@
-"""What can go wrong with a run's Optuna storage, told plainly: URLs a run cannot use, and the database's failures.
+"""A run's Optuna storage: which URLs open which storage, and what can go wrong with them, told plainly.
 
-A run keeps every evaluation in its storage, so a URL is checked before anything is created, an in-memory
-database (gone with the process) is refused, and SQLite's failures (a full disk, a read-only file, a file that
-is no database) are named with the file they concern instead of surfacing as Optuna's StorageInternalError.
+URLs. Any SQLAlchemy database URL opens an ``RDBStorage``: ``sqlite:///path/study.db`` (the default, in the run
+folder), ``postgresql://user:password@host/database`` (through the psycopg 3 driver; ``postgresql+psycopg://``
+and ``postgresql+psycopg2://`` name a driver explicitly), MySQL and the others SQLAlchemy knows where their
+driver is installed. ``journal:///shared/path/study.log`` opens a ``JournalStorage`` over a file
+(``JournalFileBackend``): an append-only log that several processes, on several hosts when the file lies on a
+shared disk, can use without a database server (``journal://relative/path.log`` is relative to the working
+folder).
+
+A storage that several processes share (any but the run folder's own ``study.db``) records heartbeats: an
+``RDBStorage`` is opened with Optuna's ``heartbeat_interval`` and ``grace_period`` (see
+:mod:`tuner.workers`).
+
+Failures. A run keeps every evaluation in its storage, so a URL is checked before anything is created, an
+in-memory database (gone with the process) is refused, a PostgreSQL server that cannot be reached is named
+with its URL (password hidden), and SQLite's failures (a full disk, a read-only file, a file that is no
+database) are named with the file they concern instead of surfacing as Optuna's StorageInternalError.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import time
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import optuna
 import sqlalchemy
+from optuna.storages.journal import JournalFileBackend, JournalStorage
 from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import TunerError
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
+JOURNAL_SCHEME = "journal://"
+EXAMPLES = f"{EXAMPLE_URL}, postgresql://user@host/database or {JOURNAL_SCHEME}/shared/path/study.log"
 
 _SQLITE_FAILURES = (  # (the words of SQLite's error, what they mean, what to do)
     ("database or disk is full", "is full (SQLite: database or disk is full)", "free space on its disk"),
@@ -30,14 +51,42 @@ _SQLITE_FAILURES = (  # (the words of SQLite's error, what they mean, what to do
 )
 
 
+def journal_path(url: str) -> Path | None:
+    """The log file a ``journal://`` URL names; None for a database URL."""
+    return Path(url[len(JOURNAL_SCHEME):]) if url.startswith(JOURNAL_SCHEME) else None
+
+
+def database_url(url: str) -> URL:
+    """The SQLAlchemy URL of a database storage URL: ``postgresql://`` through psycopg 3, the driver this
+    package installs (unless psycopg2 is the one installed)."""
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql" and importlib.util.find_spec("psycopg2") is None:
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed
+
+
+def shown(url: str) -> str:
+    """The URL as messages name it: a password hidden."""
+    try:
+        return url if journal_path(url) else make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL at all: named as given
+        return url
+
+
 def check_storage_url(url: str) -> None:
     """Refuse a URL that cannot hold a run's studies, without creating anything."""
+    path = journal_path(url)
+    if path is not None:
+        if not path.name or not path.parent.is_dir():
+            raise TunerError(f"the journal storage '{url}' names no file in an existing folder; give the log "
+                             f"file's path, such as {JOURNAL_SCHEME}/shared/path/study.log (its folder must exist)")
+        return
     try:
-        parsed = make_url(url)
+        parsed = database_url(url)
         parsed.get_dialect()
     except Exception as exc:  # SQLAlchemy raises several kinds; all mean the URL cannot be used
-        raise TunerError(f"cannot open the Optuna storage '{url}' ({_first_line(exc)}); give a database URL such "
-                         f"as {EXAMPLE_URL}") from None
+        raise TunerError(f"cannot open the Optuna storage '{shown(url)}' ({_first_line(exc)}); give a storage URL "
+                         f"such as {EXAMPLES}") from None
     if _in_memory(parsed):
         raise TunerError(f"the Optuna storage '{url}' is an in-memory SQLite database, which is gone when the process "
                          f"ends, and a run's results must outlive it: give a file URL such as {EXAMPLE_URL} (or no "
@@ -56,10 +105,13 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _storage_name(url: str) -> str:
+    path = journal_path(url)
+    if path is not None:
+        return f"the journal storage file {path}"
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         return f"the storage file {parsed.database}"
-    return f"the Optuna storage '{url}'"
+    return f"the Optuna storage '{shown(url)}'"
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
@@ -71,6 +123,16 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+def _deepest(exc: BaseException) -> BaseException:
+    return list(_causes(exc))[-1]
+
+
+def _server_unreachable(exc: BaseException) -> bool:
+    """A database server that refused or never answered the connection (not a file database's failure)."""
+    return any(isinstance(e, sqlalchemy.exc.OperationalError) for e in _causes(exc)) and not any(
+        "sqlite" in type(e).__module__ for e in _causes(exc))
+
+
 def _known_failure(exc: BaseException) -> tuple[str, str] | None:
     """(what is wrong, what to do) by the database's words in ``exc`` or its causes; None if nothing is known."""
     texts = " | ".join(str(e) for e in _causes(exc))
@@ -80,9 +142,16 @@ def _known_failure(exc: BaseException) -> tuple[str, str] | None:
 def open_failure(exc: BaseException, url: str) -> TunerError:
     """Why the storage at ``url`` (a URL check_storage_url accepts) cannot be opened, as one paragraph."""
     known = _known_failure(exc)
+    if journal_path(url) is not None:
+        return TunerError(f"{_storage_name(url)} cannot be read as an Optuna journal ({_first_line(exc)}); nothing "
+                          f"was written to it: move it aside to start afresh, or give another file")
+    if known is None and _server_unreachable(exc):
+        return TunerError(f"the database server of the Optuna storage '{shown(url)}' cannot be reached "
+                          f"({_first_line(_deepest(exc))}); nothing was written: check that the server runs, that "
+                          f"this host may connect to it and that the URL's user, password and database are right")
     if known is None:
-        return TunerError(f"cannot open the Optuna storage '{url}' ({_first_line(exc)}); give a database URL such as "
-                          f"{EXAMPLE_URL}")
+        return TunerError(f"cannot open the Optuna storage '{shown(url)}' ({_first_line(exc)}); give a storage URL "
+                          f"such as {EXAMPLES}")
     what, fix = known
     return TunerError(f"{_storage_name(url)} {what}; nothing was written to it: {fix}, or choose another output "
                       f"folder with --out (or another storage with --storage)")
@@ -100,3 +169,62 @@ def failures_explained(url: str) -> Iterator[None]:
         what, fix = known
         raise TunerError(f"{_storage_name(url)} {what}; everything recorded before the failure is kept: {fix}, then "
                          f"run the same command again to continue") from None
+
+
+# --- opening and closing ------------------------------------------------------------------------------------
+
+HEARTBEAT_INTERVAL_S = 10
+"""Seconds between a worker's heartbeats in a shared storage."""
+GRACE_PERIODS = 4
+CREATION_ATTEMPTS = 5
+"""Processes that create a new database's tables at the same moment collide; the later ones try again."""
+"""Heartbeat intervals without a beat after which a worker is dead."""
+
+
+def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.BaseStorage:
+    """The Optuna storage a URL names (see the module text); ``heartbeat_s``: the heartbeat interval of a storage
+    that several processes share (None for one only this process uses).
+
+    SQLite files are switched to write-ahead logging with ``synchronous=NORMAL``: each trial commits several
+    times, and a full sync per commit would cost more than many measurements. The file stays consistent
+    through a crash of the process or of the machine; the latter may lose the last commits.
+    """
+    check_storage_url(url)
+    path = journal_path(url)
+    if path is not None:
+        try:
+            return JournalStorage(JournalFileBackend(str(path)))
+        except Exception as exc:  # an unreadable or damaged log
+            raise open_failure(exc, url) from None
+    heartbeat: dict[str, Any] = {} if heartbeat_s is None else {
+        "heartbeat_interval": heartbeat_s, "grace_period": heartbeat_s * GRACE_PERIODS}
+    for attempt in range(CREATION_ATTEMPTS):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                storage = optuna.storages.RDBStorage(database_url(url).render_as_string(hide_password=False),
+                                                     engine_kwargs={"pool_pre_ping": True}, **heartbeat)
+            break
+        except sqlalchemy.exc.IntegrityError as exc:  # another process created the tables at the same moment
+            if attempt == CREATION_ATTEMPTS - 1:
+                raise open_failure(exc, url) from None
+            time.sleep(0.2 * (attempt + 1))
+        except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
+            raise open_failure(exc, url) from None
+    if storage.engine.dialect.name == "sqlite":
+        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
+        storage.engine.dispose()  # connections made from now on get the pragmas
+    return storage
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def close_storage(storage: optuna.storages.BaseStorage) -> None:
+    """Close a database's connections (folding SQLite's write-ahead log into its file); a journal has none."""
+    if isinstance(storage, optuna.storages.RDBStorage):
+        storage.engine.dispose()

@@ -30,10 +30,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import optuna
-import sqlalchemy
 from optuna.trial import Trial, TrialState
 
 from tuner.backends.protocol import Backend
@@ -49,12 +48,13 @@ from tuner.claims import (
     owner,
     this_worker,
     unclaimed_too_long,
+    within_budget,
 )
 from tuner.config import Config
 from tuner.errors import TunerError
 from tuner.measurement import Measurement
 from tuner.results import RECORD_ATTR, Record, objective_of
-from tuner.storage import check_storage_url, open_failure
+from tuner.storage import open_storage
 from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
@@ -64,6 +64,9 @@ from tuner.study_space import AXES_ATTR, FAMILY_PARAM, StudySpace, study_spaces
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "StudySearch", "StudySpace",
            "open_storage", "open_study", "strategy_name", "study_spaces"]
 
+OTHERS_POLL_S = 0.5
+"""How often a worker that has nothing left to ask looks whether the configurations other workers claimed are
+measured (the study is done) or were left by a dead worker (it measures them)."""
 LOOKAHEAD = 8
 """Valid configurations asked ahead of the one being measured (the current one included): enough to keep
 the compile pool busy while the GPU measures, since a register-blocked kernel takes nvcc one to two seconds and
@@ -111,45 +114,6 @@ def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
         factory = catalog.strategy_factory(choice) if isinstance(choice, str) else choice
         proposer = StrategyProposer(name, factory, space, seed, space.name)
     return DomainSampler(space, proposer, seed, space.name)
-
-
-def open_storage(url: str) -> optuna.storages.RDBStorage:
-    """An Optuna storage from a database URL (e.g. ``sqlite:///reports/x/study.db``).
-
-    SQLite files are switched to write-ahead logging with ``synchronous=NORMAL``: each trial commits several
-    times, and a full sync per commit would cost more than many measurements. The file stays consistent
-    through a crash of the process or of the machine; the latter may lose the last commits.
-    """
-    check_storage_url(url)
-    for attempt in range(OPEN_ATTEMPTS):
-        try:
-            storage = optuna.storages.RDBStorage(url)
-            break
-        except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-            if attempt + 1 == OPEN_ATTEMPTS or not _concurrent_creation(exc):
-                raise open_failure(exc, url) from None
-            time.sleep(0.2 * (attempt + 1))
-    if storage.engine.dialect.name == "sqlite":
-        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
-        storage.engine.dispose()  # connections made from now on get the pragmas
-    return storage
-
-
-OPEN_ATTEMPTS = 5
-
-
-def _concurrent_creation(exc: Exception) -> bool:
-    """Whether opening failed because another process was creating the same database's tables (workers started
-    together on a new storage): opening again then finds them."""
-    text = str(exc)
-    return "alembic_version" in text or "already exists" in text or "database is locked" in text
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
 
 
 def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
@@ -304,7 +268,7 @@ class StudySearch:
         return min(self.budget.trials, self.space.domain.size)
 
     def _stop_reason(self) -> str | None:
-        committed = len(self.done) + len(self.pending)
+        committed = len(self.done) + len(self.pending) + len(self.elsewhere)
         if committed >= self.budget.trials:
             return f"{self.budget.trials} configurations evaluated"
         if len(self._taken()) >= self.space.domain.size:
@@ -334,6 +298,9 @@ class StudySearch:
     def _search(self) -> str:
         while True:
             stopped = self._fill()
+            if not self.pending and self.elsewhere and not self._timed_out():
+                time.sleep(OTHERS_POLL_S)  # stay until the others' claims are measured, or freed by their death
+                continue
             if not self.pending:
                 return stopped or "nothing left to ask"
             if self._timed_out():
@@ -389,9 +356,9 @@ class StudySearch:
             if found is not None:
                 break
             time.sleep(0.05)
-        if found == trial.number:
+        if found == trial.number and within_budget(trials, trial.number, self.budget.trials, self.liveness):
             return True
-        trial.set_user_attr(LOST_ATTR, found)
+        trial.set_user_attr(LOST_ATTR, found if found != trial.number else "budget")
         self.study.tell(trial, state=TrialState.FAIL)
         return False
 

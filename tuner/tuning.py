@@ -39,6 +39,7 @@ import signal
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,18 +49,18 @@ import optuna
 
 from tuner import results
 from tuner.backends.protocol import Backend
-from tuner.backends.recorded import RecordedBackend, is_recorded
-from tuner.backends.replay import ReplayBackend, default_recording
-from tuner.claims import HostWorkers, Liveness, SoleWorker
+from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.errors import TunerError
 from tuner.experiment import Experiment, check_experiment, load_experiment
-from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name, stored_records
-from tuner.kernels.discovery import get_family, use_family_dirs
+from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
+from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
+from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
+from tuner.run_backends import default_backend, open_backends
 from tuner.settings import STORAGE_FILE
-from tuner.storage import check_storage_url, failures_explained
+from tuner.storage import HEARTBEAT_INTERVAL_S, check_storage_url, close_storage, failures_explained, open_storage
 from tuner.study import (
     Budget,
     Callback,
@@ -67,63 +68,16 @@ from tuner.study import (
     StudySearch,
     StudySpace,
     check_choice,
-    open_storage,
     open_study,
     strategy_name,
     study_spaces,
 )
+from tuner.workers import WorkerRegistry
 
-BACKENDS = ("pycuda", "cpu", "replay")
 BASELINE_DTYPES = ("float32", "float64")
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
-
-
-def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
-    """The backend a run takes unless told: replay with a recording named or for kernels that are recordings, the
-    CPU when every kernel family of the experiment is C, else the GPU."""
-    if replay is not None or is_recorded(experiment):
-        return "replay"
-    targets = {get_family(spec.family).target for spec in experiment.kernels}
-    return "cpu" if targets == {"c"} else "pycuda"
-
-
-def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None) -> Backend:
-    if not isinstance(backend, str):
-        return backend
-    if is_recorded(experiment) and (backend != "replay" or replay is not None):
-        raise TunerError("the experiment's kernels are recordings, which are only replayed: run it with "
-                         "--backend replay and without --replay")
-    if backend == "replay" and replay is None and is_recorded(experiment):
-        return RecordedBackend(experiment.kernels)
-    if backend == "replay":
-        recording = replay if replay is not None else default_recording(experiment.name)
-        if recording is None:
-            raise TunerError(f"--backend replay needs --replay PATH: a recorded run folder or results.parquet "
-                             f"(experiment '{experiment.name}' has no shipped recording)")
-        return ReplayBackend(Path(recording))
-    if replay is not None:
-        raise TunerError(f"--replay is only used with --backend replay (the backend is '{backend}')")
-    if backend == "cpu":
-        from tuner.backends.cpu.backend import CpuBackend
-
-        return CpuBackend(experiment.measure, experiment.compile)
-    if backend != "pycuda":
-        raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
-    try:
-        from tuner.backends.pycuda.backend import PycudaBackend
-    except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
-        raise TunerError(f"the pycuda backend cannot be loaded ({type(exc).__name__}: {exc}); it needs PyCUDA "
-                         f"and a CUDA GPU (pip install -e \".[cuda]\" in the checkout); without a GPU, replay a "
-                         f"recorded run with --backend replay --replay PATH") from None
-    try:
-        return PycudaBackend(experiment.measure, experiment.compile)
-    except TunerError:
-        raise
-    except Exception as exc:  # driver errors when no device can be opened
-        raise TunerError(f"the pycuda backend cannot start ({type(exc).__name__}: {exc}); check that a CUDA "
-                         f"GPU and its driver are available") from None
 
 
 def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: Choice | None,
@@ -227,6 +181,9 @@ def run(
     report: bool = True,
     summary: bool | None = None,
     callbacks: Sequence[Callback] = (),
+    gpus: str | None = None,
+    heartbeat: int | None = None,
+    replay_pace: float | None = None,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -239,7 +196,12 @@ def run(
     :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of :mod:`tuner.strategies`).
     ``storage`` is an Optuna storage URL or storage object (default: SQLite ``study.db`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
-    runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`.
+    runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`
+    (from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as "0,1") measures on several
+    GPUs of this host at once, one measuring worker each (with the replay backend, indices stand for GPUs).
+    ``heartbeat`` is the interval in seconds of this worker's heartbeat in a shared storage (default 10; a worker
+    silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
+    slows the replay backend to its recorded device times times the factor.
     ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
     ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
     the end.
@@ -260,9 +222,10 @@ def run(
         check_storage_url(url)
     label = storage_name(storage)
     previous = claim(out_dir, experiment, label)  # before anything is opened or written
+    heartbeat_s = _heartbeat(heartbeat)
     if backend is None:
         backend = default_backend(experiment, replay)
-    chosen = open_backend(backend, experiment, replay)
+    chosen = open_backends(backend, experiment, replay, gpus, replay_pace)
     try:
         lock = _lock(out_dir)
         try:
@@ -271,20 +234,45 @@ def run(
                 resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
                           "trials": trials, "timeout": timeout,
                           "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
-                          "storage": storage if isinstance(storage, str) else None, "out": out_dir}
-                liveness: Liveness = SoleWorker() if storage is None else HostWorkers()
-                place = Place(out_dir, label, previous, liveness)
-                with _terminate_as_interrupt(), failures_explained(url if given is None else label or url):
+                          "storage": storage if isinstance(storage, str) else None, "out": out_dir, "gpus": gpus,
+                          "heartbeat": heartbeat, "replay-pace": replay_pace}
+                with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
+                        _liveness(storage, experiment, len(chosen), heartbeat_s) as liveness:
+                    place = Place(out_dir, label, previous, liveness)
                     return _run(experiment, chosen, store, choice, budget, seed_value, place, quiet,
                                 not quiet if summary is None else summary, report, _resume_command(experiment, resume),
                                 tuple(callbacks))
             finally:
-                if given is None and isinstance(store, optuna.storages.RDBStorage):
-                    store.engine.dispose()  # closes the database (and folds SQLite's write-ahead log into it)
+                if given is None:
+                    close_storage(store)
         finally:
             os.close(lock)
     finally:
-        chosen.close()
+        for one in reversed(chosen):
+            one.close()
+
+
+def _heartbeat(seconds: int | None) -> int:
+    if seconds is None:
+        return HEARTBEAT_INTERVAL_S
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
+        raise TunerError(f"--heartbeat must be a whole number of seconds, at least 1, not {seconds!r}")
+    return seconds
+
+
+@contextlib.contextmanager
+def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Experiment, measuring: int,
+              heartbeat_s: int) -> Iterator[Liveness]:
+    """Who else may be working in the run's storage. The folder's own study.db (under the folder's lock) has
+    this process alone: the sole worker, or its measuring threads (one per GPU). A shared storage named by a URL
+    has workers that keep heartbeats (tuner.workers); one given as an object has the workers of this host."""
+    if storage is None:
+        yield SoleWorker() if measuring == 1 else ThisProcess()
+    elif isinstance(storage, str):
+        with WorkerRegistry(storage, experiment.name, this_worker(), heartbeat_s) as registry:
+            yield registry
+    else:
+        yield HostWorkers()
 
 
 @dataclass(frozen=True)
@@ -320,16 +308,15 @@ def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
-def _add_stored(table: Table, store: optuna.storages.BaseStorage, experiment: Experiment, ledger: Ledger) -> None:
-    """Add the storage's evaluations and baselines that the table lacks."""
-    held = {(row["study"], row["trial"], row["config_key"]) for row in table.rows}
-    for record in stored_records(store, experiment.name):
-        row = results.row(record, ledger.environments.get(record.metadata_id))
-        if (row["study"], row["trial"], row["config_key"]) not in held:
-            table.rows.append(row)
+def _worker_seed(seed: int, liveness: Liveness) -> int:
+    """The seed of this process's samplers: the run's, unless other processes share the studies, where each
+    process's strategy must propose (and replay its own proposals) apart from the others'."""
+    if isinstance(liveness, SoleWorker | ThisProcess):
+        return seed
+    return seed + zlib.crc32(this_worker().encode()) % 1_000_003
 
 
-def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseStorage, choice: Choice,
+def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
          resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
     out = place.out
@@ -339,36 +326,47 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
     progress = Progress(quiet=quiet)
     started = now()
     interrupted, error = False, None
+    backend = backends[0]
     try:
         recording = backend.recording()
         replayed = recording is not None
-        environment = backend.metadata()
-        environment_id = metadata_id(environment)
+        environments = [b.metadata() for b in backends]
+        environment_ids = [metadata_id(env) for env in environments]
         ledger = Ledger(store, experiment.name)
-        ledger.add_environments(recording.environments if recording else {environment_id: environment})
+        ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
+                                                                                   strict=True)))
         answerable = backend.recorded_configs()
-        studies = {space: open_study(store, space, choice, seed, place.liveness)
+        own_seed = _worker_seed(seed, place.liveness)
+        studies = {space: open_study(store, space, choice, own_seed, place.liveness)
                    for space in study_spaces(experiment, answerable)}
-        table = Table(experiment, out, ledger, backend, environment_id, place.storage)
+        table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
-            table.rows.extend(reseed(studies, place.previous))
-        _add_stored(table, store, experiment, ledger)
+            table.keep(reseed(studies, place.previous))
+        table.rebuild(store)
         run_record: dict[str, Any] = {
             "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
             "sampler": strategy_name(choice),
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
             "recording": str(recording.path) if recording else None,
             "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
-            "interrupted": False, "error": None,
+            "interrupted": False, "error": None, "gpus": len(backends),
         }
         ledger.start_run(run_record)
-        rows_before = len(table.rows)
         clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
         try:
             for space, study in studies.items():
                 _baseline(space, study, backend, table, progress)
-                StudySearch(study, space, backend, budget, table, progress, place.liveness, callbacks).run()
+                # each further GPU's search asks through a study object of its own, with its own sampler
+                own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness)
+                                for index in range(1, len(backends)))]
+
+                def search(index: int, measuring: Backend, space: StudySpace = space, own: list = own) -> None:
+                    recorder = table if len(backends) == 1 else table.on_device(measuring, environment_ids[index])
+                    StudySearch(own[index], space, measuring, budget, recorder,
+                                progress if index == 0 else Progress(quiet=True), place.liveness, callbacks).run()
+
+                search_on_each(backends, search)
                 table.save()
         except KeyboardInterrupt:
             interrupted = True
@@ -377,16 +375,16 @@ def _run(experiment: Experiment, backend: Backend, store: optuna.storages.BaseSt
             raise
         finally:
             wall = time.monotonic() - clock
-            busy = backend.busy_seconds
+            busy = sum(b.busy_seconds for b in backends)
             run_record.update({
-                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": len(table.rows) - rows_before,
+                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": table.added,
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
-                "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall, 4),
+                "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall / len(backends), 4),
             })
             try:
                 ledger.update_run(run_record)
                 if not isinstance(place.liveness, SoleWorker):  # what the other workers measured meanwhile
-                    _add_stored(table, store, experiment, ledger)
+                    table.rebuild(store)
             finally:  # a storage that fails here still leaves the rows it holds saved
                 df = table.save()
             if report:

@@ -11,7 +11,9 @@ Rows keep the environment they were measured in: ``environment_id(config)`` is t
 ``metadata_id`` and ``recording().environments`` the recorded environments; ``metadata()`` is the one most rows
 share (and the environment of statically invalid configurations, which no backend sees).
 ``busy_seconds`` adds each replayed row's recorded device time (``device_s``), so a replayed run reports the
-GPU time its choices cost on the recording's device.
+GPU time its choices cost on the recording's device. ``pace`` (``--replay-pace``) makes each answer take that
+recorded time times the factor in wall time (1: as long as the device took; 0, the default: at once), so that a
+replay lasts as a measured run would, e.g. to watch or interrupt several workers sharing a study.
 
 The default recording of the ``fermi_like`` experiment is ``experiments/data/fermi_like_h100`` (a brute-force
 run recorded on an H100): ``--backend replay`` without ``--replay`` uses it.
@@ -19,6 +21,7 @@ run recorded on an H100): ``--backend replay`` without ``--replay`` uses it.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -46,8 +49,9 @@ def default_recording(experiment_name: str) -> Path | None:
 class ReplayBackend(BackendBase):
     name = "replay"
 
-    def __init__(self, recording: str | Path):
+    def __init__(self, recording: str | Path, pace: float = 0.0):
         self.path = Path(recording)
+        self.pace = pace
         if not self.path.exists():
             raise TunerError(f"{self.path}: no such recording (give a run folder holding "
                              f"{results.RESULTS_PARQUET}, or the file itself)")
@@ -84,6 +88,8 @@ class ReplayBackend(BackendBase):
         device_s = data.get("device_s")
         if device_s is not None and pd.notna(device_s):
             self.busy_seconds += float(device_s)
+            if self.pace > 0:
+                time.sleep(self.pace * float(device_s))
         return results.measurement_from_row(data)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement | None:

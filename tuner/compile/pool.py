@@ -7,6 +7,7 @@ keep every core busy; closing the pool kills what is still compiling.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 
@@ -24,17 +25,20 @@ class CompilePool:
         self.workers = workers or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="tuner-compile")
         self._futures: dict[str, Future[CompileResult]] = {}
+        self._lock = threading.Lock()  # the measuring threads of several GPUs share one pool
 
     def submit(self, source: str) -> Future[CompileResult]:
-        future = self._futures.get(source)
-        if future is None:
-            future = self._futures[source] = self._pool.submit(self.compile_one, source)
-        return future
+        with self._lock:
+            future = self._futures.get(source)
+            if future is None:
+                future = self._futures[source] = self._pool.submit(self.compile_one, source)
+            return future
 
     def result(self, source: str) -> CompileResult:
         """The source's compile (waiting for it); the pool forgets it, since the cache now holds it."""
         result = self.submit(source).result()
-        self._futures.pop(source, None)
+        with self._lock:
+            self._futures.pop(source, None)
         return result
 
     def close(self) -> None:

@@ -123,6 +123,13 @@ class Run:
                 ceilings.append(ceiling)
         return ceilings
 
+    @cached_property
+    def gpu_names(self) -> list[str]:
+        """The names of the devices that measured the tuned kernels' rows (one for a run on one kind of GPU)."""
+        if "gpu_name" not in self.kernels:
+            return []
+        return sorted(str(name) for name in self.kernels["gpu_name"].dropna().unique())
+
     def device_name(self, rows: pd.DataFrame) -> str:
         device = self.environment(rows).get("device") or {}
         return str(device.get("name") or "the device")

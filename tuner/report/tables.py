@@ -35,23 +35,33 @@ def _ratio(value: float | None) -> str:
 
 
 def best_per_problem(run: Run) -> Table:
-    table = Table(["problem", "dtype", "best configuration", "performance", "% measured compute", "cuBLAS GFLOP/s",
-                   "best / cuBLAS"], numeric={3, 4, 5, 6},
+    """The best configuration of each problem and dtype; of each GPU model too where the rows come from several."""
+    by_gpu = len(run.gpu_names) > 1
+    table = Table(["problem", "dtype", *(["GPU"] if by_gpu else []), "best configuration", "performance",
+                   "% measured compute", "cuBLAS GFLOP/s", "best / cuBLAS"],
                   caption="performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) "
                           "for a kernel without arithmetic")
+    first_number = 4 if by_gpu else 3
+    table.numeric = set(range(first_number, first_number + 4))
     for dtype, problem in run.slices():
-        ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
-        base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
-        cublas = float(base["gflops"].max()) if not base.empty else None
-        if ok.empty:
-            table.rows.append([problem, dtype, "no successful evaluation", "—", "—", number(cublas), "—"])
-            continue
-        best = ok.loc[ok["performance"].idxmax()]
-        unit = performance_unit(ok, dtype)
-        table.rows.append([problem, dtype, f"{best['family']} {params_text(best['params'])}",
-                           f"{number(best['performance'])} {unit}", percent(best.get("pct_flops_ceiling")),
-                           number(cublas), _ratio(fraction(float(best["gflops"]), cublas) if cublas else None)])
+        for gpu in run.gpu_names if by_gpu else [None]:
+            ok = run.ok[(run.ok["dtype"] == dtype) & (run.ok["problem"] == problem)]
+            base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
+            if gpu is not None:
+                ok, base = ok[ok["gpu_name"] == gpu], base[base["gpu_name"] == gpu]
+            table.rows.append([problem, dtype, *([gpu] if gpu is not None else []), *_best_cells(ok, base, dtype)])
     return table
+
+
+def _best_cells(ok: pd.DataFrame, base: pd.DataFrame, dtype: str) -> list[str]:
+    cublas = float(base["gflops"].max()) if not base.empty else None
+    if ok.empty:
+        return ["no successful evaluation", "—", "—", number(cublas), "—"]
+    best = ok.loc[ok["performance"].idxmax()]
+    unit = performance_unit(ok, dtype)
+    return [f"{best['family']} {params_text(best['params'])}", f"{number(best['performance'])} {unit}",
+            percent(best.get("pct_flops_ceiling")), number(cublas),
+            _ratio(fraction(float(best["gflops"]), cublas) if cublas else None)]
 
 
 def intensities_text(row: pd.Series) -> str:

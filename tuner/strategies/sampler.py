@@ -213,7 +213,10 @@ class StrategyProposer:
         if self.strategy is None:
             self.strategy = self._rebuild(history, trial)
         self._tell(history.completed)
-        candidate = self.strategy.ask()
+        try:
+            candidate = self.strategy.ask()
+        except RuntimeError:  # it has asked every candidate, yet one came free again (a dead worker's claim):
+            candidate = 0  # any point will do, the sampler takes the nearest free candidate
         study._storage.set_trial_system_attr(trial._trial_id, ASKED_ATTR,
                                              {"by": self.identity, "told": len(self.told)})
         return self.parameters.domain.index_row(candidate).astype(float)

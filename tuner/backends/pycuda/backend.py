@@ -44,7 +44,10 @@ class PycudaBackend(BackendBase):
     name = "pycuda"
 
     def __init__(self, measure_settings: MeasureSettings | None = None,
-                 compile_settings: CompileSettings | None = None):
+                 compile_settings: CompileSettings | None = None, gpu: str | None = None,
+                 compiler: CompilePool | None = None):
+        """``gpu``: the CUDA_VISIBLE_DEVICES value of the one GPU the worker measures on (None: the default GPU);
+        ``compiler``: a compile pool shared with the backends of other GPUs (closed by its owner), else its own."""
         if importlib.util.find_spec("pycuda") is None:
             raise TunerError(f"the pycuda backend needs PyCUDA, which is not installed here; install it with "
                              f"{INSTALL_HINT} (from the checkout) on a machine with an NVIDIA GPU and nvcc, or use "
@@ -53,7 +56,9 @@ class PycudaBackend(BackendBase):
         self.measure = measure_settings or MeasureSettings()
         self.compile = compile_settings or CompileSettings()
         self.busy_seconds = 0.0
-        self.compiler = CompilePool(self._compile, self.compile.workers)
+        self.gpu = gpu
+        self._owns_compiler = compiler is None
+        self.compiler = compiler or CompilePool(self._compile, self.compile.workers)
         self._worker: WorkerProcess | None = None
         self._device: dict[str, Any] | None = None
         self._environment: dict[str, Any] | None = None
@@ -107,7 +112,8 @@ class PycudaBackend(BackendBase):
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
-        self.compiler.close()
+        if self._owns_compiler:
+            self.compiler.close()
 
     def __enter__(self) -> PycudaBackend:
         return self
@@ -124,7 +130,7 @@ class PycudaBackend(BackendBase):
             if self._worker is not None:
                 self._worker.kill()
             try:
-                self._worker = WorkerProcess(serve, (self.measure, self.compile, family_dirs()),
+                self._worker = WorkerProcess(serve, (self.measure, self.compile, family_dirs(), self.gpu),
                                              "tuner-gpu-worker", START_TIMEOUT_S)
             except WorkerCrashed as exc:
                 raise TunerError(f"the GPU worker could not start: {exc}") from None

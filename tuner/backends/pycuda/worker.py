@@ -9,6 +9,7 @@ poisoned before each verified launch.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -253,8 +254,11 @@ class GpuWorker:
 
 
 def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileSettings,
-          family_dirs: tuple[Path, ...]) -> None:
-    """The worker process's entry point."""
+          family_dirs: tuple[Path, ...], gpu: str | None = None) -> None:
+    """The worker process's entry point; ``gpu``: the CUDA_VISIBLE_DEVICES value of its one GPU (None: as
+    inherited), set before CUDA is first loaded."""
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     served = Served(conn)
     try:
         worker = GpuWorker(served, measure, compile_settings, family_dirs)
