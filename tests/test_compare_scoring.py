@@ -33,6 +33,12 @@ def test_best_at_times_follows_each_runs_cumulative_cost():
     assert at.tolist() == [[INF, 9.0, 7.0, 7.0, 3.0], [INF, INF, INF, 5.0, 1.0]]
 
 
+def test_the_cost_to_reach_a_time_is_each_runs_cumulative_cost_at_its_first_evaluation_there():
+    best = np.array([[9.0, 7.0, 3.0], [5.0, 5.0, 1.0], [9.0, 9.0, 9.0]])
+    cost = np.array([[1.0, 2.0, 10.0], [4.0, 5.0, 6.0], [1.0, 2.0, 3.0]])
+    assert scoring.cost_to_reach(best, cost, 5.0).tolist() == [10.0, 4.0, INF]
+
+
 @pytest.fixture
 def dist() -> Distribution:
     """Ten ok times 1 … 10 ms, two failures; each configuration costs 2 s, the failures 1 s."""

@@ -30,6 +30,7 @@ from tuner.compare.scoring import (
     Summary,
     at_budgets,
     best_at_times,
+    cost_to_reach,
     fraction_of_optimum,
     methodology_score,
     summarise,
@@ -43,6 +44,8 @@ BASELINE = "random"
 DEFAULT_BUDGETS = (100, 400, 1600)
 DEFAULT_RUNS = 50
 TIME_POINTS = 200
+NEAR_OPTIMUM = 0.97
+"""Within 3% of the optimum: the fraction of the optimum whose cost a comparison reports."""
 
 
 def strategy_factories(names: list[str] | None = None) -> dict[str, StrategyFactory]:
@@ -82,6 +85,9 @@ class Scored:
     """The fraction of the optimum at each of ``times_s``."""
     evaluations: float
     """The mean number of evaluations of a run (fewer than the largest budget where a run ended early)."""
+    near_optimum_cost: float
+    """The median run's recorded cost until its best is within NEAR_OPTIMUM of the optimum, as a fraction of
+    what measuring every configuration costs (``inf`` where the median run does not get there in the budget)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +138,15 @@ def score_runs(case: Case, strategy: str, factory: StrategyFactory, budgets: tup
         curve=summarise(fractions), times_s=times,
         time_curve=summarise(fraction_of_optimum(best_at_times(best_ms, cost_s, times), optimum)),
         evaluations=float(np.mean([c.evaluations for c in curves])),
+        near_optimum_cost=float(np.median(cost_to_reach(best_ms, cost_s, optimum / NEAR_OPTIMUM)))
+        / brute_force_cost(case.space),
     )
+
+
+def brute_force_cost(space: RecordedSpace) -> float:
+    """The recorded compile + benchmark time of every configuration, as a brute-force search spends it."""
+    cost = np.asarray(space.cost_s, dtype=float)
+    return float(cost[np.isfinite(cost)].sum())
 
 
 def time_points(case: Case, budget: int) -> np.ndarray:

@@ -115,6 +115,15 @@ def best_at_times(best_ms: np.ndarray, cost_s: np.ndarray, times_s: np.ndarray) 
     return out
 
 
+def cost_to_reach(best_ms: np.ndarray, cost_s: np.ndarray, target_ms: float) -> np.ndarray:
+    """Per run, the cumulative recorded cost at its first evaluation whose best time is ≤ ``target_ms``; ``inf``
+    for a run that never gets there."""
+    reached = np.asarray(best_ms) <= target_ms
+    first = reached.argmax(axis=1)
+    at_first = np.asarray(cost_s)[np.arange(len(reached)), first]
+    return np.where(reached.any(axis=1), at_first, np.inf)
+
+
 # --- the methodology score ------------------------------------------------------------------------------
 
 
