@@ -45,3 +45,13 @@ def test_the_numbers_are_explained_under_the_table():
     notes = " ".join(summary_text(table, 100).splitlines()[4:])
     assert "no-cache model's bytes" in notes and "past 100%" in notes
     assert "distinct configurations evaluated, by outcome" in notes
+
+
+def test_a_run_measured_on_the_cpu_names_its_blas_not_cublas():
+    _, table = _table("fermi_like_h100")
+    on_cpu = {"environments": {"abc": {"versions": {"cc": "gcc 12", "blas": "OpenBLAS 0.3 (2 threads)"}}}}
+    on_gpu = {"environments": {"abc": {"versions": {"cuda": "13.0"}}}}
+    assert (results.baseline_library(on_cpu), results.measuring_device(on_cpu)) == ("BLAS", "CPU")
+    assert (results.baseline_library(on_gpu), results.measuring_device(on_gpu)) == ("cuBLAS", "GPU")
+    text = summary_text(table, 120, results.baseline_library(on_cpu))
+    assert " BLAS " in text.splitlines()[0] and "cuBLAS" not in text

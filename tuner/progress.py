@@ -15,7 +15,7 @@ import pandas as pd
 from tuner.config import Config
 from tuner.kernels.discovery import get_family
 from tuner.measurement import Status
-from tuner.results import BASELINE_FAMILY, RunResult, best_rows, row_params
+from tuner.results import BASELINE_FAMILY, RunResult, baseline_library, best_rows, measuring_device, row_params
 from tuner.text_table import format_table, terminal_width, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0
@@ -134,7 +134,7 @@ SUMMARY_NOTES = (
     "GFLOP/s: the best configuration at its median time (GB/s of one read and one write of each element for a "
     "kernel without arithmetic). % FMA: of the device's measured multiply-add peak for the "
     "dtype. % DRAM: the no-cache model's bytes (every operand read counted as DRAM traffic) over that time, of the "
-    "measured DRAM bandwidth, so caches can push it past 100%. cuBLAS: the library's GFLOP/s on the same problem. "
+    "measured DRAM bandwidth, so caches can push it past 100%. {library}: the library's GFLOP/s on the same problem. "
     "ok, invalid, ...: distinct configurations evaluated, by outcome."
 )
 
@@ -143,11 +143,11 @@ def _cell(value: object) -> str:
     return "-" if value is None or pd.isna(value) else str(value)
 
 
-def summary_text(table: pd.DataFrame, width: int) -> str:
+def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS") -> str:
     """The summary table within ``width`` columns where it can be: the best configurations named in the table, or
     by a number in it and in full below it; the status columns that count anything; a note on the numbers."""
     statuses = ["ok", *(s.value for s in Status if s is not Status.OK and table[s.value].any())]
-    header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", "cuBLAS", *statuses]
+    header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", library, *statuses]
     right = [i for i, name in enumerate(header) if name not in ("problem", "dtype", "best")]
 
     def render(best: list[str]) -> str:
@@ -163,7 +163,7 @@ def summary_text(table: pd.DataFrame, width: int) -> str:
                                                                          if b != NOTHING_OK), start=1)}
         text = render([numbers.get(b, b) for b in table["best"]])
         legend = [wrapped(f"{number} {name}", width) for name, number in numbers.items()]
-    return "\n".join([text, *legend, wrapped(SUMMARY_NOTES, width, hanging="")])
+    return "\n".join([text, *legend, wrapped(SUMMARY_NOTES.format(library=library), width, hanging="")])
 
 
 def print_summary(result: RunResult, stream: TextIO | None = None, width: int | None = None) -> None:
@@ -172,12 +172,12 @@ def print_summary(result: RunResult, stream: TextIO | None = None, width: int | 
     if table.empty:
         print("nothing was evaluated", file=stream)
     else:
-        print(summary_text(table, width or terminal_width()), file=stream)
+        print(summary_text(table, width or terminal_width(), baseline_library(result.metadata)), file=stream)
     run = result.metadata["runs"][-1]
-    busy = run.get("gpu_busy_fraction")
+    busy, device = run.get("gpu_busy_fraction"), measuring_device(result.metadata)
     if busy is not None:
-        print(f"GPU busy: {100 * busy:.0f}% of {duration(run['wall_s'])} wall time", file=stream)
+        print(f"{device} busy: {100 * busy:.0f}% of {duration(run['wall_s'])} wall time", file=stream)
     elif run.get("device_busy_s") is not None:
-        print(f"GPU busy: {run['device_busy_s']:.1f} s of recorded device time (replayed in "
+        print(f"{device} busy: {run['device_busy_s']:.1f} s of recorded device time (replayed in "
               f"{duration(run['wall_s'])})", file=stream)
     print(f"results: {result.out}", file=stream)

@@ -207,6 +207,19 @@ def config_of_row(row: Mapping[str, Any]) -> Config:
     return Config.make(problem, str(row["family"]), str(row["dtype"]), row_params(row))
 
 
+def baseline_library(metadata: Mapping[str, Any]) -> str:
+    """What the baseline rows measured: numpy's BLAS where the run measured on the CPU, else cuBLAS."""
+    environments = metadata.get("environments")
+    found = environments.values() if isinstance(environments, Mapping) else ()
+    on_cpu = any(isinstance(env, Mapping) and "blas" in (env.get("versions") or {}) for env in found)
+    return "BLAS" if on_cpu else "cuBLAS"
+
+
+def measuring_device(metadata: Mapping[str, Any]) -> str:
+    """"CPU" where the run measured on the CPU, else "GPU"."""
+    return "CPU" if baseline_library(metadata) == "BLAS" else "GPU"
+
+
 def baseline_config(problem: Problem, dtype: str) -> Config:
     """The configuration standing for cuBLAS on one problem: family ``cublas``, no parameters."""
     return Config.make(problem, BASELINE_FAMILY, dtype, {})

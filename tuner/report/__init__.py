@@ -71,7 +71,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
     images: dict[str, list[Image]] = {"roofline": [], "convergence": [], "parameters": [], "importances": []}
     notes: dict[str, list[str]] = {}
     if run.kernels.empty:
-        absent = "no tuned kernel was evaluated in this run (its table holds only cuBLAS baselines)"
+        absent = f"no tuned kernel was evaluated in this run (its table holds only {run.library} baselines)"
         for section in ("roofline", "convergence", "parameters"):
             notes[section] = [f"Nothing to draw: {absent}."]
 

@@ -28,7 +28,7 @@ def best_so_far(rows: pd.DataFrame, by: str = "trial") -> pd.DataFrame:
 
 
 def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[str, str],
-                baseline: float | None) -> None:
+                baseline: float | None, library: str) -> None:
     lines = [(str(study), str(sampler), r)
              for (study, sampler), r in rows.groupby(["study", "sampler"], dropna=False, sort=True)]
     several_studies = len({study for study, _, _ in lines}) > 1
@@ -45,10 +45,10 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
     for ax in (ax_trial, ax_wall):
         if baseline is not None and baseline <= BASELINE_SCALE * max(top, 1e-9):
             ax.axhline(baseline, color="#444444", linestyle="--", linewidth=1.2,
-                       label=f"cuBLAS {number(baseline)}", gid="cublas")
+                       label=f"{library} {number(baseline)}", gid="cublas")
             top = max(top, baseline)
         elif baseline is not None:
-            ax.text(0.99, 0.98, f"cuBLAS {number(baseline)} GFLOP/s (above this scale)", transform=ax.transAxes,
+            ax.text(0.99, 0.98, f"{library} {number(baseline)} GFLOP/s (above this scale)", transform=ax.transAxes,
                     ha="right", va="top", fontsize=8, color="#444444", gid="cublas")
         ax.set_ylim(0, top * 1.15 if top > 0 else 1)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
@@ -77,7 +77,7 @@ def convergence_figure(run: Run) -> Figure:
     for (dtype, problem), (ax_trial, ax_wall) in zip(slices, axes, strict=True):
         base = baselines.get((dtype, problem))
         _draw_panel(ax_trial, ax_wall, by_slice[(dtype, problem)], colors,
-                    float(base["gflops"].max()) if base is not None else None)
+                    float(base["gflops"].max()) if base is not None else None, run.library)
         ax_trial.set_title(f"{problem}, {dtype}: best so far by trial", fontsize=10)
         ax_wall.set_title(f"{problem}, {dtype}: best so far by wall time", fontsize=10)
         ax_trial.set_ylabel(f"best {performance_unit(by_slice[(dtype, problem)], dtype)}")

@@ -36,7 +36,7 @@ def summary_items(run: Run) -> list[tuple[str, str]]:
     items += [
         ("run folder", str(run.path)),
         ("evaluations", f"{len(kernels)} of tuned kernels ({kernels['config_key'].nunique()} distinct "
-                        f"configurations), {len(run.baselines)} cuBLAS baseline(s)"),
+                        f"configurations), {len(run.baselines)} {run.library} baseline(s)"),
         ("problems", ", ".join(dict.fromkeys(p for _, p in run.slices()))),
         ("kernel families", ", ".join(sorted(kernels["family"].astype(str).unique()))),
         ("dtypes", ", ".join(sorted(kernels["dtype"].astype(str).unique()))),

@@ -178,17 +178,17 @@ def _mark_best(ax: Axes, ok: pd.DataFrame, problems: list[str], unit: str, descr
                               markersize=11, markeredgewidth=1.8, label="best configuration"))
 
 
-def _draw_baselines(ax: Axes, xs: list[float], ys: list[float], describe: bool, handles: list) -> None:
+def _draw_baselines(ax: Axes, xs: list[float], ys: list[float], describe: bool, handles: list, library: str) -> None:
     if not xs:
         return
-    label = "cuBLAS (at its compulsory-traffic intensity)"
+    label = f"{library} (at its compulsory-traffic intensity)"
     ax.scatter(xs, ys, s=260, marker="*", color=CUBLAS_COLOR, edgecolors="black", linewidths=0.9, zorder=7,
                gid="cublas", label=label)
     handles.append(Line2D([], [], marker="*", linestyle="none", markerfacecolor=CUBLAS_COLOR, markeredgecolor="black",
                           markersize=14, label=label))
     if describe:
         for x, y in zip(xs, ys, strict=True):
-            ax.annotate(f"cuBLAS {number(y)}", (x, y), xytext=(0, -11), textcoords="offset points", ha="center",
+            ax.annotate(f"{library} {number(y)}", (x, y), xytext=(0, -11), textcoords="offset points", ha="center",
                         va="top", fontsize=8.5, gid="cublas-label")
 
 
@@ -229,7 +229,7 @@ def draw_roofline(ax: Axes, run: Run, dtype: str, problems: list[str]) -> None:
     _draw_evaluations(ax, ok, sorted_groups(kernels.loc[in_slice, "group"].dropna()), colors, problems, handles)
     describe = len(problems) == 1
     _mark_best(ax, ok, problems, rate_unit(dtype), describe, handles)
-    _draw_baselines(ax, base_x, base_y, describe, handles)
+    _draw_baselines(ax, base_x, base_y, describe, handles, run.library)
     _draw_bounds(ax, bounds, colors)
     if bounds and run.machine_models:
         handles.append(Line2D([], [], marker="o", linestyle="none", markerfacecolor="white", markeredgecolor="#555555",

@@ -99,6 +99,11 @@ class Run:
         return list(zip(pairs["dtype"], pairs["problem"], strict=True))
 
     @property
+    def library(self) -> str:
+        """The library the baseline rows measured: cuBLAS, or numpy's BLAS on the CPU."""
+        return results.baseline_library(self.metadata)
+
+    @property
     def environments(self) -> dict[str, dict[str, Any]]:
         envs = self.metadata.get("environments")
         return {str(k): v for k, v in envs.items() if isinstance(v, dict)} if isinstance(envs, dict) else {}

@@ -38,7 +38,7 @@ def best_per_problem(run: Run) -> Table:
     """The best configuration of each problem and dtype; of each GPU model too where the rows come from several."""
     by_gpu = len(run.gpu_names) > 1
     table = Table(["problem", "dtype", *(["GPU"] if by_gpu else []), "best configuration", "performance",
-                   "% measured compute", "cuBLAS GFLOP/s", "best / cuBLAS"],
+                   "% measured compute", f"{run.library} GFLOP/s", f"best / {run.library}"],
                   caption="performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) "
                           "for a kernel without arithmetic")
     first_number = 4 if by_gpu else 3
@@ -101,7 +101,8 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
         base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
         for _, row in base.iterrows():
             table.rows.append([
-                "—", "cuBLAS (baseline)", "—", "—", "—", intensities_text(row), fixed(row.get("time_median_ms"), 4),
+                "—", f"{run.library} (baseline)", "—", "—", "—", intensities_text(row),
+                fixed(row.get("time_median_ms"), 4),
                 percent(row.get("time_cv"), 2, scale=100), number(row["gflops"]),
                 number(row.get("bandwidth_gbs")), number(row.get("effective_bandwidth_gbs")),
                 percent(row.get("pct_flops_ceiling")),
