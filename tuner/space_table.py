@@ -163,6 +163,15 @@ def _failures(kernels: list[Config], results: dict[Config, CompileResult]) -> li
 
 
 def _compile_section(experiment: Experiment, kernels: list[Config], arch: str, quiet: bool) -> str:
+    """The compilers' resource reports: nvcc's for the CUDA kernels, the C compiler's for the C kernels."""
+    cuda = [c for c in kernels if get_family(c.family).target == "cuda"]
+    c_kernels = [c for c in kernels if get_family(c.family).target == "c"]
+    sections = ([_nvcc_section(experiment, cuda, arch, quiet)] if cuda else []) + \
+        ([_cc_section(experiment, c_kernels, quiet)] if c_kernels else [])
+    return "\n\n".join(sections)
+
+
+def _nvcc_section(experiment: Experiment, kernels: list[Config], arch: str, quiet: bool) -> str:
     from tuner.compile.nvcc import compile_configs, nvcc_version
 
     settings = experiment.compile
@@ -172,30 +181,68 @@ def _compile_section(experiment: Experiment, kernels: list[Config], arch: str, q
         results = compile_configs(kernels, arch=arch, options=settings.options, workers=workers, progress=progress)
     finally:
         progress.close()
-    failed = sum(not r.ok for r in results.values())
-    cached = sum(r.cached for r in results.values())
     options = " ".join(settings.options) or "no options"
-    lines = [
+    return "\n".join([
         f"Compiler's resource report per kernel for {arch} (nvcc {nvcc_version()}, {options}, {workers} workers; "
         "registers, local and spill bytes per thread; shared bytes per block):",
         *_resource_table(kernels, results),
-        "",
-        f"{len(kernels)} kernels: {len(kernels) - failed} compiled, {failed} failed, {cached} from the cache",
-        *_failures(kernels, results),
-    ]
-    return "\n".join(lines)
+        *_totals(kernels, results),
+    ])
+
+
+def _cc_section(experiment: Experiment, kernels: list[Config], quiet: bool) -> str:
+    from tuner.compile.cc import compile_source, compiler_identity, find_cc, flags
+    from tuner.compile.pool import compile_all
+    from tuner.kernels.render import render
+
+    workers = experiment.compile.workers or os.cpu_count() or 1
+    sources = {config: render(config) for config in kernels}
+    first = {source: config for config, source in reversed(sources.items())}
+    progress = _ProgressLine(sys.stderr, quiet)
+    try:
+        compiled = compile_all(sources.values(), compile_source, workers,
+                               lambda done, total, source: progress(done, total, first[source]))
+    finally:
+        progress.close()
+    results = {config: compiled[source] for config, source in sources.items()}
+    fixed = _fixed_params(kernels)
+    header = ["family", "dtype", "parameters", "code B", "vectorized loops", "status", "seconds", "cached"]
+    rows = [[c.family, c.dtype, _params(c, frozenset(fixed.get(c.family, ()))),
+             _number(results[c].resources.code_bytes), _number(results[c].resources.vectorized_loops),
+             "ok" if results[c].ok else "error", f"{results[c].seconds:.2f}", "yes" if results[c].cached else "no"]
+            for c in kernels]
+    cc = find_cc()
+    return "\n".join([
+        f"C compiler's report per kernel ({compiler_identity(cc)}, {' '.join(flags(cc))}, {workers} workers; "
+        "machine code bytes of the library, loops the compiler vectorized):",
+        format_table(header, rows, right=[3, 4, 6]),
+        *_totals(kernels, results),
+    ])
+
+
+def _totals(kernels: list[Config], results: dict[Config, CompileResult]) -> list[str]:
+    failed = sum(not results[c].ok for c in kernels)
+    cached = sum(results[c].cached for c in kernels)
+    return ["", f"{len(kernels)} kernels: {len(kernels) - failed} compiled, {failed} failed, {cached} from the cache",
+            *_failures(kernels, results)]
 
 
 def print_space(experiment: Experiment, compile_: bool = False, arch: str | None = None, quiet: bool = False) -> None:
     """Print the experiment's space per problem and kernel entry; with ``compile_``, compile every distinct
     valid kernel for ``arch`` (default: the experiment's) and add the compiler's resource table."""
     target = arch or experiment.compile.arch
-    if compile_:
-        from tuner.compile.nvcc import find_nvcc
-        from tuner.kernels.targets import parse_arch
+    if compile_:  # the compilers are checked before any output, so that a mistake is the only thing printed
+        targets = {get_family(spec.family).target for spec in experiment.kernels}
+        if "cuda" in targets:
+            from tuner.compile.nvcc import find_nvcc
+            from tuner.kernels.targets import parse_arch
 
-        parse_arch(target)  # before any output, so that a mistake is the only thing printed
-        find_nvcc()
+            parse_arch(target)
+            find_nvcc()
+        if "c" in targets:
+            from tuner.compile.cc import find_cc
+
+            find_cc()
     where = f" ({experiment.path})" if experiment.path else ""
     print(f"Experiment {experiment.name}{where}")
     if experiment.description:
