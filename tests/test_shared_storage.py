@@ -89,3 +89,16 @@ def test_a_damaged_journal_is_named(tmp_path):
     log.write_bytes(b"\x00\x01 not a journal\n")
     with pytest.raises(TunerError, match="journal storage file"):
         open_storage(f"journal://{log}")
+
+
+def test_tables_another_process_created_at_the_same_moment_are_retried_not_reported():
+    import sqlalchemy
+
+    from tuner.storage import _created_meanwhile
+
+    def error(kind: type, words: str) -> Exception:
+        return kind("CREATE TABLE studies (...)", None, Exception(words))
+
+    assert _created_meanwhile(error(sqlalchemy.exc.OperationalError, "table studies already exists"))  # SQLite
+    assert _created_meanwhile(error(sqlalchemy.exc.IntegrityError, 'duplicate key value violates "pg_type"'))
+    assert not _created_meanwhile(error(sqlalchemy.exc.OperationalError, "unable to open database file"))

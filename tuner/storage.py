@@ -205,16 +205,21 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
                 storage = optuna.storages.RDBStorage(database_url(url).render_as_string(hide_password=False),
                                                      engine_kwargs={"pool_pre_ping": True}, **heartbeat)
             break
-        except sqlalchemy.exc.IntegrityError as exc:  # another process created the tables at the same moment
-            if attempt == CREATION_ATTEMPTS - 1:
+        except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
+            if not _created_meanwhile(exc) or attempt == CREATION_ATTEMPTS - 1:
                 raise open_failure(exc, url) from None
             time.sleep(0.2 * (attempt + 1))
-        except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
-            raise open_failure(exc, url) from None
     if storage.engine.dialect.name == "sqlite":
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections made from now on get the pragmas
     return storage
+
+
+def _created_meanwhile(exc: Exception) -> bool:
+    """Whether another process created the tables at the same moment: a duplicate key on PostgreSQL, "table …
+    already exists" on SQLite."""
+    return isinstance(exc, sqlalchemy.exc.IntegrityError) or (
+        isinstance(exc, sqlalchemy.exc.OperationalError) and "already exists" in str(exc))
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
