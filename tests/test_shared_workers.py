@@ -56,8 +56,7 @@ def evaluations(storage: optuna.storages.BaseStorage) -> pd.DataFrame:
             rows.append({"study": study.study_name, "number": trial.number, "state": trial.state.name,
                          "key": record["config_key"] if record else None, "claim": trial.user_attrs.get("config_key"),
                          "worker": trial.user_attrs.get("worker"),
-                         "dead_worker": trial.user_attrs.get("dead_worker"), "retry_of": trial.user_attrs.get(
-                             "retry_of")})
+                         "dead_worker": trial.user_attrs.get("dead_worker")})
     return pd.DataFrame(rows)
 
 
@@ -108,7 +107,6 @@ def check_nothing_lost_or_repeated(table: pd.DataFrame, prefix: str, outs: list[
         rerun = complete[(complete["study"] == study) & (complete["key"] == key)]
         assert len(rerun) == 1, f"the configuration of trial {number} of {study} was not measured"
         assert not str(rerun["worker"].iloc[0]).startswith(prefix)
-    assert complete["retry_of"].notna().any(), "no configuration of the killed worker was re-run from the queue"
     tables = [pd.read_parquet(out / "results.parquet") for out in outs[1:]]
     assert max(len(t[t["study"] != "baseline"]) for t in tables) == sum(len(keys) for keys in expected)
 
