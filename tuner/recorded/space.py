@@ -22,6 +22,7 @@ import numpy as np
 
 from tuner.errors import TunerError
 from tuner.measurement import Status
+from tuner.mixed_radix import KeyIndex, decode, encode, place_values
 
 RecordedValue = int | float | str | bool
 
@@ -67,18 +68,15 @@ class RecordedSpace:
     @cached_property
     def place(self) -> np.ndarray:
         """The weight of each digit of a key."""
-        place = np.ones(len(self.values), dtype=np.int64)
-        for j in range(len(self.values) - 2, -1, -1):
-            place[j] = place[j + 1] * self.radices[j + 1]
-        return place
+        return place_values(self.radices)
 
     def encode(self, indices: np.ndarray) -> np.ndarray:
         """The keys of rows of value indices ((k × parameters) → (k,))."""
-        return np.asarray(indices, dtype=np.int64) @ self.place
+        return encode(indices, self.place)
 
     def decode(self, keys: np.ndarray) -> np.ndarray:
         """The value indices of keys ((k,) → (k × parameters))."""
-        return (np.asarray(keys, dtype=np.int64)[:, None] // self.place) % self.radices
+        return decode(keys, self.place, self.radices)
 
     @cached_property
     def keys(self) -> np.ndarray:
@@ -86,16 +84,12 @@ class RecordedSpace:
         return self.encode(self.indices)
 
     @cached_property
-    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self.keys, kind="stable")
-        return self.keys[order], order
+    def _key_index(self) -> KeyIndex:
+        return KeyIndex(self.keys)
 
     def rows_of(self, keys: np.ndarray) -> np.ndarray:
         """The recorded configuration of each key, -1 where the recording lacks it."""
-        sorted_keys, order = self._sorted
-        keys = np.asarray(keys, dtype=np.int64)
-        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        return np.where(sorted_keys[at] == keys, order[at], -1)
+        return self._key_index.rows_of(keys)
 
     @cached_property
     def row_of_key(self) -> dict[int, int]:

@@ -28,6 +28,8 @@ from functools import cached_property
 
 import numpy as np
 
+from tuner.mixed_radix import KeyIndex, decode, encode, place_values
+
 HAMMING = "hamming"
 ADJACENT = "adjacent"
 NEIGHBOURHOODS = (HAMMING, ADJACENT)
@@ -86,18 +88,15 @@ class Domain:
     @cached_property
     def place(self) -> np.ndarray:
         """The weight of each axis' digit in a key."""
-        place = np.ones(self.axes, dtype=np.int64)
-        for j in range(self.axes - 2, -1, -1):
-            place[j] = place[j + 1] * self.radices[j + 1]
-        return place
+        return place_values(self.radices)
 
     def encode(self, indices: np.ndarray) -> np.ndarray:
         """The keys of rows of value indices ((k × axes) → (k,))."""
-        return np.asarray(indices, dtype=np.int64) @ self.place
+        return encode(indices, self.place)
 
     def decode(self, keys: np.ndarray) -> np.ndarray:
         """The value indices of keys ((k,) → (k × axes))."""
-        return (np.asarray(keys, dtype=np.int64)[:, None] // self.place) % self.radices
+        return decode(keys, self.place, self.radices)
 
     @cached_property
     def keys(self) -> np.ndarray:
@@ -105,20 +104,15 @@ class Domain:
         return self.encode(self.indices) if self.indices is not None else np.arange(self.size, dtype=np.int64)
 
     @cached_property
-    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self.keys, kind="stable")
-        return self.keys[order], order
+    def _key_index(self) -> KeyIndex:
+        return KeyIndex(self.keys)
 
     def candidates_of_keys(self, keys: np.ndarray) -> np.ndarray:
         """The candidate of each key, -1 where the domain lacks it."""
         keys = np.asarray(keys, dtype=np.int64)
         if self.indices is None:
             return np.where((keys >= 0) & (keys < self.size), keys, -1)
-        sorted_keys, order = self._sorted
-        if not len(sorted_keys):
-            return np.full(keys.shape, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        return np.where(sorted_keys[at] == keys, order[at], -1)
+        return self._key_index.rows_of(keys)
 
     def candidates_of(self, indices: np.ndarray) -> np.ndarray:
         """The candidate of each row of value indices, -1 where the domain lacks it."""
