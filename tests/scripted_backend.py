@@ -89,3 +89,27 @@ class ScriptedBackend(BackendBase):
 
     def close(self) -> None:
         self.closed = True
+
+
+class SubmittedEvaluation:
+    """The scripted answer of one submitted configuration, logged when it is waited for."""
+
+    def __init__(self, backend: SubmittingBackend, config: Config):
+        self.backend, self.config = backend, config
+
+    def wait(self) -> Measurement:
+        self.backend.log.append(("wait", self.config.key))
+        return ScriptedBackend.evaluate(self.backend, self.config)
+
+
+class SubmittingBackend(ScriptedBackend):
+    """The script's answers through ``submit``, as a backend with a measuring process gives them: the answer
+    is computed (and an interruption raised) when it is waited for. ``log`` lists (event, key) in order."""
+
+    def __init__(self, interrupt_at: int | None = None, with_baseline: bool = True):
+        super().__init__(interrupt_at, with_baseline)
+        self.log: list[tuple[str, str]] = []
+
+    def submit(self, config: Config) -> SubmittedEvaluation:
+        self.log.append(("submit", config.key))
+        return SubmittedEvaluation(self, config)

@@ -7,7 +7,6 @@ import json
 import shutil
 from pathlib import Path
 
-import optuna
 import pandas as pd
 import pytest
 
@@ -40,9 +39,9 @@ def table(out: Path) -> pd.DataFrame:
 @pytest.mark.parametrize("how", ["deleted", "emptied"])
 def test_a_lost_storage_is_reseeded_from_the_table(measured, how):
     before = table(measured)
-    (measured / "study.db").unlink()
+    (measured / "study.log").unlink()
     if how == "emptied":
-        optuna.storages.RDBStorage(f"sqlite:///{measured / 'study.db'}")  # the tables, no study
+        (measured / "study.log").touch()  # a journal without a study
     again = ScriptedBackend()
     result = sweep(measured, again)
     assert again.calls == [] and again.baselines == [], "what the table holds is not measured again"
@@ -53,7 +52,7 @@ def test_a_lost_storage_is_reseeded_from_the_table(measured, how):
 
 def test_a_reseeded_study_goes_on_where_the_table_stopped(measured):
     before = table(measured)
-    (measured / "study.db").unlink()
+    (measured / "study.log").unlink()
     more = ScriptedBackend()
     sweep(measured, more, trials=6)
     after = table(measured)
@@ -64,7 +63,7 @@ def test_a_reseeded_study_goes_on_where_the_table_stopped(measured):
 
 def test_another_storage_is_refused_and_the_table_kept(measured, tmp_path):
     before = table(measured)
-    with pytest.raises(TunerError, match=r"recorded in the storage the folder's study\.db.*--out"):
+    with pytest.raises(TunerError, match=r"recorded in the storage the folder's own storage.*--out"):
         sweep(measured, storage=f"sqlite:///{tmp_path / 'other.db'}")
     pd.testing.assert_frame_equal(table(measured), before)
     done = run_cli("run", str(FERMI), "--backend", "replay", "--replay", str(measured), "--out", str(measured),
@@ -90,7 +89,7 @@ def test_another_experiment_is_refused_and_the_table_kept(measured, tmp_path):
     with pytest.raises(TunerError, match="holds the results of experiment 'fermi_like'.*--out"):
         tuner.run(tuner.load_experiment(other), backend=ScriptedBackend(), out=measured, quiet=True, report=False)
     pd.testing.assert_frame_equal(table(measured), before)
-    assert not (measured / "study.db-journal").exists()
+    assert not (measured / "study.log.lock").exists()
 
 
 def test_a_row_the_experiment_no_longer_lists_is_kept(measured, tmp_path):
@@ -99,7 +98,7 @@ def test_a_row_the_experiment_no_longer_lists_is_kept(measured, tmp_path):
     text = FERMI.read_text()
     assert "TILE_WIDTH: [8, 16, 32]" in text
     narrower.write_text(text.replace("TILE_WIDTH: [8, 16, 32]", "TILE_WIDTH: [16, 32]"))
-    (measured / "study.db").unlink()
+    (measured / "study.log").unlink()
     again = ScriptedBackend()
     tuner.run(tuner.load_experiment(narrower), backend=again, out=measured, sampler="grid", trials=4, quiet=True,
               report=False)
@@ -125,7 +124,7 @@ def test_a_row_the_static_rules_reject_is_kept_and_not_counted_against_the_searc
                          reason="threads per block ≤ 1024", gflops=None, performance=None)
     results.save(pd.concat([df, naive], ignore_index=True), metadata, measured)  # a row of a search over the product
     before = table(measured)
-    (measured / "study.db").unlink()
+    (measured / "study.log").unlink()
     again = ScriptedBackend()
     sweep(measured, again, trials=100)
     after = table(measured)
@@ -134,3 +133,24 @@ def test_a_row_the_static_rules_reject_is_kept_and_not_counted_against_the_searc
     evaluated = after[after["trial"] >= 0]
     assert len(evaluated) == len(before[before["trial"] >= 0]) + len(again.calls)
     assert sorted(evaluated.groupby("study")["config_key"].nunique()) == [18, 18, 18 + 1]  # every candidate
+
+
+def test_a_folder_of_an_earlier_version_goes_on_with_its_sqlite_storage(measured):
+    before = table(measured)
+    (measured / "study.log").unlink()
+    (measured / "study.db").touch()  # an SQLite storage (empty), as earlier versions kept in the folder
+    again = ScriptedBackend()
+    sweep(measured, again, trials=6)
+    assert not (measured / "study.log").exists() and (measured / "study.db").stat().st_size > 0
+    assert len(again.calls) == 2 * 3 and table(measured).shape[0] == before.shape[0] + 2 * 3
+
+
+def test_a_half_written_last_line_of_the_folders_journal_is_cut_before_going_on(measured):
+    before = table(measured)
+    log = measured / "study.log"
+    whole = log.read_bytes()
+    log.write_bytes(whole + b'{"op_code": 5, "worker_id": "killed mid-wri')
+    again = ScriptedBackend()
+    sweep(measured, again, trials=5)
+    assert log.read_bytes().startswith(whole) and b"killed mid-wri" not in log.read_bytes()
+    assert len(again.calls) == 3 and table(measured).shape[0] == before.shape[0] + 3

@@ -29,7 +29,7 @@ MEASUREMENT_COLUMNS = ["status", "reason", "verify_error", "time_median_ms", "ti
 
 @pytest.fixture(autouse=True)
 def no_report(monkeypatch):
-    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet: [])
+    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet, jobs=1: [])
 
 
 def valid_configs() -> list[Config]:

@@ -709,3 +709,23 @@ def test_best_so_far_by_wall_time_follows_the_clock_not_the_trial_numbers():
     by_wall = best_so_far(rows, "wall_offset_s")
     assert list(by_wall["wall_offset_s"]) == [1.0, 2.0, 3.0] and list(by_wall["best"]) == [10.0, 20.0, 30.0]
     assert list(best_so_far(rows)["best"]) == [10.0, 30.0, 30.0]
+
+
+def test_figures_drawn_by_several_processes_are_the_same_report(tmp_path):
+    alone, parallel = tmp_path / "alone", tmp_path / "parallel"
+    shutil.copytree(SHIPPED, alone)
+    shutil.copytree(SHIPPED, parallel)
+    one = write_report(alone, quiet=True, jobs=1)
+    several = write_report(parallel, quiet=True, jobs=3)
+    assert [p.name for p in several] == [p.name for p in one]
+    for path in several[:-1]:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert png_size(path) == png_size(alone / path.name)
+    page = several[-1].read_text()
+    assert page.count("data:image/png;base64,") == len(several) - 1
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from a PNG file's header chunk."""
+    header = path.read_bytes()[16:24]
+    return int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")

@@ -124,12 +124,13 @@ def test_each_damaged_field_of_the_metadata_is_named(tmp_path, fixture_folder):
 
 
 def test_a_corrupted_optuna_storage_does_not_touch_the_report(tmp_path, fixture_folder):
-    """The report reads the results table alone: the importances come from its rows, not from study.db."""
+    """The report reads the results table alone: the importances come from its rows, not from the storage."""
     folder = _copy(fixture_folder, tmp_path)
     (folder / "study.db").write_bytes(b"SQLite format 3\x00" + b"\x13" * 4096)
+    (folder / "study.log").write_bytes(b'{"op_code": 0, "study_na\x13\x13\n' * 64)
     notes = _reported(folder)
     assert (folder / "importances.png").is_file()
-    assert not any("study.db" in n for n in notes)
+    assert not any("study.db" in n or "study.log" in n for n in notes)
 
 
 def test_a_replayed_run_says_whose_environment_it_shows(tmp_path, recording):

@@ -4,6 +4,7 @@ backend."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -14,11 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from optuna.trial import TrialState
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 SGEMM = ROOT / "experiments" / "h100_sgemm.yaml"
 SGEMM_RECORDING = ROOT / "experiments" / "data" / "h100_sgemm_h100"
+JOURNAL_SET_TRIAL_STATE = 6
+"""The journal's operation code of a trial's state (optuna.storages.journal)."""
 
 
 def command(experiment: Path, out: Path, *options: str) -> list[str]:
@@ -26,22 +30,30 @@ def command(experiment: Path, out: Path, *options: str) -> list[str]:
             "--quiet", "--no-report", *options]
 
 
-def completed(db: Path) -> int:
-    """Trials of every study that hold a told evaluation (0 while the database is not there yet)."""
-    if not db.exists():
+def completed(storage: Path) -> int:
+    """Trials of every study told an evaluation, by the SQLite file (``.db``) or journal that holds them (0 while
+    it is not there yet)."""
+    if not storage.exists():
         return 0
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as connection:
-            return connection.execute("SELECT COUNT(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
-    except sqlite3.OperationalError:  # the tables are being created
-        return 0
+    if storage.suffix == ".db":
+        try:
+            with sqlite3.connect(f"file:{storage}?mode=ro", uri=True, timeout=5) as connection:
+                return connection.execute("SELECT COUNT(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
+        except sqlite3.OperationalError:  # the tables are being created
+            return 0
+    told = 0
+    for line in storage.read_bytes().splitlines(keepends=True):
+        if line.endswith(b"\n"):  # a line being written is not counted yet
+            change = json.loads(line)
+            told += change["op_code"] == JOURNAL_SET_TRIAL_STATE and change["state"] == TrialState.COMPLETE.value
+    return told
 
 
-def run_killed_after(args: list[str], db: Path, evaluations: int) -> None:
+def run_killed_after(args: list[str], storage: Path, evaluations: int) -> None:
     """Start the command and kill it (SIGKILL) once the storage holds ``evaluations`` completed trials."""
     process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
-    while process.poll() is None and completed(db) < evaluations and time.monotonic() < deadline:
+    while process.poll() is None and completed(storage) < evaluations and time.monotonic() < deadline:
         time.sleep(0.02)
     if process.poll() is None:
         os.kill(process.pid, signal.SIGKILL)
@@ -72,7 +84,7 @@ def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(tmp_path, exp
     resumed = tmp_path / "resumed"
     args = command(experiment, resumed, *options)
     for after in kills:
-        run_killed_after(args, resumed / "study.db", after)
+        run_killed_after(args, resumed / "study.log", after)
     run_to_end(args)
 
     pd.testing.assert_frame_equal(evaluations(resumed), evaluations(whole))

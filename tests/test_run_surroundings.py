@@ -43,7 +43,7 @@ def one_paragraph(done: subprocess.CompletedProcess) -> str:
 
 @pytest.fixture
 def no_report(monkeypatch):
-    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet: [])
+    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet, jobs=1: [])
 
 
 def scripted_run(out: Path, trials: int) -> int:
@@ -91,14 +91,14 @@ def test_a_storage_file_that_is_no_database_is_named_and_the_results_stay(tmp_pa
     out = tmp_path / "run"
     assert tuner_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--trials", "1",
                      "--out", str(out)).returncode == 0
-    (out / "study.db").write_text("notes, not a database\n")
+    (out / "study.log").write_text("notes, not a journal\n")
     table = (out / "results.parquet").read_bytes()
     done = tuner_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--out", str(out))
     message = one_paragraph(done)
-    assert f"the storage file {out / 'study.db'} is not an Optuna storage (SQLite: file is not a database)" in message
+    assert f"the journal storage file {(out / 'study.log').resolve()} cannot be read as an Optuna journal" in message
     assert f"The results table {out / 'results.parquet'} is left as it is" in message
-    assert "--out" in message
-    assert (out / "study.db").read_text() == "notes, not a database\n"
+    assert "move it aside" in message
+    assert (out / "study.log").read_text() == "notes, not a journal\n"
     assert (out / "results.parquet").read_bytes() == table
 
 
@@ -122,6 +122,8 @@ def databases_limited_to_their_size() -> object:
 def test_a_full_database_is_named_and_nothing_recorded_is_lost(tmp_path, monkeypatch, capsys, no_report):
     monkeypatch.setattr(tuning, "open_backends", lambda *args: [ScriptedBackend()])
     out = tmp_path / "run"
+    out.mkdir()
+    (out / "study.db").touch()  # the folder's own storage in SQLite, as earlier versions kept it
     assert scripted_run(out, trials=1) == 0
     capsys.readouterr()
     with databases_limited_to_their_size():
@@ -202,7 +204,8 @@ def test_a_read_only_output_folder_is_one_paragraph(read_only_mount, tmp_path, r
     assert one_paragraph(done).startswith(f"error: {out}: the results table cannot be saved in this folder "
                                           f"(Read-only file system)")
     own_storage = one_paragraph(tuner_cli("run", str(FERMI), *replay, "--out", str(own)))
-    assert f"the storage file {own.resolve() / 'study.db'}" in own_storage
+    assert f"the journal storage file {own.resolve() / 'study.log'} cannot be written (Read-only file system); " \
+           f"everything recorded before the failure is kept" in own_storage
     report = tuner_cli("report", str(out))
     assert report.returncode == 2 and "Traceback" not in report.stderr
     *progress, error = report.stderr.strip().splitlines()

@@ -8,7 +8,7 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.trial import TrialState
-from scripted_backend import ScriptedBackend, scripted_gflops, scripted_outcome
+from scripted_backend import ScriptedBackend, SubmittingBackend, scripted_gflops, scripted_outcome
 
 from tuner.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR
 from tuner.config import Config, Problem
@@ -44,10 +44,11 @@ kernels:
 
 
 class ListRecorder:
-    """Keeps the records in a list, stamped with fixed provenance."""
+    """Keeps the records in a list, stamped with fixed provenance; ``log``, when given, gets ("store", key)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: list[tuple[str, str]] | None = None) -> None:
         self.records: list[Record] = []
+        self.log = log
 
     def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
@@ -55,6 +56,8 @@ class ListRecorder:
 
     def add(self, record: Record) -> None:
         self.records.append(record)
+        if self.log is not None:
+            self.log.append(("store", record.config.key))
 
 
 @pytest.fixture
@@ -68,7 +71,7 @@ def search(storage, space, sampler="random", budget=None, backend=None, enqueue=
     study = open_study(storage, space, sampler, seed=0)
     for config in enqueue:
         study.enqueue_trial(space.params(config))
-    recorder = ListRecorder()
+    recorder = ListRecorder(getattr(backend, "log", None))
     outcome = StudySearch(study, space, backend, budget, recorder, Progress(quiet=True)).run()
     return outcome, recorder.records, backend, study
 
@@ -263,3 +266,56 @@ def test_a_sampler_is_moved_on_to_unevaluated_configurations(storage):
     assert outcome.stopped == f"{budget} configurations evaluated"
     assert len(records) == len({r.config.key for r in records}) == budget
     assert len(backend.calls) == len(set(backend.calls))
+
+
+def test_a_submitting_backend_measures_the_next_configuration_while_the_last_is_recorded(storage):
+    space = fermi_space()
+    outcome, records, backend, _ = search(storage, space, "grid", Budget(1000), backend=SubmittingBackend())
+    keys = [c.key for c in space.valid]
+    assert backend.calls == keys and [r.config.key for r in records] == keys
+    assert [r.measurement for r in records] == [scripted_outcome(c) for c in space.valid]
+    expected = [("submit", keys[0])]
+    for key, following in zip(keys, [*keys[1:], None], strict=True):
+        expected += [("wait", key), *([("submit", following)] if following else []), ("store", key)]
+    assert backend.log == expected
+    assert outcome.stopped == "every valid configuration evaluated" and outcome.evaluated == len(keys)
+
+
+def test_the_device_time_of_each_submitted_evaluation_is_its_own(storage):
+    space = fermi_space()
+    _, records, _, _ = search(storage, space, "grid", Budget(1000), backend=SubmittingBackend())
+    for record in records:
+        timing = record.measurement.timing
+        assert record.device_s == pytest.approx(sum(timing.samples_ms) / 1e3 if timing else 0.0)
+
+
+def test_an_interrupted_submitted_evaluation_is_measured_by_the_next_run(storage):
+    space = fermi_space()
+    with pytest.raises(KeyboardInterrupt):
+        search(storage, space, "grid", Budget(1000), backend=SubmittingBackend(interrupt_at=5))
+    outcome, records, backend, study = search(storage, space, "grid", Budget(1000), backend=SubmittingBackend())
+    keys = [c.key for c in space.valid]
+    assert backend.calls == keys[4:]  # the interrupted one first, then the rest
+    complete = [t for t in study.get_trials() if t.state == TrialState.COMPLETE]
+    assert sorted(t.user_attrs[RECORD_ATTR]["config_key"] for t in complete) == sorted(keys)
+    assert outcome.evaluated == len(keys)
+
+
+@pytest.mark.parametrize("name", ["ils", "tpe", "nsga2"])
+def test_the_sole_worker_makes_each_trial_in_one_write(storage, name, monkeypatch):
+    space = fermi_space()
+    study = open_study(storage, space, name, seed=0)
+    writes: list[str] = []
+    for method in ("create_new_trial", "set_trial_param", "set_trial_user_attr", "set_trial_system_attr"):
+        original = getattr(study._storage, method)
+        monkeypatch.setattr(study._storage, method, lambda *args, _m=method, _o=original, **kw: (
+            writes.append(_m), _o(*args, **kw))[1])
+    outcome = StudySearch(study, space, ScriptedBackend(), Budget(6), ListRecorder(), Progress(quiet=True)).run()
+    assert outcome.evaluated == 6 and writes.count("create_new_trial") == 6
+    assert "set_trial_param" not in writes and writes.count("set_trial_user_attr") == 6  # the record, once each
+    for trial in study.get_trials():
+        assert trial.state == TrialState.COMPLETE and set(trial.params) == set(space.distributions())
+        assert trial.user_attrs[CLAIM_ATTR] == space.config_of(trial.params).key
+        assert trial.user_attrs[WORKER_ATTR] and RECORD_ATTR in trial.user_attrs
+    if name == "ils":
+        assert all("tuner:asked" in t.system_attrs for t in study.get_trials())

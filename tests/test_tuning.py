@@ -20,7 +20,7 @@ from tuner import results, tuning
 from tuner.errors import TunerError
 from tuner.experiment import load_experiment
 from tuner.metadata import metadata_id
-from tuner.storage import open_storage
+from tuner.storage import close_storage, open_storage, own_storage_url
 from tuner.study import RECORD_ATTR, study_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ VALID_PER_PROBLEM = 18
 def no_report(monkeypatch):
     """Reports are another module's work; here the writer is only called, never run."""
     calls: list[Path] = []
-    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet: calls.append(out))
+    monkeypatch.setattr("tuner.report.write_report", lambda out, quiet, jobs=1: calls.append(out))
     return calls
 
 
@@ -45,7 +45,7 @@ def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
     result = sweep(tmp_path / "run", summary=True)
     out = tmp_path / "run"
     assert result.out == out
-    assert {p.name for p in out.iterdir()} >= {"results.parquet", "results.csv", "metadata.json", "study.db"}
+    assert {p.name for p in out.iterdir()} >= {"results.parquet", "results.csv", "metadata.json", "study.log"}
     saved, metadata = results.load(out)
     pd.testing.assert_frame_equal(result.df, saved)
     assert len(pd.read_csv(out / "results.csv")) == len(saved)
@@ -155,7 +155,7 @@ def _leave_running(out):
     """A swept run folder whose first study holds one more trial, asked for valid[10] and left RUNNING."""
     sweep(out, trials=3)
     space = study_spaces(load_experiment(FERMI))[0]
-    storage = open_storage(f"sqlite:///{out / 'study.db'}")
+    storage = open_storage(own_storage_url(out))
     study = optuna.load_study(study_name=space.name, storage=storage)
     config = space.valid[10]
     study.enqueue_trial(space.params(config))
@@ -166,12 +166,12 @@ def _leave_running(out):
 def test_a_trial_left_running_by_a_dead_process_is_measured_first(tmp_path):
     out = tmp_path / "run"
     space, left, dead, storage = _leave_running(out)
-    storage.engine.dispose()
+    close_storage(storage)
 
     backend = ScriptedBackend()
     result = sweep(out, backend, trials=4)
     assert backend.calls[0] == left.key
-    trials = {t.number: t for t in optuna.load_study(study_name=space.name, storage=f"sqlite:///{out / 'study.db'}")
+    trials = {t.number: t for t in optuna.load_study(study_name=space.name, storage=open_storage(own_storage_url(out)))
               .get_trials()}
     assert trials[dead.number].state == TrialState.COMPLETE
     assert left.key in set(result.df["config_key"])
@@ -183,7 +183,7 @@ def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
     record = results.Record("fermi_like", space.name, "grid", trial.number, measured, scripted_outcome(measured),
                             metadata_id(ENVIRONMENT), 1.0, "2000-01-01T00:00:01+00:00", 0.5)
     trial.set_user_attr(RECORD_ATTR, record.attrs())
-    storage.engine.dispose()
+    close_storage(storage)
 
     backend = ScriptedBackend()
     df = sweep(out, backend, trials=4).df
@@ -193,7 +193,7 @@ def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
 
 
 def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatch, capsys):
-    def broken(out, quiet):
+    def broken(out, quiet, jobs=1):
         raise RuntimeError("no figures today")
 
     monkeypatch.setattr("tuner.report.write_report", broken)

@@ -9,7 +9,7 @@ that it owns the trial; while a lower-numbered live trial has no claim yet (its 
 claiming), it waits, since that trial might claim the same key.
 
 Dead workers. Whether a worker is alive is a :class:`Liveness` question. :class:`SoleWorker` is the answer for a
-storage only this process uses (the run folder's ``study.db``, under the folder's lock): every other worker is
+storage only this process uses (the run folder's own, under the folder's lock): every other worker is
 dead. :class:`HostWorkers` knows the processes of this host (a worker id names the host, the process id and its
 start time) and presumes workers of other hosts alive; a heartbeat (Optuna's ``heartbeat_interval``) would
 answer for those. A dead worker's RUNNING trials are failed (user attribute ``dead_worker``) and their

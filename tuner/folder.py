@@ -36,7 +36,7 @@ from tuner.results import BASELINE, BASELINE_FAMILY, Record, is_evaluation, tria
 from tuner.study_space import StudySpace
 
 SAVE_INTERVAL_S = 2.0
-DEFAULT_STORAGE = "the folder's study.db"
+DEFAULT_STORAGE = "the folder's own storage"
 
 
 def now() -> datetime:
@@ -142,7 +142,7 @@ def storage_label(storage: str | None) -> str:
 
 
 def storage_name(storage: str | optuna.storages.BaseStorage | None) -> str | None:
-    """How the folder's metadata names a storage: its URL (None: the folder's study.db); a storage object given
+    """How the folder's metadata names a storage: its URL (None: the folder's own); a storage object given
     from Python is named by its URL where it has one, else by its kind."""
     if storage is None or isinstance(storage, str):
         return storage
@@ -170,7 +170,7 @@ def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | 
                          f"'{experiment.name}'; choose another folder with --out, so that they stay as they are")
     used = metadata.get("storage", None)
     if storage_label(used) != storage_label(storage):
-        again = f"--storage {used}" if used else "no --storage (the folder's study.db)"
+        again = f"--storage {used}" if used else "no --storage (the folder's own storage)"
         raise TunerError(f"{out} holds {len(rows)} rows recorded in the storage {storage_label(used)}, not "
                          f"{storage_label(storage)}; to continue them run with {again}, or choose another folder "
                          f"with --out")

@@ -1,9 +1,10 @@
 """The timing method: warm-up, CUDA events around each launch, the L2 flushed between samples, a stopping rule.
 
-One sample is ``[flush L2] → start event → launch → end event``; the flush runs before the start event, so it
-is never timed, and it keeps the GPU busy while the host queues the launch, so host latency is not timed
-either. Samples are queued in batches behind a short spin kernel (the queue fills while the GPU spins),
-then read back. After each batch the stopping rule decides whether the noise is low enough: it stops when
+One sample is ``[reset outputs] → [flush L2] → start event → launch → end event``; the flush runs before the
+start event, so it is never timed, and it keeps the GPU busy while the host queues the launch, so host latency
+is not timed either (the outputs are reset, poisoned for verification, before the flush, so they start cold).
+Samples are queued in batches behind a short spin kernel (the queue fills while the GPU spins), then read back.
+After each batch the stopping rule decides whether the noise is low enough: it stops when
 the standard error of the mean falls under ``target_noise`` of the mean (after ``min_samples``), or at
 ``max_samples`` or ``max_time_s``. The SM clock is read through NVML once per batch (at least every
 ``CLOCK_PERIOD_S``); samples of a batch whose clock reads more than ``THROTTLE_FRACTION`` under the clock
@@ -35,9 +36,11 @@ HOLD_MAX_NS = 20_000_000
 def describe_method(settings: MeasureSettings) -> str:
     """One line naming the method and its settings, stored with every result."""
     flush = "L2 flushed before each sample (cold)" if settings.flush_l2 else "no L2 flush (hot)"
+    verified = (" (the verified launch into poisoned outputs the first); outputs poisoned again before each sample "
+                "and the last sample's checked") if settings.verify else ""
     return (
-        f"CUDA events around each launch; {settings.warmup} warm-up launches; {flush}; samples until the "
-        f"standard error of the mean < {settings.target_noise:g} of the mean after {settings.min_samples}, "
+        f"CUDA events around each launch; {settings.warmup} warm-up launches{verified}; {flush}; samples until "
+        f"the standard error of the mean < {settings.target_noise:g} of the mean after {settings.min_samples}, "
         f"at most {settings.max_samples} samples or {settings.max_time_s:g} s; median reported"
     )
 
@@ -172,12 +175,15 @@ class Timer:
     def _read_clock(self) -> float | None:
         return self.clock.read() if self.clock else None
 
-    def _batch(self, launch: Callable[[], None], count: int, flush: bool) -> list[float]:
+    def _batch(self, launch: Callable[[], None], count: int, flush: bool,
+               before_each: Callable[[], None] | None) -> list[float]:
         cuda = self._cuda
         events = [(cuda.Event(), cuda.Event()) for _ in range(count)]
         hold_ns = min(HOLD_MAX_NS, HOLD_NS_PER_SAMPLE * count)
         self._hold.prepared_call((1, 1, 1), (1, 1, 1), self._np.uint64(hold_ns))
         for start, end in events:
+            if before_each is not None:
+                before_each()
             if flush:
                 self.flush_l2()
             start.record()
@@ -186,9 +192,11 @@ class Timer:
         events[-1][1].synchronize()
         return [start.time_till(end) for start, end in events]
 
-    def time(self, launch: Callable[[], None], settings: MeasureSettings) -> Timing:
-        """Time ``launch`` (which queues one kernel on the default stream) by the method above."""
-        for _ in range(settings.warmup):
+    def time(self, launch: Callable[[], None], settings: MeasureSettings, warmup: int | None = None,
+             before_each: Callable[[], None] | None = None) -> Timing:
+        """Time ``launch`` (which queues one kernel on the default stream) by the method above, after ``warmup``
+        launches (default: the settings'); ``before_each`` queues work before each sample's flush, untimed."""
+        for _ in range(settings.warmup if warmup is None else warmup):
             launch()
         self._cuda.Context.synchronize()
         rule = StoppingRule.from_settings(settings)
@@ -202,7 +210,7 @@ class Timer:
             if seconds_per_sample:
                 count = min(count, max(1, int(CLOCK_PERIOD_S / seconds_per_sample)))
             batch_started = time.perf_counter()
-            samples += self._batch(launch, count, settings.flush_l2)
+            samples += self._batch(launch, count, settings.flush_l2, before_each)
             seconds_per_sample = (time.perf_counter() - batch_started) / count
             throttle.observe(self._read_clock(), count)
         return summarize(samples, throttle.count, clock_before, self._read_clock())

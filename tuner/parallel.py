@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tuner.backends.protocol import Backend
+from tuner.backends.protocol import Backend, Pending, start_evaluation
 from tuner.config import Config, Problem
 from tuner.measurement import Measurement
 
@@ -29,6 +29,11 @@ class Halting:
         if self.halt.is_set():
             raise KeyboardInterrupt
         return self.backend.evaluate(config)
+
+    def submit(self, config: Config) -> Pending:
+        if self.halt.is_set():
+            raise KeyboardInterrupt
+        return start_evaluation(self.backend, config)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
         return self.backend.baseline(problem, dtype)

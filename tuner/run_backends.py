@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from tuner.backends.protocol import Backend
@@ -33,8 +34,9 @@ def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | Non
 
 
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None,
-                 gpu: str | None = None) -> Backend:
-    """The backend a name stands for (a Backend object is itself); ``gpu``: the GPU of a PyCUDA backend."""
+                 gpu: str | None = None, wait: bool = True) -> Backend:
+    """The backend a name stands for (a Backend object is itself); ``gpu``: the GPU of a PyCUDA backend;
+    ``wait``: wait until a PyCUDA backend's worker is ready (else its ``wait_ready`` does)."""
     if not isinstance(backend, str):
         return backend
     if is_recorded(experiment) and (backend != "replay" or replay is not None):
@@ -63,7 +65,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
                          f"and a CUDA GPU (pip install -e \".[cuda]\" in the checkout); without a GPU, replay a "
                          f"recorded run with --backend replay --replay PATH") from None
     try:
-        return PycudaBackend(experiment.measure, experiment.compile, gpu=gpu)
+        return PycudaBackend(experiment.measure, experiment.compile, gpu=gpu, wait=wait)
     except TunerError:
         raise
     except Exception as exc:  # driver errors when no device can be opened
@@ -72,16 +74,18 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
 
 
 def open_backends(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None,
-                  gpus: str | None = None, pace: float | None = None) -> list[Backend]:
+                  gpus: str | None = None, pace: float | None = None,
+                  meanwhile: Callable[[], None] | None = None) -> list[Backend]:
     """The run's backends: one, or one per GPU that ``gpus`` names; ``pace``: the replay pace (``--replay-pace``).
-    Close them in reverse order (the first owns the shared compile pool)."""
+    Measuring workers start together; ``meanwhile`` runs while they start, before the backends are returned
+    ready. Close them in reverse order (the first owns the shared compile pool)."""
     if pace is not None and (backend != "replay" or not 0 <= pace < math.inf):
         raise TunerError(f"--replay-pace takes a factor ≥ 0 and is only used with --backend replay (here: "
                          f"{pace!r} with the backend '{backend if isinstance(backend, str) else backend.name}')")
     if gpus is not None and not isinstance(backend, str):
         raise TunerError("--gpus needs a backend by name (pycuda or replay): a backend object measures on its own")
     if gpus is None:
-        chosen = [open_backend(backend, experiment, replay)]
+        chosen = [open_backend(backend, experiment, replay, wait=False)]
     elif backend == "replay":
         count = len(parse_gpus(gpus, [str(i) for i in range(max(_indices(gpus), default=0) + 1)]))
         chosen = [open_backend(backend, experiment, replay) for _ in range(count)]
@@ -92,6 +96,17 @@ def open_backends(backend: str | Backend, experiment: Experiment, replay: str | 
     for one in chosen:
         if isinstance(one, ReplayBackend) and pace is not None:
             one.pace = pace
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        for one in chosen:
+            wait_ready = getattr(one, "wait_ready", None)
+            if wait_ready is not None:
+                wait_ready()
+    except BaseException:
+        for one in reversed(chosen):
+            one.close()
+        raise
     return chosen
 
 
@@ -102,14 +117,15 @@ def _indices(spec: str) -> list[int]:
 
 
 def _gpu_backends(experiment: Experiment, gpus: list[str]) -> list[Backend]:
-    first = open_backend("pycuda", experiment, None, gpus[0])
+    first = open_backend("pycuda", experiment, None, gpus[0], wait=False)
     chosen = [first]
     try:
         from tuner.backends.pycuda.backend import PycudaBackend
 
         assert isinstance(first, PycudaBackend)
         for gpu in gpus[1:]:
-            chosen.append(PycudaBackend(experiment.measure, experiment.compile, gpu=gpu, compiler=first.compiler))
+            chosen.append(PycudaBackend(experiment.measure, experiment.compile, gpu=gpu, compiler=first.compiler,
+                                        wait=False))
     except BaseException:
         for one in reversed(chosen):
             one.close()

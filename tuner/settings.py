@@ -10,8 +10,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-STORAGE_FILE = "study.db"
-"""The Optuna storage a run keeps in its output folder unless another storage is named."""
+STORAGE_FILE = "study.log"
+"""The Optuna storage a run keeps in its output folder unless another storage is named: a journal file, which
+this process alone writes (the folder's lock sees to that), one appended line per change."""
+SQLITE_STORAGE_FILE = "study.db"
+"""The folder's own storage as earlier versions kept it (SQLite): a folder that holds one goes on with it."""
 
 
 @dataclass(frozen=True)

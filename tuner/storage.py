@@ -1,14 +1,18 @@
 """A run's Optuna storage: which URLs open which storage, and what can go wrong with them, told plainly.
 
-URLs. Any SQLAlchemy database URL opens an ``RDBStorage``: ``sqlite:///path/study.db`` (the default, in the run
-folder), ``postgresql://user:password@host/database`` (through the psycopg 3 driver; ``postgresql+psycopg://``
-and ``postgresql+psycopg2://`` name a driver explicitly), MySQL and the others SQLAlchemy knows where their
+The run folder's own storage is a journal file, ``study.log`` (:func:`own_storage_url`; a folder made by an
+earlier version goes on with its SQLite ``study.db``): a process that alone writes its storage pays for one
+appended line per change, where a database pays for a transaction.
+
+URLs. Any SQLAlchemy database URL opens an ``RDBStorage``: ``sqlite:///path/study.db``,
+``postgresql://user:password@host/database`` (through the psycopg 3 driver; ``postgresql+psycopg://`` and
+``postgresql+psycopg2://`` name a driver explicitly), MySQL and the others SQLAlchemy knows where their
 driver is installed. ``journal:///shared/path/study.log`` opens a ``JournalStorage`` over a file
 (``JournalFileBackend``): an append-only log that several processes, on several hosts when the file lies on a
 shared disk, can use without a database server (``journal://relative/path.log`` is relative to the working
 folder).
 
-A storage that several processes share (any but the run folder's own ``study.db``) records heartbeats: an
+A storage that several processes share (any but the run folder's own) records heartbeats: an
 ``RDBStorage`` is opened with Optuna's ``heartbeat_interval`` and ``grace_period`` (see
 :mod:`tuner.workers`).
 
@@ -22,7 +26,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
+import os
 import time
+import traceback
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,8 +41,10 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import TunerError
+from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
+JOURNAL_TAIL_BYTES = 1 << 20
 JOURNAL_SCHEME = "journal://"
 EXAMPLES = f"{EXAMPLE_URL}, postgresql://user@host/database or {JOURNAL_SCHEME}/shared/path/study.log"
 
@@ -73,6 +82,56 @@ def shown(url: str) -> str:
         return url
 
 
+def own_storage_url(folder: Path) -> str:
+    """The URL of a run folder's own storage: its journal file, or the SQLite file a folder made by an earlier
+    version holds."""
+    legacy = folder / SQLITE_STORAGE_FILE
+    if legacy.is_file() and not (folder / STORAGE_FILE).exists():
+        return f"sqlite:///{legacy.resolve()}"
+    return f"{JOURNAL_SCHEME}{(folder / STORAGE_FILE).resolve()}"
+
+
+def repair_journal_end(path: Path) -> None:
+    """Cut a last line that a killed process left half written (it never counted: a change is recorded when its
+    line ends), so that the next line appended is read as a line of its own. Only for a journal no other process
+    writes."""
+    try:
+        with open(path, "rb+") as log:
+            size = log.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            log.seek(max(0, size - JOURNAL_TAIL_BYTES))
+            tail = log.read()
+            if tail.endswith(b"\n"):
+                return
+            cut = tail.rfind(b"\n")
+            if cut < 0 and size > JOURNAL_TAIL_BYTES:
+                return  # a line longer than the tail looked at: left for the reader to report
+            log.truncate(size - len(tail) + cut + 1)
+    except OSError:  # absent, or not writable: opening it says so
+        return
+
+
+def _check_last_entry(path: Path) -> None:
+    """ValueError when the journal's last whole line is no journal entry (Optuna's reader skips a bad line that
+    nothing follows, and fails only once the next change is appended after it)."""
+    if not path.is_file():
+        return
+    with open(path, "rb") as log:
+        size = log.seek(0, os.SEEK_END)
+        log.seek(max(0, size - JOURNAL_TAIL_BYTES))
+        lines = log.read().splitlines(keepends=True)
+    whole = [line for line in lines if line.endswith(b"\n")]
+    if not whole or (len(lines) == len(whole) == 1 and size > JOURNAL_TAIL_BYTES):
+        return
+    try:
+        entry = json.loads(whole[-1])
+    except ValueError:
+        entry = None
+    if not isinstance(entry, dict) or "op_code" not in entry:
+        raise ValueError(f"its last line is no journal entry: {whole[-1][:60]!r}")
+
+
 def check_storage_url(url: str) -> None:
     """Refuse a URL that cannot hold a run's studies, without creating anything."""
     path = journal_path(url)
@@ -90,7 +149,7 @@ def check_storage_url(url: str) -> None:
     if _in_memory(parsed):
         raise TunerError(f"the Optuna storage '{url}' is an in-memory SQLite database, which is gone when the process "
                          f"ends, and a run's results must outlive it: give a file URL such as {EXAMPLE_URL} (or no "
-                         f"--storage, for study.db in the output folder)")
+                         f"--storage, for the output folder's own storage)")
 
 
 def _in_memory(url: URL) -> bool:
@@ -142,6 +201,10 @@ def _known_failure(exc: BaseException) -> tuple[str, str] | None:
 def open_failure(exc: BaseException, url: str) -> TunerError:
     """Why the storage at ``url`` (a URL check_storage_url accepts) cannot be opened, as one paragraph."""
     known = _known_failure(exc)
+    if journal_path(url) is not None and isinstance(exc, OSError):
+        return TunerError(f"{_storage_name(url)} cannot be opened or created ({_os_reason(exc)}); nothing was "
+                          f"written to it: make its folder writable and free space on its disk, or choose another "
+                          f"output folder with --out (or another storage with --storage)")
     if journal_path(url) is not None:
         return TunerError(f"{_storage_name(url)} cannot be read as an Optuna journal ({_first_line(exc)}); nothing "
                           f"was written to it: move it aside to start afresh, or give another file")
@@ -169,6 +232,22 @@ def failures_explained(url: str) -> Iterator[None]:
         what, fix = known
         raise TunerError(f"{_storage_name(url)} {what}; everything recorded before the failure is kept: {fix}, then "
                          f"run the same command again to continue") from None
+    except OSError as exc:
+        if journal_path(url) is None or not _raised_by_journal(exc):
+            raise
+        raise TunerError(f"{_storage_name(url)} cannot be written ({_os_reason(exc)}); everything recorded before "
+                         f"the failure is kept: free space on its disk or make it writable, then run the same command "
+                         f"again to continue") from None
+
+
+def _os_reason(exc: OSError) -> str:
+    return os.strerror(exc.errno) if exc.errno else _first_line(exc)
+
+
+def _raised_by_journal(exc: BaseException) -> bool:
+    """Whether the exception comes from writing or reading an Optuna journal file."""
+    return any("optuna/storages/journal" in frame.filename.replace(os.sep, "/")
+               for frame in traceback.extract_tb(exc.__traceback__))
 
 
 # --- opening and closing ------------------------------------------------------------------------------------
@@ -193,7 +272,10 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
     path = journal_path(url)
     if path is not None:
         try:
-            return JournalStorage(JournalFileBackend(str(path)))
+            journal = JournalStorage(JournalFileBackend(str(path)))
+            journal.get_all_studies()  # read the log now: a damaged one is named here, not at its first use
+            _check_last_entry(path)
+            return journal
         except Exception as exc:  # an unreadable or damaged log
             raise open_failure(exc, url) from None
     heartbeat: dict[str, Any] = {} if heartbeat_s is None else {

@@ -10,9 +10,12 @@ value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status.
 Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes and
 workers). A study also stops when every candidate is taken and when its wall-time budget runs out.
 
-Ask ahead. The next few configurations are asked before the current one is measured and handed to
-``backend.prefetch`` so that the CPU compiles while the GPU measures. The schedule is fixed: fill the queue to
-LOOKAHEAD, measure the oldest, tell it, ask one more.
+Ask ahead. The next few configurations (the backend's ``ask_ahead``, else LOOKAHEAD) are asked before the current
+one is measured and handed to ``backend.prefetch`` so that the CPU compiles while the GPU measures. The schedule
+is fixed: fill the queue, measure the oldest, tell it, ask one more. A backend that can ``submit`` measures the
+next configuration while the search records the one before, tells it and asks: the device waits on none of it.
+Before a study's first measurement (and its baseline's), its first configurations are asked and handed to the
+compilers (``prepare``); a run prepares the next study as soon as the current one has asked its last.
 
 Storage and resume. Each evaluated trial keeps in its user attribute ``record`` everything its results row needs
 (:meth:`tuner.results.Record.attrs`), so the table is rebuilt from storage. A trial asked but not yet measured is
@@ -35,7 +38,7 @@ from typing import Protocol
 import optuna
 from optuna.trial import Trial, TrialState
 
-from tuner.backends.protocol import Backend
+from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, start_evaluation
 from tuner.claims import (
     CLAIM_ATTR,
     DEAD_ATTR,
@@ -60,6 +63,7 @@ from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
 from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
 from tuner.study_space import AXES_ATTR, FAMILY_PARAM, StudySpace, study_spaces
+from tuner.trial_making import making, trial_in_making
 
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "StudySearch", "StudySpace",
            "open_storage", "open_study", "strategy_name", "study_spaces"]
@@ -67,10 +71,6 @@ __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "
 OTHERS_POLL_S = 0.5
 """How often a worker that has nothing left to ask looks whether the configurations other workers claimed are
 measured (the study is done) or were left by a dead worker (it measures them)."""
-LOOKAHEAD = 8
-"""Valid configurations asked ahead of the one being measured (the current one included): enough to keep
-the compile pool busy while the GPU measures, since a register-blocked kernel takes nvcc one to two seconds and
-its measurement a fraction of one."""
 
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
@@ -217,6 +217,18 @@ class StudyOutcome:
     """Why the search of this run ended."""
 
 
+@dataclass
+class Flight:
+    """An evaluation the device is at: its trial, configuration, when it was asked, and the device time counted
+    before it started."""
+
+    trial: Trial
+    config: Config
+    asked: float
+    pending: Pending
+    busy_before: float
+
+
 class StudySearch:
     """Searches one study until its budget is spent, asking ahead and never measuring a configuration twice."""
 
@@ -227,6 +239,7 @@ class StudySearch:
         self.recorder, self.progress, self.callbacks = recorder, progress, tuple(callbacks)
         self.liveness = liveness or SoleWorker()
         self.sole = isinstance(self.liveness, SoleWorker)
+        self.lookahead = ask_ahead(backend)
         self.sampler_name = study.sampler.name if isinstance(study.sampler, DomainSampler) else \
             type(study.sampler).__name__
         self.done: set[str] = set()
@@ -235,9 +248,13 @@ class StudySearch:
         """Keys claimed by RUNNING trials of other live workers (a shared study)."""
         self.best: tuple[float, Config] | None = None
         self.pending: deque[tuple[Trial, Config, float]] = deque()
-        """(trial, configuration, time.monotonic() when asked), oldest first."""
+        """(trial, configuration, time.monotonic() when asked), oldest first; the one the device is at first."""
+        self.flight: Flight | None = None
         self.new = 0
         self.started = time.monotonic()
+        self.prepared = False
+        self.then: Callable[[], None] | None = None
+        """Called once when the study has asked its last configuration (a run prepares the next study)."""
         self._refresh()
 
     def _refresh(self) -> None:
@@ -282,11 +299,22 @@ class StudySearch:
         limit = self.budget.timeout_s
         return limit is not None and time.monotonic() - self.started >= limit
 
+    def prepare(self) -> None:
+        """Take over what an earlier run left, ask the first configurations and hand them to the compilers."""
+        if self.prepared:
+            return
+        self.prepared = True
+        self._take_over()
+        self._fill()
+        if self.pending:
+            self.backend.prefetch([config for _, config, _ in self.pending])
+
     def run(self) -> StudyOutcome:
+        self.started = time.monotonic()
         self.progress.study_started(self.space.name, self._limit, self.budget.timeout_s)
         self._report_progress()
         try:
-            self._take_over()
+            self.prepare()
             stopped = self._search()
         except BaseException:
             self._release("interrupted")
@@ -298,37 +326,85 @@ class StudySearch:
     def _search(self) -> str:
         while True:
             stopped = self._fill()
-            if not self.pending and self.elsewhere and not self._timed_out():
-                time.sleep(OTHERS_POLL_S)  # stay until the others' claims are measured, or freed by their death
-                continue
-            if not self.pending:
+            queued = list(self.pending)[1:] if self.flight else list(self.pending)
+            if not queued:
+                if self.flight:
+                    self._land(None)
+                    continue
+                if self.elsewhere and not self._timed_out():
+                    time.sleep(OTHERS_POLL_S)  # stay until the others' claims are measured, or freed by their death
+                    continue
                 return stopped or "nothing left to ask"
             if self._timed_out():
+                if self.flight:
+                    self._land(None)
                 self._release("time budget spent")
                 return f"time budget of {self.budget.timeout_s:g} s spent"
-            self.backend.prefetch([config for _, config, _ in self.pending])
-            trial, config, asked = self.pending[0]
+            self.backend.prefetch([config for _, config, _ in queued])
+            trial, config, asked = queued[0]
             if not self._owns(trial, config, asked):
-                self.pending.popleft()
+                self.pending.remove(queued[0])
                 continue
-            busy_before = self.backend.busy_seconds
-            measurement = self.backend.evaluate(config)
-            device_s = self.backend.busy_seconds - busy_before
-            self._store(trial, config, measurement, device_s)
-            self.pending.popleft()
+            self._land(queued[0])
+
+    def _land(self, start: tuple[Trial, Config, float] | None) -> None:
+        """Wait for the evaluation in flight, start ``start`` on the device, then record the one that came back
+        (while the device measures the new one)."""
+        landed, measurement, device_s = self.flight, None, None
+        if landed is not None:
+            measurement = landed.pending.wait()
+            device_s = self.backend.busy_seconds - landed.busy_before
+        self.flight = None
+        try:
+            if start is not None:
+                busy = self.backend.busy_seconds
+                self.flight = Flight(*start, start_evaluation(self.backend, start[1]), busy)
+        finally:  # what came back is kept, even when the next one fails to start
+            if landed is not None and measurement is not None:
+                self._store(landed.trial, landed.config, measurement, device_s)
+                self.pending.popleft()
 
     # asking
     def _fill(self) -> str | None:
-        """Ask until LOOKAHEAD configurations wait to be measured."""
-        while len(self.pending) < LOOKAHEAD:
+        """Ask until ``lookahead`` configurations wait to be measured (the one in flight included)."""
+        while len(self.pending) < self.lookahead:
             if not self.sole:
                 self._refresh()
                 self._fail_dead()
             stopped = self._stop_reason()
             if stopped:
+                self._asked_all()
                 return stopped
-            self._queue(self.study.ask(self.space.distributions()))
+            self._queue(self._ask())
         return None
+
+    def _ask(self) -> Trial:
+        """A new trial with its configuration. The sole worker makes it in one write, parameters and claim
+        included (:mod:`tuner.trial_making`), where the study's queue is empty; otherwise Optuna's ``ask`` makes it
+        and stores each parameter in a write of its own."""
+        sampler = self.study.sampler
+        distributions = self.space.distributions()
+        if not self.sole or not isinstance(sampler, DomainSampler):
+            return self.study.ask(distributions)
+        trials = self.study.get_trials(deepcopy=False)
+        if any(t.state == TrialState.WAITING for t in trials):
+            return self.study.ask(distributions)
+        made = trial_in_making(len(trials))
+        with making(self.study, made):
+            sampler.before_trial(self.study, made)
+            made.params = sampler.sample_relative(self.study, made, distributions)
+        made.distributions = dict(distributions)
+        config = self.space.config_of(made.params)
+        if config is not None:
+            made.user_attrs.update({CLAIM_ATTR: config.key, WORKER_ATTR: this_worker()})
+        trial = Trial(self.study, self.study._storage.create_new_trial(self.study._study_id, template_trial=made))
+        assert trial.number == made.number, "a sole worker's trials are numbered in the order it makes them"
+        return trial
+
+    def _asked_all(self) -> None:
+        then, self.then = self.then, None
+        if then is not None:
+            then()
 
     def _queue(self, trial: Trial) -> None:
         """Claim the trial's configuration and queue it, or fail the trial when its configuration is no free
@@ -342,8 +418,10 @@ class StudySearch:
             trial.set_user_attr(LOST_ATTR, "taken")
             self.study.tell(trial, state=TrialState.FAIL)
         else:
-            trial.set_user_attr(CLAIM_ATTR, config.key)
-            trial.set_user_attr(WORKER_ATTR, this_worker())
+            if trial.user_attrs.get(CLAIM_ATTR) != config.key:
+                trial.set_user_attr(CLAIM_ATTR, config.key)
+            if trial.user_attrs.get(WORKER_ATTR) != this_worker():
+                trial.set_user_attr(WORKER_ATTR, this_worker())
             self.pending.append((trial, config, time.monotonic()))
 
     def _owns(self, trial: Trial, config: Config, asked: float) -> bool:

@@ -6,7 +6,7 @@ vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float6
 searches the study
 (:mod:`tuner.study`).
 
-Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.db`` (unless ``storage``
+Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.log`` (unless ``storage``
 names another), ``results.parquet`` and ``results.csv`` (:mod:`tuner.results`, rebuilt from the storage and
 saved every few seconds and at the end) and ``metadata.json``::
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import logging
 import math
 import os
@@ -59,8 +60,16 @@ from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
 from tuner.run_backends import default_backend, open_backends
-from tuner.settings import STORAGE_FILE
-from tuner.storage import HEARTBEAT_INTERVAL_S, check_storage_url, close_storage, failures_explained, open_storage
+from tuner.storage import (
+    HEARTBEAT_INTERVAL_S,
+    check_storage_url,
+    close_storage,
+    failures_explained,
+    journal_path,
+    open_storage,
+    own_storage_url,
+    repair_journal_end,
+)
 from tuner.study import (
     Budget,
     Callback,
@@ -138,11 +147,19 @@ def _resume_command(experiment: Experiment, options: dict[str, Any]) -> str:
     return shlex.join(words)
 
 
+def _load_report() -> None:
+    """Import the report's modules (matplotlib is slow to import) and start the server of the processes that will
+    draw its figures, while the measuring workers start."""
+    from tuner.report import start_drawing_processes
+
+    start_drawing_processes()
+
+
 def _write_report(out: Path, progress: Progress) -> None:
-    from tuner.report import write_report  # only now: matplotlib is slow to import
+    from tuner.report import default_jobs, write_report
 
     try:
-        write_report(out, quiet=progress.quiet)
+        write_report(out, quiet=progress.quiet, jobs=default_jobs())
     except Exception as exc:  # the report must never cost the results
         print(f"warning: the report could not be written ({type(exc).__name__}: {exc}); the results are saved "
               f"in {out}; retry with: python -m tuner report {shlex.quote(str(out))}", file=sys.stderr)
@@ -194,7 +211,7 @@ def run(
     ``sampler`` and ``seed`` override the experiment's ``search`` settings; ``sampler`` is a strategy's name
     (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a callable taking a
     :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of :mod:`tuner.strategies`).
-    ``storage`` is an Optuna storage URL or storage object (default: SQLite ``study.db`` in ``out``, itself
+    ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`
     (from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as "0,1") measures on several
@@ -217,15 +234,15 @@ def run(
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     out_dir = _output_folder(out, experiment)
     given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
-    url = storage if isinstance(storage, str) else f"sqlite:///{out_dir.resolve() / STORAGE_FILE}"
-    if given is None:
+    url = storage if isinstance(storage, str) else own_storage_url(out_dir)
+    if isinstance(storage, str):
         check_storage_url(url)
     label = storage_name(storage)
     previous = claim(out_dir, experiment, label)  # before anything is opened or written
     heartbeat_s = _heartbeat(heartbeat)
     if backend is None:
         backend = default_backend(experiment, replay)
-    chosen = open_backends(backend, experiment, replay, gpus, replay_pace)
+    chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None)
     try:
         lock = _lock(out_dir)
         try:
@@ -263,7 +280,7 @@ def _heartbeat(seconds: int | None) -> int:
 @contextlib.contextmanager
 def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Experiment, measuring: int,
               heartbeat_s: int) -> Iterator[Liveness]:
-    """Who else may be working in the run's storage. The folder's own study.db (under the folder's lock) has
+    """Who else may be working in the run's storage. The folder's own storage (under the folder's lock) has
     this process alone: the sole worker, or its measuring threads (one per GPU). A shared storage named by a URL
     has workers that keep heartbeats (tuner.workers); one given as an object has the workers of this host."""
     if storage is None:
@@ -277,7 +294,7 @@ def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Exp
 
 @dataclass(frozen=True)
 class Place:
-    """Where a run records: its folder, the storage it names (None: the folder's study.db), what the folder held
+    """Where a run records: its folder, the storage it names (None: the folder's own), what the folder held
     before, and who else may be working in the storage."""
 
     out: Path
@@ -299,6 +316,9 @@ def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -
 
 def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
     """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
+    own = journal_path(url)
+    if own is not None and url == own_storage_url(out):  # the folder's lock keeps other writers out
+        repair_journal_end(own)
     try:
         return open_storage(url)
     except TunerError as exc:
@@ -332,13 +352,16 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         replayed = recording is not None
         environments = [b.metadata() for b in backends]
         environment_ids = [metadata_id(env) for env in environments]
+        spaces = study_spaces(experiment, backend.recorded_configs())
+        for measuring in backends:  # the worker makes the first study's inputs while the storage is set up
+            prepare = getattr(measuring, "prepare", None)
+            if prepare is not None and spaces:
+                prepare(spaces[0].problem, spaces[0].dtype)
         ledger = Ledger(store, experiment.name)
         ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
                                                                                    strict=True)))
-        answerable = backend.recorded_configs()
         own_seed = _worker_seed(seed, place.liveness)
-        studies = {space: open_study(store, space, choice, own_seed, place.liveness)
-                   for space in study_spaces(experiment, answerable)}
+        studies = {space: open_study(store, space, choice, own_seed, place.liveness) for space in spaces}
         table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
@@ -355,14 +378,33 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         ledger.start_run(run_record)
         clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
         try:
-            for space, study in studies.items():
+            order = list(studies.items())
+            searches: dict[int, StudySearch] = {}
+
+            def single(at: int) -> StudySearch:
+                """The search of study ``at`` on the run's one backend, made once."""
+                if at not in searches:
+                    searches[at] = StudySearch(order[at][1], order[at][0], backend, budget, table, progress,
+                                               place.liveness, callbacks)
+                return searches[at]
+
+            for position, (space, study) in enumerate(order):
+                if len(backends) == 1:
+                    one = single(position)
+                    if isinstance(place.liveness, SoleWorker) and position + 1 < len(order):
+                        one.then = functools.partial(lambda at: single(at).prepare(), position + 1)
+                    one.prepare()  # the compilers start while the baseline is measured
+                    _baseline(space, study, backend, table, progress)
+                    one.run()
+                    table.save()
+                    continue
                 _baseline(space, study, backend, table, progress)
                 # each further GPU's search asks through a study object of its own, with its own sampler
                 own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness)
                                 for index in range(1, len(backends)))]
 
                 def search(index: int, measuring: Backend, space: StudySpace = space, own: list = own) -> None:
-                    recorder = table if len(backends) == 1 else table.on_device(measuring, environment_ids[index])
+                    recorder = table.on_device(measuring, environment_ids[index])
                     StudySearch(own[index], space, measuring, budget, recorder,
                                 progress if index == 0 else Progress(quiet=True), place.liveness, callbacks).run()
 

@@ -12,11 +12,11 @@ import time
 import uuid
 from pathlib import Path
 
-import optuna
 import pandas as pd
 
 from tests.test_lifetime import ROOT, command_line, processes_with, wait_until_gone
 from tuner.folder import stored_records
+from tuner.storage import open_storage, own_storage_url
 
 KILLED_RUN = """\
 name: killed_run
@@ -47,7 +47,7 @@ measure:
 
 def stored_keys(folder: Path) -> dict[str, str]:
     """Config key -> when it was measured, for every evaluation the folder's storage holds."""
-    storage = optuna.storages.RDBStorage(f"sqlite:///{folder / 'study.db'}")
+    storage = open_storage(own_storage_url(folder))
     return {r.config.key: str(r.measured_at) for r in stored_records(storage, "killed_run") if r.trial >= 0}
 
 
@@ -68,7 +68,7 @@ def test_a_killed_run_leaves_nothing_running_and_its_rerun_loses_and_repeats_not
     while time.monotonic() < deadline and not busy and run.poll() is None:
         compilers = [pid for pid in processes_with(marker) if pid != run.pid
                      and any(name in command_line(pid) for name in (b"cc1", b"-march=native"))]
-        busy = bool(compilers) and (folder / "study.db").exists() and bool(stored_keys(folder))
+        busy = bool(compilers) and (folder / "study.log").exists() and bool(stored_keys(folder))
         time.sleep(0.1)
     assert busy, "the run never measured while its compile pool was busy"
     run.send_signal(signal.SIGKILL)

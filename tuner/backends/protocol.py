@@ -5,7 +5,10 @@ can do is declared by the answers of the capability protocols every backend impl
 (``baseline`` answers None where there is none), a recording it replays (``recording`` answers None for a
 live device) and the configurations it can answer (``recorded_configs``: None for a device, which measures any),
 and the device time it spent (``busy_seconds``). :class:`BackendBase` gives the "cannot" answers,
-so a backend of one's own implements only what it can.
+so a backend of one's own implements only what it can. A backend that measures in another process may also
+``submit`` a configuration (start it and answer later, :class:`Pending`), so that the search records one
+evaluation while the device measures the next, and take the hint ``prepare(problem, dtype)`` (make the first
+study's inputs while the run sets up its storage).
 """
 
 from __future__ import annotations
@@ -17,6 +20,39 @@ from typing import Any, Protocol
 
 from tuner.config import Config, Problem
 from tuner.measurement import Measurement
+
+LOOKAHEAD = 8
+"""Valid configurations a search asks ahead of the one being measured (the current one included), unless the
+backend says otherwise (``ask_ahead``): enough to keep compilers busy while the device measures."""
+
+
+class Pending(Protocol):
+    """An evaluation under way; ``wait`` gives its measurement."""
+
+    def wait(self) -> Measurement: ...
+
+
+class Done:
+    """An evaluation already made."""
+
+    def __init__(self, measurement: Measurement):
+        self.measurement = measurement
+
+    def wait(self) -> Measurement:
+        return self.measurement
+
+
+def start_evaluation(backend: Evaluates, config: Config) -> Pending:
+    """Start evaluating ``config``: through the backend's ``submit`` where it has one (the device measures while
+    the caller goes on), else by evaluating it now."""
+    submit = getattr(backend, "submit", None)
+    return submit(config) if submit is not None else Done(backend.evaluate(config))
+
+
+def ask_ahead(backend: Evaluates) -> int:
+    """How many configurations a search asks ahead for this backend."""
+    ahead = getattr(backend, "ask_ahead", LOOKAHEAD)
+    return ahead if isinstance(ahead, int) and ahead >= 1 else LOOKAHEAD
 
 
 class Evaluates(Protocol):
@@ -69,8 +105,10 @@ class Replays(Protocol):
 
 
 class TracksBusyTime(Protocol):
-    busy_seconds: float
-    """Time the device spent verifying and timing so far (for the run's device-busy fraction)."""
+    @property
+    def busy_seconds(self) -> float:
+        """Time the device spent verifying and timing so far (for the run's device-busy fraction)."""
+        ...
 
 
 class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, Protocol):

@@ -1,6 +1,7 @@
 """A measuring worker in a process of its own, and the pipe to it: a fault or a hang ends only the worker.
 
-The parent sends one request at a time, ``(kind, payload)``. The worker answers ``("started", None)`` right
+The parent sends one request at a time, ``(kind, payload)`` (:meth:`WorkerProcess.send`), and reads its answer
+(:meth:`WorkerProcess.receive`) before sending the next. The worker answers ``("started", None)`` right
 before it first runs the kernel (the parent's hang timeout runs from there), then ``("result", (value,
 busy_seconds))``; or ``("fatal", (text, busy_seconds))`` after a fault that leaves it unusable, and exits.
 A worker that dies or hangs raises WorkerCrashed in the parent, which kills it; the backend then starts a
@@ -67,8 +68,9 @@ class WorkerProcess:
     """One worker process, started with ``entry(conn, *args)``, and the pipe to it."""
 
     def __init__(self, entry: Callable[..., None], args: tuple[Any, ...], name: str, start_timeout_s: float,
-                 environment: Mapping[str, str] | None = None):
-        """``environment``: variables the worker starts with beyond the parent's (such as its thread count)."""
+                 environment: Mapping[str, str] | None = None, wait: bool = True):
+        """``environment``: variables the worker starts with beyond the parent's (such as its thread count);
+        ``wait``: wait until it is ready (else ``wait_ready`` does, before its first request)."""
         context = get_context("spawn")
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_bootstrap, args=(entry, os.getpid(), child, *args), daemon=True,
@@ -76,11 +78,21 @@ class WorkerProcess:
         with _environment(environment or {}):
             self.process.start()
         child.close()
-        kind, payload = self._receive(start_timeout_s, "starting")
+        self.start_timeout_s = start_timeout_s
+        self.description: Any = None
+        self.ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait for the worker's word that it is ready (TunerError when it could not start)."""
+        if self.ready:
+            return
+        kind, payload = self._receive(self.start_timeout_s, "starting")
         if kind != "ready":
             self.kill()
             raise TunerError(f"the measuring worker could not start: {payload}")
-        self.description = payload
+        self.ready, self.description = True, payload
 
     def _receive(self, timeout_s: float, doing: str) -> tuple[str, Any]:
         if not self.conn.poll(timeout_s):
@@ -92,9 +104,12 @@ class WorkerProcess:
             self.process.join(5)
             raise WorkerCrashed(f"the worker died {doing} ({exit_text(self.process.exitcode)})") from None
 
-    def request(self, kind: str, payload: Any, run_timeout_s: float, setup_timeout_s: float) -> tuple[Any, float]:
-        """Send one request; return (value, busy seconds) or raise WorkerCrashed (with busy time attached)."""
+    def send(self, kind: str, payload: Any) -> None:
+        """Send one request; ``receive`` gets its answer."""
         self.conn.send((kind, payload))
+
+    def receive(self, run_timeout_s: float, setup_timeout_s: float) -> tuple[Any, float]:
+        """The answer to the request sent last: (value, busy seconds), or WorkerCrashed (with busy time attached)."""
         timeout, doing, started = setup_timeout_s, "before the first launch", None
         while True:
             try:

@@ -13,6 +13,7 @@ folders (``family_dirs()``) finds the same families.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -194,9 +195,19 @@ def get_family(name: str) -> Family:
 def template_hash(name: str) -> str:
     """SHA-256 (first 16 hex digits) of the family's template and its declaration module."""
     family = get_family(name)
-    digest = hashlib.sha256()
     sources = (family.recording,) if family.recording is not None else (family.template_path, family.declaration)
-    for path in sources:
-        if path is not None:
-            digest.update(path.read_bytes())
+    return _files_hash(tuple((str(path), *_stamp(path)) for path in sources if path is not None))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_mtime_ns, status.st_size
+
+
+@functools.lru_cache(maxsize=256)
+def _files_hash(files: tuple[tuple[str, int, int], ...]) -> str:
+    """The hash of files named with their modification time and size (read again when either changes)."""
+    digest = hashlib.sha256()
+    for path, _, _ in files:
+        digest.update(Path(path).read_bytes())
     return digest.hexdigest()[:16]

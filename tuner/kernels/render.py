@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -45,11 +46,17 @@ def _environment(folder: Path) -> jinja2.Environment:
 
 def render(config: Config) -> str:
     """The source of one configuration; the same configuration always renders the same text."""
+    return _rendered(config, template_hash(config.family))
+
+
+@functools.lru_cache(maxsize=4096)
+def _rendered(config: Config, digest: str) -> str:
+    """The source of one configuration from its family's template as it is now (``digest``: its hash)."""
     family = get_family(config.family)
     values = ", ".join(f"{k}={v}" for k, v in config.params)
     header = (
         f"// tuner kernel family '{family.name}' (template {family.template_file}, "
-        f"hash {template_hash(family.name)})\n"
+        f"hash {digest})\n"
         f"// dtype={config.dtype}; {values}"
     )
     assert family.folder is not None  # discovery places every family

@@ -11,6 +11,7 @@ is the ceiling × compulsory bytes / modelled bytes, drawn as a short line over 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from matplotlib.figure import Figure
 
 from tuner.report.formatting import number
 from tuner.report.groups import group_colors, sorted_groups
-from tuner.report.run_folder import Run
+from tuner.report.run_folder import Draw, Run
 
 CEILING_STYLES: dict[str, dict[str, Any]] = {"measured": {"color": "#1a1a1a", "linestyle": "-"},
                                              "theoretical": {"color": "#8a8a8a", "linestyle": "--"}}
@@ -87,7 +88,7 @@ def bandwidth_figure(run: Run, dtype: str, problem: str) -> Figure:
     return fig
 
 
-def bandwidth_figures(run: Run) -> dict[str, Figure]:
-    """File name -> figure: one per dtype and problem whose kernels only move data."""
-    return {f"bandwidth_{dtype}_{problem}.png": bandwidth_figure(run, dtype, problem)
+def bandwidth_plan(run: Run) -> dict[str, Draw]:
+    """File name -> how to draw it: one per dtype and problem whose kernels only move data."""
+    return {f"bandwidth_{dtype}_{problem}.png": functools.partial(bandwidth_figure, dtype=dtype, problem=problem)
             for dtype, problem in bandwidth_slices(run)}

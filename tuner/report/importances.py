@@ -36,7 +36,6 @@ import optuna
 import pandas as pd
 from matplotlib.figure import Figure
 from optuna.distributions import BaseDistribution, CategoricalDistribution
-from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 from optuna.trial import FrozenTrial
 
 from tuner.config import ParamValue
@@ -135,6 +134,9 @@ def _evaluate(study_name: str, subset: str, trials: list[_Trial], names: list[st
                      f"a failure counts as 0), so there is nothing to rank")
         return None
     quantile = min(0.5, max(TOP_QUANTILE, TOP_TRIALS / len(trials)))
+    # imported here: optuna.importance imports scikit-learn (for fANOVA), which only the importances need
+    from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
+
     try:
         with _quiet_optuna():
             study = optuna.create_study(direction="maximize")

@@ -9,6 +9,7 @@ with more than ``MAX_BARS`` other values shows the ``MAX_BARS`` values with the 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ from tuner.config import ParamValue
 from tuner.kernels.discovery import families
 from tuner.report.formatting import number, performance_unit
 from tuner.report.groups import sort_value
-from tuner.report.run_folder import Run
+from tuner.report.run_folder import Draw, Run
 
 SLICE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 FAILED_COLOR = "#c8c8c8"
@@ -231,10 +232,7 @@ def parameter_figure(run: Run, family: str) -> Figure:
     return fig
 
 
-def parameter_figures(run: Run) -> dict[str, Figure]:
-    """File name -> figure: params_<family>.png for each tuned family with parameters."""
-    figures = {}
-    for family in sorted(run.kernels["family"].astype(str).unique()):
-        if parameter_names(run, family):
-            figures[f"params_{family}.png"] = parameter_figure(run, family)
-    return figures
+def parameter_plan(run: Run) -> dict[str, Draw]:
+    """File name -> how to draw it: params_<family>.png for each tuned family with parameters."""
+    return {f"params_{family}.png": functools.partial(parameter_figure, family=family)
+            for family in sorted(run.kernels["family"].astype(str).unique()) if parameter_names(run, family)}

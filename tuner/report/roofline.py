@@ -3,6 +3,7 @@ the device's measured and theoretical ceilings and the experiment's machine mode
 
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 from typing import Any
@@ -19,7 +20,7 @@ from tuner.report.bandwidth import bandwidth_slices
 from tuner.report.bounds import ClassBound, class_bounds
 from tuner.report.formatting import number, rate_unit
 from tuner.report.groups import Group, group_colors, sorted_groups
-from tuner.report.run_folder import Ceiling, Run
+from tuner.report.run_folder import Ceiling, Draw, Run
 
 INTENSITY_LABEL = "arithmetic intensity (FLOP/byte of global memory, analytical no-cache model)"
 DEVICE_STYLES: dict[str, dict[str, Any]] = {"measured": {"color": "#1a1a1a", "linestyle": "-", "linewidth": 2.0},
@@ -261,15 +262,15 @@ def roofline_figure(run: Run, dtype: str | None = None, problem: str | None = No
     return fig
 
 
-def roofline_figures(run: Run) -> dict[str, Figure]:
-    """File name -> figure: roofline.png, and one per dtype and problem when there are several (none without any
-    tuned kernel's row, nor for kernels that only move data: tuner.report.bandwidth draws those)."""
+def roofline_plan(run: Run) -> dict[str, Draw]:
+    """File name -> how to draw it: roofline.png, and one per dtype and problem when there are several (none without
+    any tuned kernel's row, nor for kernels that only move data: tuner.report.bandwidth draws those)."""
     data_only = set(bandwidth_slices(run))
     slices = [s for s in run.slices() if s not in data_only]
     if not slices:
         return {}
-    figures = {"roofline.png": roofline_figure(run)}
+    plan: dict[str, Draw] = {"roofline.png": roofline_figure}
     if len(slices) > 1:
         for dtype, problem in slices:
-            figures[f"roofline_{dtype}_{problem}.png"] = roofline_figure(run, dtype, problem)
-    return figures
+            plan[f"roofline_{dtype}_{problem}.png"] = functools.partial(roofline_figure, dtype=dtype, problem=problem)
+    return plan

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -27,10 +28,16 @@ from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
 from tuner.results import BASELINE_FAMILY
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 KEY_COLUMNS = ("experiment", "study", "sampler", "metadata_id", "config_key", "problem", "family", "dtype", "status")
 NUMERIC_COLUMNS = ("gflops", "bandwidth_gbs", "effective_bandwidth_gbs", "flops", "time_median_ms", "wall_offset_s",
                    "trial", "M", "N", "K")
 REQUIRED_COLUMNS = ("problem", "family", "dtype", "status", "gflops")
+
+Draw = Callable[["Run"], "Figure"]
+"""Draws one figure of a run (a module-level function or a partial of one, so that another process can draw it)."""
 
 
 @dataclass(frozen=True)

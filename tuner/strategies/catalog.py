@@ -25,6 +25,7 @@ OURS: dict[str, tuple[str, str]] = {
                 "steady-state genetic algorithm: tournaments, uniform crossover, step mutations"),
     "random": ("tuner.strategies.uniform:RandomSearch", "uniformly random valid configurations"),
     "grid": ("tuner.strategies.uniform:Sweep", "every valid configuration in the experiment's order"),
+    "bruteforce": ("tuner.strategies.uniform:BruteForce", "every valid configuration once, in random order"),
 }
 OPTUNA: dict[str, str] = {
     "tpe": "Optuna's TPESampler (multivariate, constant liar)",
@@ -32,7 +33,6 @@ OPTUNA: dict[str, str] = {
     "cmaes": "Optuna's CmaEsSampler (CMA-ES over the ordered parameters)",
     "gp": "Optuna's GPSampler (Gaussian-process Bayesian optimisation; needs PyTorch)",
     "nsga2": "Optuna's NSGAIISampler (genetic algorithm)",
-    "bruteforce": "Optuna's BruteForceSampler (every combination, in random order)",
 }
 NAMES: tuple[str, ...] = (*OURS, *OPTUNA)
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from collections.abc import Callable
-from typing import Any
 
 import optuna
-from optuna.study import Study
-from optuna.trial import FrozenTrial, TrialState
 
 from tuner.errors import TunerError
 from tuner.strategies.catalog import OPTUNA
@@ -24,17 +21,6 @@ SamplerMaker = Callable[[int, int], optuna.samplers.BaseSampler]
 """Makes a sampler from (the study's seed, the trial's seed)."""
 
 _NEEDS = {"cmaes": ("cmaes", "pip install cmaes"), "gp": ("torch", 'pip install -e ".[gp]" in the checkout')}
-
-
-class _Exhaustive(optuna.samplers.BruteForceSampler):
-    """Optuna's BruteForceSampler for ask-and-tell: the search loop, not the sampler, decides when to stop.
-
-    (BruteForceSampler.after_trial calls ``study.stop()``, which only works inside ``study.optimize``; the loop
-    stops on its own once every candidate has been evaluated.)
-    """
-
-    def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState, values: Any) -> None:
-        return None
 
 
 _MAKERS: dict[str, SamplerMaker] = {
@@ -46,7 +32,6 @@ _MAKERS: dict[str, SamplerMaker] = {
     "cmaes": lambda study, trial: optuna.samplers.CmaEsSampler(seed=trial, warn_independent_sampling=False),
     "gp": lambda study, trial: optuna.samplers.GPSampler(seed=trial, warn_independent_sampling=False),
     "nsga2": lambda study, trial: optuna.samplers.NSGAIISampler(seed=trial),
-    "bruteforce": lambda study, trial: _Exhaustive(seed=trial),
 }
 assert set(_MAKERS) == set(OPTUNA)
 

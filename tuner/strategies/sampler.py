@@ -72,22 +72,32 @@ class History:
     """What a study's trials say about the domain: which candidates are taken, and the told results in order."""
 
     def __init__(self, parameters: Parameters, trials: Sequence[FrozenTrial], direction: StudyDirection,
-                 asking: int):
+                 asking: int, known: dict[int, int] | None = None):
+        """``known``: the candidates of trials seen before, by trial number (filled in as trials are read)."""
         domain = parameters.domain
         self.trials = trials
         self.taken = np.zeros(domain.size, dtype=bool)
         self.completed: list[tuple[FrozenTrial, int, float]] = []
         """(trial, candidate, value to minimise) of every completed trial, in trial order."""
+        known = {} if known is None else known
         for trial in trials:
             if trial.number == asking or trial.state not in (TrialState.COMPLETE, TrialState.RUNNING):
                 continue
-            point = parameters.point_of(trial.params)
-            candidate = -1 if point is None else int(domain.candidates_of(point[None, :].astype(np.int64))[0])
+            candidate = known.get(trial.number, -2)
+            if candidate == -2:
+                candidate = _candidate(parameters, trial.params)
+                if len(trial.params) == len(parameters.distributions()):  # a trial's parameters are set once
+                    known[trial.number] = candidate
             if candidate < 0:
                 continue
             self.taken[candidate] = True
             if trial.state == TrialState.COMPLETE and trial.value is not None:
                 self.completed.append((trial, candidate, cost(trial.value, direction)))
+
+
+def _candidate(parameters: Parameters, params: Mapping[str, Any]) -> int:
+    point = parameters.point_of(params)
+    return -1 if point is None else int(parameters.domain.candidates_of(point[None, :].astype(np.int64))[0])
 
 
 def cost(value: float, direction: StudyDirection) -> float:
@@ -116,6 +126,7 @@ class DomainSampler(optuna.samplers.BaseSampler):
     def __init__(self, parameters: Parameters, proposer: Proposer, seed: int, study_name: str):
         self.parameters, self.proposer = parameters, proposer
         self.seed, self.study_name = seed, study_name
+        self._known: dict[int, int] = {}
 
     @property
     def name(self) -> str:
@@ -127,7 +138,8 @@ class DomainSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         domain = self.parameters.domain
-        history = History(self.parameters, study.get_trials(deepcopy=False), study.direction, trial.number)
+        history = History(self.parameters, study.get_trials(deepcopy=False), study.direction, trial.number,
+                          self._known)
         point = self.proposer.propose(study, trial, history)
         rng = np.random.default_rng(trial_seed(self.seed, self.study_name, trial.number))
         candidate = domain.nearest(point, ~history.taken, rng)

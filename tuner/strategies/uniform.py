@@ -1,4 +1,5 @@
-"""The two strategies without a model: uniform random search and the sweep in the domain's order."""
+"""The strategies without a model: uniform random search, brute force in random order, the sweep in the domain's
+order."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ class RandomSearch(DomainSearch):
     """Uniformly random candidates, none twice: the reference every strategy is held against."""
 
     name = "random"
+
+
+class BruteForce(RandomSearch):
+    """Every candidate once, in random order: uniform random search run until the domain is spent (what Optuna's
+    BruteForceSampler does over the whole product, here over the valid configurations and in constant time per
+    ask)."""
+
+    name = "bruteforce"
 
 
 class Sweep(DomainSearch):

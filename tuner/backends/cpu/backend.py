@@ -20,12 +20,12 @@ configuration is recorded as crashed and the next request starts a fresh worker.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import replace
 from typing import Any
 
+from tuner.backends.measuring_worker import MeasuringWorker
 from tuner.backends.protocol import BackendBase
-from tuner.backends.worker_process import WorkerCrashed, WorkerProcess
+from tuner.backends.worker_process import WorkerProcess
 from tuner.compile.cc import compile_source, find_cc, flags
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
@@ -40,10 +40,6 @@ from tuner.space import violations
 
 START_TIMEOUT_S = 120.0
 """Starting a worker: Python, numpy, the eviction kernel and its buffer."""
-SETUP_TIMEOUT_S = 300.0
-"""Before the first call of a request: inputs, the float64 reference, loading the library."""
-DEVICE_TIMEOUT_S = 600.0
-"""Describing the CPU, measuring its ceilings when they are not cached."""
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -66,16 +62,19 @@ class CpuBackend(BackendBase):
         self.measure = measure_settings or MeasureSettings()
         self.compile = compile_settings or CompileSettings()
         self.threads = threads or default_threads()
-        self.busy_seconds = 0.0
         idle = usable_cpus() - self.threads
         self.overlap = idle > 0
         self.compiler = CompilePool(lambda source: compile_source(source),
                                     self.compile.workers or (idle if self.overlap else usable_cpus()))
         self._waiting: list[str] = []
-        self._worker: WorkerProcess | None = None
+        self.worker = MeasuringWorker(self._start_worker, "CPU", self.measure.timeout_s)
         self._device: dict[str, Any] | None = None
         self._environment: dict[str, Any] | None = None
-        self._live_worker()  # fail now, in one paragraph, when the worker cannot start
+        self.worker.live()  # fail now, in one paragraph, when the worker cannot start
+
+    @property
+    def busy_seconds(self) -> float:  # type: ignore[override]
+        return self.worker.busy_seconds
 
     # --- the Backend protocol ----------------------------------------------------------------------------
 
@@ -105,23 +104,18 @@ class CpuBackend(BackendBase):
         if not compiled.ok or compiled.path is None:
             return Measurement(Status.COMPILE_ERROR, compiled.log, compile_time_s=compiled.compile_time_s)
         payload = (config, str(compiled.path), compiled.resources)
-        result = self._request("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources))
+        result = self.worker.request("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources))
         return replace(result, compile_time_s=compiled.compile_time_s)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
         """numpy's BLAS (matmul) for this problem and dtype on the backend's threads, verified and timed by the
         same method as the kernels."""
-        return self._request("baseline", (problem, dtype), Measurement(Status.CRASHED))
+        return self.worker.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
 
     def device(self, remeasure: bool = False) -> dict[str, Any]:
         """The CPU's summary (:func:`tuner.cpu.ceilings.summary`): description, compiler, peaks, ceilings."""
         if self._device is None or remeasure:
-            try:
-                worker = self._live_worker()
-                self._device, _ = worker.request("device", remeasure, DEVICE_TIMEOUT_S, DEVICE_TIMEOUT_S)
-            except WorkerCrashed as exc:
-                self._worker = None
-                raise TunerError(f"measuring the CPU's ceilings failed: {exc}") from None
+            self._device = self.worker.describe(remeasure)
         return self._device
 
     def metadata(self) -> dict[str, Any]:
@@ -132,9 +126,7 @@ class CpuBackend(BackendBase):
         return self._environment
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.stop()
-            self._worker = None
+        self.worker.stop()
         self.compiler.close()
 
     def __enter__(self) -> CpuBackend:
@@ -153,30 +145,8 @@ class CpuBackend(BackendBase):
                 self.compiler.submit(text)
         return self.compiler.result(source)
 
-    def _live_worker(self) -> WorkerProcess:
+    def _start_worker(self) -> WorkerProcess:
         from tuner.backends.cpu.worker import serve
 
-        if self._worker is None or not self._worker.alive():
-            if self._worker is not None:
-                self._worker.kill()
-            try:
-                self._worker = WorkerProcess(serve, (self.measure, self.threads, family_dirs()), "tuner-cpu-worker",
-                                             START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(self.threads)))
-            except WorkerCrashed as exc:
-                raise TunerError(f"the CPU worker could not start: {exc}") from None
-        return self._worker
-
-    def _request(self, kind: str, payload: Any, crashed: Measurement) -> Measurement:
-        worker = self._live_worker()
-        try:
-            value, busy = worker.request(kind, payload, self.measure.timeout_s, max(SETUP_TIMEOUT_S,
-                                                                                    self.measure.timeout_s))
-        except WorkerCrashed as exc:
-            worker.kill()
-            self._worker = None
-            self.busy_seconds += exc.busy_seconds
-            print(f"warning: {kind} crashed the CPU worker; starting a fresh one ({str(exc).splitlines()[0]})",
-                  file=sys.stderr)
-            return replace(crashed, reason=str(exc))
-        self.busy_seconds += busy
-        return value
+        return WorkerProcess(serve, (self.measure, self.threads, family_dirs()), "tuner-cpu-worker", START_TIMEOUT_S,
+                             dict.fromkeys(THREAD_VARIABLES, str(self.threads)), wait=False)

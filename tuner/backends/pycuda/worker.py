@@ -2,6 +2,7 @@
 
 Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
 cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baseline", (problem, dtype))``,
+``("prepare", (problem, dtype))`` (inputs, reference, buffers and the baseline's library made ahead),
 ``("device", remeasure)``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
 buffers are allocated, inputs filled with the same random values the reference was computed from, outputs
 poisoned before each verified launch.
@@ -9,6 +10,7 @@ poisoned before each verified launch.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
@@ -56,10 +58,21 @@ class Workspace:
         self.tolerance = kernel.tolerance(dtype, problem)
         self.device: dict[str, Any] = {}
         self.outputs = [b for b in buffers if b.is_output]
+        self.pristine: dict[str, Any] = {}
+        """Device copies of the outputs that are inputs too, to refill them from."""
+        self.host: dict[str, np.ndarray] = {}
+        """Page-locked host arrays the outputs are read back into."""
         for buffer in buffers:
-            self.device[buffer.name] = cuda.mem_alloc(max(1, buffer.nbytes(problem, dtype)))
+            nbytes = max(1, buffer.nbytes(problem, dtype))
+            self.device[buffer.name] = cuda.mem_alloc(nbytes)
             if buffer.is_input:
                 cuda.memcpy_htod(self.device[buffer.name], self.inputs[buffer.name])
+            if buffer.is_input and buffer.is_output:
+                self.pristine[buffer.name] = cuda.mem_alloc(nbytes)
+                cuda.memcpy_dtod(self.pristine[buffer.name], self.device[buffer.name], nbytes)
+        for buffer in self.outputs:
+            self.host[buffer.name] = cuda.pagelocked_empty(buffer.shape(problem),
+                                                           NUMPY_DTYPES[buffer.dtype_of(dtype)])
 
     @property
     def signature(self) -> str:
@@ -76,31 +89,30 @@ class Workspace:
         return tuple(values)
 
     def prepare_outputs(self) -> None:
-        """Poison every output; refill the ones that are inputs too."""
+        """Poison every output, refill the ones that are inputs too (queued on the default stream)."""
         import pycuda.driver as cuda
 
         for buffer in self.outputs:
-            pointer = self.device[buffer.name]
+            pointer, nbytes = self.device[buffer.name], buffer.nbytes(self.problem, self.dtype)
             if buffer.is_input:
-                cuda.memcpy_htod(pointer, self.inputs[buffer.name])
+                cuda.memcpy_dtod_async(pointer, self.pristine[buffer.name], nbytes)
             else:
-                kind = buffer.dtype_of(self.dtype)
-                cuda.memset_d32(pointer, poison_word(kind), buffer.nbytes(self.problem, self.dtype) // 4)
+                cuda.memset_d32_async(pointer, poison_word(buffer.dtype_of(self.dtype)), nbytes // 4)
 
     def check(self) -> Verdict:
+        """The outputs as the last launch left them, against the reference."""
         import pycuda.driver as cuda
 
-        values, kinds = {}, {}
+        kinds = {}
         for buffer in self.outputs:
-            kind = buffer.dtype_of(self.dtype)
-            values[buffer.name] = np.empty(buffer.shape(self.problem), NUMPY_DTYPES[kind])
-            cuda.memcpy_dtoh(values[buffer.name], self.device[buffer.name])
-            kinds[buffer.name] = kind
-        return check_all(values, self.expected, kinds, self.tolerance)
+            cuda.memcpy_dtoh(self.host[buffer.name], self.device[buffer.name])
+            kinds[buffer.name] = buffer.dtype_of(self.dtype)
+        return check_all(self.host, self.expected, kinds, self.tolerance)
 
     def free(self) -> None:
-        for pointer in self.device.values():
+        for pointer in [*self.device.values(), *self.pristine.values()]:
             pointer.free()
+        self.host.clear()
 
 
 class GpuWorker:
@@ -168,6 +180,16 @@ class GpuWorker:
         result = self._verify_and_time(run, ws, Resources())
         return result if result.status is not Status.OK else replace(result, reason=library)
 
+    def prepare(self, problem: Problem, dtype: str) -> None:
+        """Make a problem's inputs, reference and buffers, and load the baseline's library, before they are asked
+        for."""
+        from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
+
+        ws = self._workspace(MATMUL, problem, dtype)
+        with contextlib.suppress(BaselineUnavailable):
+            gemm_launcher(int(ws.device["A"]), int(ws.device["B"]), int(ws.device["C"]), problem.M, problem.N,
+                          problem.K, dtype)
+
     def device_summary(self, remeasure: bool) -> dict[str, Any]:
         from tuner.device import summary
 
@@ -219,19 +241,23 @@ class GpuWorker:
         return None
 
     def _verify_and_time(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
+        """Verify one launch into poisoned outputs, time the kernel with the outputs poisoned again before each
+        sample (untimed), and verify what the last timed launch left: a kernel that leaves state behind (flags,
+        counters) can go wrong only on later launches. The verified launch is the first warm-up launch."""
         self.served.started()
         started = time.perf_counter()
         error = None
+        verify = self.measure.verify
         try:
-            if self.measure.verify:
+            if verify:
                 verdict = self._check(run, ws)
                 if not verdict.ok:
                     return Measurement(Status.WRONG, verdict.reason, error=verdict.error, resources=resources)
                 error = verdict.error
-            timing = self.timer.time(run, self.measure)
-            if self.measure.verify:
-                # A kernel that leaves state behind (flags, counters) can go wrong only on later launches.
-                verdict = self._check(run, ws)
+            timing = self.timer.time(run, self.measure, max(0, self.measure.warmup - 1) if verify else None,
+                                     ws.prepare_outputs if verify else None)
+            if verify:
+                verdict = ws.check()
                 if not verdict.ok:
                     return Measurement(Status.WRONG, f"right on its first launch, wrong after {timing.count} timed "
                                                      f"launches: {verdict.reason}", error=verdict.error,
@@ -270,5 +296,6 @@ def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileS
     served.serve({
         "evaluate": lambda payload: worker.evaluate(*payload),
         "baseline": lambda payload: worker.baseline(*payload),
+        "prepare": lambda payload: worker.prepare(*payload),
         "device": worker.device_summary,
     })
