@@ -18,8 +18,9 @@ Before the rounds, one untimed warm-up does what a machine's first use of either
 compiles both packages' modules to bytecode, matplotlib builds its font cache, and ``python -m tuner device``
 measures and caches the device's ceilings. Rounds alternate the two. Then each of ``--experiments`` runs as a
 user runs it (``python -m tuner run``, its own sampler and budget, ``--trials`` overriding the budget where
-given), cold too, for its GPU-busy fraction: the device time of every verification and timing over the search's
-wall time, from before the first baseline to the last evaluation.
+given), cold and again with the compile cache the cold run filled, for its GPU-busy fraction: the device time
+of every verification and timing over the search's wall time, from before the first baseline to the last
+evaluation.
 
 Writes ``overhead_vs_kernel_tuner_<gpu>.txt`` and ``.json``: wall time of each whole command, tuner's search
 time, time to its first measurement, GPU-busy fraction, and the ratio tuner / Kernel Tuner; per experiment its
@@ -107,10 +108,11 @@ print(json.dumps({{"wall_s": time.perf_counter() - started, "families": found,
 
 
 def _fresh_cache(folder: Path) -> dict[str, str]:
-    """An empty compile cache holding only the device's measured ceilings."""
-    folder.mkdir(parents=True)
-    for ceilings in cache_root().glob("device-*.json"):
-        (folder / ceilings.name).write_bytes(ceilings.read_bytes())
+    """A compile cache holding only the device's measured ceilings (where it is new)."""
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        for ceilings in cache_root().glob("device-*.json"):
+            (folder / ceilings.name).write_bytes(ceilings.read_bytes())
     return {**os.environ, "TUNER_CACHE_DIR": str(folder)}
 
 
@@ -124,7 +126,7 @@ def warm_up() -> None:
 
 
 def _tune(experiment: Path, out: Path, cache: Path, extra: list[str]) -> float:
-    """Run ``python -m tuner run`` cold into ``out``; its wall time."""
+    """Run ``python -m tuner run`` into ``out`` with the compile cache ``cache``; its wall time."""
     env = _fresh_cache(cache)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "tuner", "run", str(experiment), "--out", str(out), *extra],
@@ -167,15 +169,17 @@ def run_kernel_tuner(work: Path, index: int) -> dict[str, Any]:
     return {"wall_s": wall, **result}
 
 
-def run_experiment(work: Path, experiment: Path, trials: int | None) -> dict[str, Any]:
-    out = work / f"experiment-{experiment.stem}"
+def run_experiment(work: Path, experiment: Path, trials: int | None, cache: str) -> dict[str, Any]:
+    """One run of the experiment into a new folder; ``cache``: "cold" (a new compile cache) or "warm" (the one
+    the cold run filled)."""
+    out = work / f"experiment-{experiment.stem}-{cache}"
     wall = _tune(experiment, out, work / f"cache-{experiment.stem}", [] if trials is None else
                  ["--trials", str(trials)])
     run = json.loads((out / "metadata.json").read_text())["runs"][-1]
     return {"experiment": str(experiment.relative_to(ROOT) if experiment.is_relative_to(ROOT) else experiment),
-            "trials": trials, "wall_s": wall, "search_s": run["wall_s"], "evaluations": run["evaluations"],
-            "device_busy_s": run["device_busy_s"], "gpu_busy_fraction": run["gpu_busy_fraction"],
-            "sampler": run["sampler"]}
+            "trials": trials, "cache": cache, "wall_s": wall, "search_s": run["wall_s"],
+            "evaluations": run["evaluations"], "device_busy_s": run["device_busy_s"],
+            "gpu_busy_fraction": run["gpu_busy_fraction"], "sampler": run["sampler"]}
 
 
 def produce(rounds: int, out: Path, experiments: list[Path], trials: int | None) -> Path:
@@ -186,7 +190,8 @@ def produce(rounds: int, out: Path, experiments: list[Path], trials: int | None)
         for index in range(rounds):
             theirs.append(run_kernel_tuner(work, index))
             ours.append(run_tuner(work, index))
-        whole = [run_experiment(work, experiment.resolve(), trials) for experiment in experiments]
+        whole = [run_experiment(work, experiment.resolve(), trials, cache) for experiment in experiments
+                 for cache in ("cold", "warm")]
     environment = ours[-1].pop("environment")
     for record in ours[:-1]:
         record.pop("environment")
@@ -204,12 +209,13 @@ def produce(rounds: int, out: Path, experiments: list[Path], trials: int | None)
                      f"{t['wall_s']:14.2f}  {kt_kernels:>10}")
     lines.append(f"tuner / Kernel Tuner (median wall time): {ratio:.2f}")
     if whole:
-        lines += ["", "Experiments as a user runs them (python -m tuner run, cold compile cache):",
-                  f"{'experiment':<32}  {'sampler':>10}  {'trials':>6}  {'wall s':>7}  {'search s':>8}  "
+        lines += ["", "Experiments as a user runs them (python -m tuner run; compile cache cold: new, warm: filled by "
+                  "the cold run; each into a new folder):",
+                  f"{'experiment':<32}  {'sampler':>7}  {'trials':>6}  {'cache':>5}  {'wall s':>7}  {'search s':>8}  "
                   f"{'evals':>5}  {'device s':>8}  {'GPU busy':>8}"]
         for w in whole:
             budget = "file" if w["trials"] is None else str(w["trials"])
-            lines.append(f"{w['experiment']:<32}  {w['sampler']:>10}  {budget:>6}  {w['wall_s']:7.1f}  "
+            lines.append(f"{w['experiment']:<32}  {w['sampler']:>7}  {budget:>6}  {w['cache']:>5}  {w['wall_s']:7.1f}  "
                          f"{w['search_s']:8.1f}  {w['evaluations']:>5}  {w['device_busy_s']:8.1f}  "
                          f"{100 * w['gpu_busy_fraction']:7.0f}%")
     text = "\n".join(lines)

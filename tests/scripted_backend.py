@@ -113,3 +113,14 @@ class SubmittingBackend(ScriptedBackend):
     def submit(self, config: Config) -> SubmittedEvaluation:
         self.log.append(("submit", config.key))
         return SubmittedEvaluation(self, config)
+
+
+class CompilingBackend(SubmittingBackend):
+    """Says which configurations are compiled: all but those in ``compiling`` (which never finish here)."""
+
+    def __init__(self, compiling: set[str]):
+        super().__init__()
+        self.compiling = compiling
+
+    def ready(self, config: Config) -> bool:
+        return config.key not in self.compiling

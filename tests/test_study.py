@@ -8,7 +8,13 @@ from pathlib import Path
 import optuna
 import pytest
 from optuna.trial import TrialState
-from scripted_backend import ScriptedBackend, SubmittingBackend, scripted_gflops, scripted_outcome
+from scripted_backend import (
+    CompilingBackend,
+    ScriptedBackend,
+    SubmittingBackend,
+    scripted_gflops,
+    scripted_outcome,
+)
 
 from tuner.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR
 from tuner.config import Config, Problem
@@ -319,3 +325,12 @@ def test_the_sole_worker_makes_each_trial_in_one_write(storage, name, monkeypatc
         assert trial.user_attrs[WORKER_ATTR] and RECORD_ATTR in trial.user_attrs
     if name == "ils":
         assert all("tuner:asked" in t.system_attrs for t in study.get_trials())
+
+
+def test_a_configuration_still_compiling_does_not_hold_up_those_compiled_after_it(storage):
+    space = fermi_space()
+    keys = [c.key for c in space.valid]
+    outcome, records, backend, _ = search(storage, space, "grid", Budget(1000),
+                                          backend=CompilingBackend(compiling={keys[0], keys[3]}))
+    assert backend.calls == [k for k in keys if k not in (keys[0], keys[3])] + [keys[0], keys[3]]
+    assert sorted(r.config.key for r in records) == sorted(keys) and outcome.evaluated == len(keys)

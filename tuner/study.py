@@ -12,7 +12,8 @@ workers). A study also stops when every candidate is taken and when its wall-tim
 
 Ask ahead. The next few configurations (the backend's ``ask_ahead``, else LOOKAHEAD) are asked before the current
 one is measured and handed to ``backend.prefetch`` so that the CPU compiles while the GPU measures. The schedule
-is fixed: fill the queue, measure the oldest, tell it, ask one more. A backend that can ``submit`` measures the
+is fixed: fill the queue, measure the oldest (where the backend says which are compiled: the oldest of those),
+tell it, ask one more. A backend that can ``submit`` measures the
 next configuration while the search records the one before, tells it and asks: the device waits on none of it.
 Before a study's first measurement (and its baseline's), its first configurations are asked and handed to the
 compilers (``prepare``); a run prepares the next study as soon as the current one has asked its last.
@@ -326,7 +327,8 @@ class StudySearch:
     def _search(self) -> str:
         while True:
             stopped = self._fill()
-            queued = list(self.pending)[1:] if self.flight else list(self.pending)
+            flying = self.flight.trial if self.flight else None
+            queued = [entry for entry in self.pending if entry[0] is not flying]
             if not queued:
                 if self.flight:
                     self._land(None)
@@ -341,11 +343,19 @@ class StudySearch:
                 self._release("time budget spent")
                 return f"time budget of {self.budget.timeout_s:g} s spent"
             self.backend.prefetch([config for _, config, _ in queued])
-            trial, config, asked = queued[0]
+            trial, config, asked = chosen = self._next(queued)
             if not self._owns(trial, config, asked):
-                self.pending.remove(queued[0])
+                self.pending.remove(chosen)
                 continue
-            self._land(queued[0])
+            self._land(chosen)
+
+    def _next(self, queued: list[tuple[Trial, Config, float]]) -> tuple[Trial, Config, float]:
+        """The oldest queued configuration the backend can start at once (compiled), else the oldest: a
+        configuration that compiles long does not hold up the ones compiled after it."""
+        ready = getattr(self.backend, "ready", None)
+        if ready is None:
+            return queued[0]
+        return next((entry for entry in queued if ready(entry[1])), queued[0])
 
     def _land(self, start: tuple[Trial, Config, float] | None) -> None:
         """Wait for the evaluation in flight, start ``start`` on the device, then record the one that came back
@@ -362,7 +372,7 @@ class StudySearch:
         finally:  # what came back is kept, even when the next one fails to start
             if landed is not None and measurement is not None:
                 self._store(landed.trial, landed.config, measurement, device_s)
-                self.pending.popleft()
+                self.pending.remove(next(entry for entry in self.pending if entry[0] is landed.trial))
 
     # asking
     def _fill(self) -> str | None:

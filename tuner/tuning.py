@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -336,6 +336,15 @@ def _worker_seed(seed: int, liveness: Liveness) -> int:
     return seed + zlib.crc32(this_worker().encode()) % 1_000_003
 
 
+def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> None:
+    """While a study measures its last configurations: ask and compile the next study's first ones, and let the
+    backend make the next problem's inputs."""
+    single(at).prepare()
+    hint = getattr(backend, "prepare", None)
+    if hint is not None:
+        hint(space.problem, space.dtype)
+
+
 def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
          resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
@@ -392,7 +401,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                 if len(backends) == 1:
                     one = single(position)
                     if isinstance(place.liveness, SoleWorker) and position + 1 < len(order):
-                        one.then = functools.partial(lambda at: single(at).prepare(), position + 1)
+                        one.then = functools.partial(_ahead, single, order[position + 1][0], position + 1, backend)
                     one.prepare()  # the compilers start while the baseline is measured
                     _baseline(space, study, backend, table, progress)
                     one.run()

@@ -34,6 +34,12 @@ class CompilePool:
                 future = self._futures[source] = self._pool.submit(self.compile_one, source)
             return future
 
+    def done(self, source: str) -> bool:
+        """Whether the source's compile has ended (False for one never submitted)."""
+        with self._lock:
+            future = self._futures.get(source)
+        return future is not None and future.done()
+
     def result(self, source: str) -> CompileResult:
         """The source's compile (waiting for it); the pool forgets it, since the cache now holds it."""
         result = self.submit(source).result()

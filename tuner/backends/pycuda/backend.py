@@ -32,6 +32,8 @@ from tuner.settings import CompileSettings, MeasureSettings
 
 START_TIMEOUT_S = 180.0
 """Starting a worker: Python, PyCUDA, the context, the timing helpers."""
+ASK_AHEAD_PER_COMPILER = 2
+MOST_ASKED_AHEAD = 64
 INSTALL_HINT = 'pip install -e ".[cuda]"'
 
 
@@ -56,8 +58,10 @@ class PycudaBackend(BackendBase):
         self.gpu = gpu
         self._owns_compiler = compiler is None
         self.compiler = compiler or CompilePool(self._compile, self.compile.workers)
-        self.ask_ahead = max(LOOKAHEAD, self.compiler.workers + 1)
-        """Configurations a search asks ahead: enough to keep every compiler busy while the GPU measures."""
+        self.ask_ahead = max(LOOKAHEAD, min(ASK_AHEAD_PER_COMPILER * self.compiler.workers + 1, MOST_ASKED_AHEAD))
+        """Configurations a search asks ahead: enough to keep every compiler busy, and a new configuration's compile
+        (seconds for a register-blocked kernel) behind the measurements of those asked before it (a tenth of a
+        second each)."""
         self.worker = MeasuringWorker(self._start_worker, "GPU", self.measure.timeout_s)
         self._device: dict[str, Any] | None = None
         self._environment: dict[str, Any] | None = None
@@ -87,6 +91,10 @@ class PycudaBackend(BackendBase):
     def prefetch(self, configs: list[Config]) -> None:
         for config in configs:
             self.compiler.submit(render(config))
+
+    def ready(self, config: Config) -> bool:
+        """Whether the configuration is compiled (or found in the cache), so that it can start at once."""
+        return self.compiler.done(render(config))
 
     def submit(self, config: Config, source: str | None = None, launch: Launch | None = None) -> Pending:
         """Start evaluating one configuration: compile it (or take it from the cache, waiting for a compile

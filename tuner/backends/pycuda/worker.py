@@ -2,7 +2,7 @@
 
 Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
 cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baseline", (problem, dtype))``,
-``("prepare", (problem, dtype))`` (inputs, reference, buffers and the baseline's library made ahead),
+``("prepare", (problem, dtype))`` (inputs and reference made ahead in a thread, the baseline's library loaded),
 ``("device", remeasure)``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
 buffers are allocated, inputs filled with the same random values the reference was computed from, outputs
 poisoned before each verified launch.
@@ -15,7 +15,8 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from tuner.kernels.render import Launch
 from tuner.kernels.targets import STATIC_SHARED_LIMIT
 from tuner.measurement import Measurement, Resources, Status
 from tuner.settings import CompileSettings, MeasureSettings
-from tuner.verify import NUMPY_DTYPES, Expected, Verdict, check_all, poison_word, random_inputs
+from tuner.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
 
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
@@ -45,17 +46,33 @@ class LaunchRejected(Exception):
     """The driver refused the launch for its resources (a configuration limit, not a fault)."""
 
 
+WorkspaceKey = tuple[Kernel, Problem, str]
+
+
+@dataclass(frozen=True)
+class HostData:
+    """What a workspace holds on the host: the inputs, the reference and the tolerance."""
+
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, Expected]
+    tolerance: Tolerance
+
+
+def host_data(kernel: Kernel, problem: Problem, dtype: str, seed: int) -> HostData:
+    buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
+    inputs = random_inputs(buffers, problem, dtype, seed)
+    return HostData(inputs, kernel.reference(inputs, problem, seed), kernel.tolerance(dtype, problem))
+
+
 class Workspace:
     """One kernel's buffers for one problem and dtype, on the device, with the inputs and the reference."""
 
-    def __init__(self, kernel: Kernel, problem: Problem, dtype: str, seed: int):
+    def __init__(self, kernel: Kernel, problem: Problem, dtype: str, host: HostData):
         import pycuda.driver as cuda
 
         self.kernel, self.problem, self.dtype = kernel, problem, dtype
         buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
-        self.inputs = random_inputs(buffers, problem, dtype, seed)
-        self.expected: dict[str, Expected] = kernel.reference(self.inputs, problem, seed)
-        self.tolerance = kernel.tolerance(dtype, problem)
+        self.inputs, self.expected, self.tolerance = host.inputs, host.expected, host.tolerance
         self.device: dict[str, Any] = {}
         self.outputs = [b for b in buffers if b.is_output]
         self.pristine: dict[str, Any] = {}
@@ -133,6 +150,9 @@ class GpuWorker:
         handle = nvml_handle(self.device["pci_bus_id"])
         self.timer = Timer(self.device["l2_bytes"] or 0, SmClock(handle) if handle else None, self.device["arch"])
         self.workspace: Workspace | None = None
+        self.upcoming: dict[WorkspaceKey, Future[HostData]] = {}
+        """Host data of workspaces asked for ahead (``prepare``), being made or made."""
+        self._maker: ThreadPoolExecutor | None = None
 
     # --- requests --------------------------------------------------------------------------------------------
 
@@ -181,14 +201,19 @@ class GpuWorker:
         return result if result.status is not Status.OK else replace(result, reason=library)
 
     def prepare(self, problem: Problem, dtype: str) -> None:
-        """Make a problem's inputs, reference and buffers, and load the baseline's library, before they are asked
-        for."""
+        """Start making a problem's inputs and reference, in a thread of their own (numpy and BLAS leave the
+        measuring thread the interpreter while they compute), and load the baseline's library: the next
+        requests about the problem find them made."""
         from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
 
-        ws = self._workspace(MATMUL, problem, dtype)
+        key = (MATMUL, problem, dtype)
+        ws = self.workspace
+        if (ws is None or (ws.kernel, ws.problem, ws.dtype) != key) and key not in self.upcoming:
+            if self._maker is None:
+                self._maker = ThreadPoolExecutor(1, thread_name_prefix="tuner-inputs")
+            self.upcoming[key] = self._maker.submit(host_data, MATMUL, problem, dtype, self.measure.input_seed)
         with contextlib.suppress(BaselineUnavailable):
-            gemm_launcher(int(ws.device["A"]), int(ws.device["B"]), int(ws.device["C"]), problem.M, problem.N,
-                          problem.K, dtype)
+            gemm_launcher(0, 0, 0, problem.M, problem.N, problem.K, dtype)  # nothing launched: the library loads
 
     def device_summary(self, remeasure: bool) -> dict[str, Any]:
         from tuner.device import summary
@@ -200,9 +225,12 @@ class GpuWorker:
 
     def _workspace(self, kernel: Kernel, problem: Problem, dtype: str) -> Workspace:
         ws = self.workspace
-        if ws is None or (ws.kernel, ws.problem, ws.dtype) != (kernel, problem, dtype):
+        key = (kernel, problem, dtype)
+        if ws is None or (ws.kernel, ws.problem, ws.dtype) != key:
+            made = self.upcoming.pop(key, None)
+            host = made.result() if made is not None else host_data(kernel, problem, dtype, self.measure.input_seed)
             self._free_workspace()
-            self.workspace = ws = Workspace(kernel, problem, dtype, self.measure.input_seed)
+            self.workspace = ws = Workspace(kernel, problem, dtype, host)
         return ws
 
     def _free_workspace(self) -> None:
