@@ -97,6 +97,31 @@ def test_a_worker_dies_with_the_run():
     assert wait_until_gone(marker) == []
 
 
+def test_the_processes_drawing_a_report_die_with_the_run(tmp_path):
+    marker = f"lifetime-{uuid.uuid4()}"
+    folder = tmp_path / "run"
+    run = start(f"""
+        import shutil, time
+        from concurrent.futures import ProcessPoolExecutor
+        import tuner.report as report
+        shutil.copytree("experiments/data/fermi_like_h100", {str(folder)!r})
+        report.PARALLEL_FROM_CORES = 1  # draw in processes on any machine
+        report.start_drawing_processes()
+        pool = report._pool(3)
+        drawing = [pool.submit(time.sleep, 60) for _ in range(3)]
+        print("drawing", flush=True)
+        time.sleep(120)
+    """, marker)
+    assert run.stdout.readline().strip() == "drawing"
+    deadline = time.monotonic() + 30
+    while len(processes_with(marker)) < 5 and time.monotonic() < deadline:  # the run, the server, three drawers
+        time.sleep(0.05)
+    assert len(processes_with(marker)) >= 5
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    assert wait_until_gone(marker) == []
+
+
 def test_a_killed_compile_leaves_no_compiler_behind(nvcc, tmp_path):
     marker = f"lifetime-{uuid.uuid4()}"
     env = {**os.environ, "TUNER_TEST_MARKER": marker, "TUNER_CACHE_DIR": str(tmp_path / "cache")}

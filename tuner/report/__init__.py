@@ -148,7 +148,7 @@ class _Here(Executor):
 def _context() -> multiprocessing.context.BaseContext:
     """Processes forked from a server that has imported the report's modules: each starts drawing at once."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tuner.report"])
+    context.set_forkserver_preload(["tuner.report.drawing_server"])
     return context
 
 
