@@ -145,7 +145,7 @@ def test_grid_sweeps_valid_configurations_in_file_order_and_stops_when_all_are_d
     outcome, records, backend, _ = search(storage, space, "grid", Budget(1000))
     assert backend.calls == [c.key for c in space.valid]
     assert outcome.stopped == "every valid configuration evaluated"
-    assert backend.prefetched[0] == [c.key for c in space.valid[:LOOKAHEAD]]
+    assert backend.prefetched[:LOOKAHEAD] == [[c.key] for c in space.valid[:LOOKAHEAD]]  # each as it is asked
 
 
 def test_a_configuration_queued_again_is_measured_once_and_its_repeats_cost_nothing(storage):

@@ -433,6 +433,7 @@ class StudySearch:
             if trial.user_attrs.get(WORKER_ATTR) != this_worker():
                 trial.set_user_attr(WORKER_ATTR, this_worker())
             self.pending.append((trial, config, time.monotonic()))
+            self.backend.prefetch([config])  # its compile starts now, not once the queue is full
 
     def _owns(self, trial: Trial, config: Config, asked: float) -> bool:
         """Whether this trial owns its configuration (always, for the sole worker); False after failing it."""
