@@ -33,6 +33,30 @@ def test_keys_neighbours_and_nearest_of_a_domain_of_listed_rows():
     assert domain.nearest(np.array([1.0, 1.0])) == 2
 
 
+def test_steps_move_an_ordered_value_by_its_count_and_a_categorical_one_to_another_value():
+    domain = Domain.product(("a", "b", "c"), (5, 3, 4), (True, True, False))
+    rng = np.random.default_rng(1)
+    rows = np.repeat([[0, 1, 2]], 200, axis=0)
+    moved = domain.steps(rows, np.repeat([[2, 0, 1]], 200, axis=0), rng)
+    assert set(moved[:, 0].tolist()) == {2}  # two steps down leave the values: two up
+    assert set(moved[:, 1].tolist()) == {1}
+    assert set(moved[:, 2].tolist()) == {0, 1, 3}
+    middle = domain.steps(np.repeat([[2, 1, 0]], 200, axis=0), np.repeat([[1, 0, 0], [3, 0, 0]], 100, axis=0), rng)
+    assert set(middle[:100, 0].tolist()) == {1, 3} and set(middle[100:, 0].tolist()) == {0, 4}
+
+
+def test_ils_falls_back_from_a_kick_to_a_better_evaluated_neighbour_without_evaluating_anew():
+    from tuner.strategies.local_search import IteratedLocalSearch
+
+    search = IteratedLocalSearch(Domain.product(("x",), (10,), (True,)), np.random.default_rng(0), initial=1)
+    for candidate, value in ((5, 1.0), (4, 2.0), (6, 2.0)):  # 5 is a local optimum, its neighbours tried
+        search.tell(candidate, value)
+    first = search.ask()
+    assert first in (3, 7)  # a kick two steps away
+    search.tell(first, 3.0)
+    assert search.ask() == 10 - first  # back to 5 through its known neighbour, kicked again: the other side
+
+
 @pytest.mark.parametrize("name", OURS)
 def test_each_strategy_never_repeats_and_is_a_function_of_its_seed(recorded_gemm, name):
     space = next(iter(recorded_gemm.values()))

@@ -15,8 +15,8 @@ DEFAULT = "ils"
 
 OURS: dict[str, tuple[str, str]] = {
     "ils": ("tuner.strategies.local_search:IteratedLocalSearch",
-            "iterated local search: first-improvement descent over the neighbourhood, kicks from the best local "
-            "optimum"),
+            "iterated local search: first-improvement descent over one-step neighbours, kicks from the best local "
+            "optimum that reach farther while they fail"),
     "annealing": ("tuner.strategies.annealing:SimulatedAnnealing",
                   "simulated annealing over the neighbourhood, reheated from the best"),
     "dual_annealing": ("tuner.strategies.dual_annealing:DualAnnealing",

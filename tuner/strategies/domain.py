@@ -168,6 +168,21 @@ class Domain:
         found = self.candidates_of_keys(keys)
         return found[found >= 0]
 
+    def steps(self, rows: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Rows of value indices with each axis moved by ``counts`` steps (an array of the rows' shape; 0 for an
+        axis of one value): an ordered axis that many values up or down at random (the other way where that
+        leaves its values, to the end where both do), a categorical one to any other value where its count is
+        not 0. The rows need not be candidates, nor the results."""
+        rows = np.asarray(rows, dtype=np.int64)
+        counts = np.asarray(counts, dtype=np.int64)
+        step = np.where(rng.random(rows.shape) < 0.5, counts, -counts)
+        stepped = rows + step
+        stepped = np.clip(np.where((stepped < 0) | (stepped >= self.radices), rows - step, stepped), 0,
+                          self.radices - 1)
+        other = (rng.random(rows.shape) * (self.radices - 1)).astype(np.int64)
+        other += other >= rows
+        return np.where(counts > 0, np.where(self.ordered, stepped, other), rows)
+
     # --- distances ------------------------------------------------------------------------------------------
 
     @cached_property

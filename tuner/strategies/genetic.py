@@ -41,8 +41,7 @@ class GeneticAlgorithm(DomainSearch):
         for _ in range(BREEDING_TRIES):
             first, second = self._parent(), self._parent()
             take_first = self.rng.random(self.domain.axes) < 0.5
-            child = np.where(take_first, first, second).astype(float)
-            self._mutate(child)
+            child = self._mutate(np.where(take_first, first, second))
             candidate = self.nearest_free(child, scan=False)
             if candidate >= 0:
                 return candidate
@@ -52,16 +51,9 @@ class GeneticAlgorithm(DomainSearch):
         drawn = self.rng.integers(len(self.ranked), size=self.tournament)
         return self.domain.index_row(self.ranked[int(drawn.min())][1])
 
-    def _mutate(self, child: np.ndarray) -> None:
-        radices = self.domain.radices
-        for axis in np.flatnonzero((self.rng.random(self.domain.axes) < self.mutation) & (radices > 1)):
-            if self.domain.ordered[axis]:
-                step = 1 if self.rng.random() < 0.5 else -1
-                value = child[axis] + step
-                child[axis] = value if 0 <= value < radices[axis] else child[axis] - step
-            else:
-                other = self.rng.integers(radices[axis] - 1)
-                child[axis] = other + (other >= child[axis])
+    def _mutate(self, child: np.ndarray) -> np.ndarray:
+        moving = (self.rng.random(self.domain.axes) < self.mutation) & (self.domain.radices > 1)
+        return self.domain.steps(child[None, :], moving[None, :], self.rng)[0]
 
     def observe(self, candidate: int, value: float) -> None:
         if len(self.ranked) < self.size or value < self.ranked[-1][0]:

@@ -1,13 +1,33 @@
 """Iterated local search over the domain's neighbourhood (Lourenço, Martin, Stützle, "Iterated local search",
-2003; Kernel Tuner's ``greedy_ils`` is one).
+2003; Kernel Tuner's ``greedy_ils`` is one), its kicks widening as in variable neighbourhood search (Mladenović,
+Hansen, "Variable neighborhood search", 1997).
 
 It starts from the best of ``initial`` candidates drawn at random. A local search moves to the first neighbour
-found better than where it stands, trying first the neighbours one step away on an ordered parameter, then the
-others (each group in random order); where none is better it has reached a local optimum. It then kicks the best
-local optimum so far: a few parameters (``perturbation`` of them, at least one) set to random values, the nearest
-free candidate taken, and searches locally from there. After ``restart_after`` evaluations without a new best it
-starts afresh from a random candidate. A failed candidate is no place to descend from (its neighbours mostly fail
-too, where the domain is the full product): from there it kicks at once.
+found better than where it stands; where none is better it has reached a local optimum. It then kicks the best
+local optimum so far and searches locally from the candidate the kick lands on. After ``restart_after``
+evaluations without a new best it starts afresh from a random candidate. A failed candidate is no place to
+descend from (its neighbours mostly fail too, where the domain is the full product): from there it kicks at once.
+
+Neighbours. By default (``adjacent``) the neighbours are the candidates one step away: the next value up or down
+of one ordered parameter, any other value of a categorical one; a larger change of a value is several steps, made
+by moves or kicks. (``hamming``: any other value of one parameter, the one-step neighbours tried first.) Fewer
+neighbours make a local optimum cheaper to confirm, and the kicks reach what they leave out.
+
+Which neighbour first. Neighbours already evaluated come first, since trying them costs nothing: where one is
+better, the search moves to the best of them without an evaluation; then the untried ones in random order.
+Trying the known neighbours first matters most after a kick: a kick that lands in the basin of a local optimum
+already found goes back there at no cost instead of measuring its way back, so a kick that leads nowhere new
+costs about one evaluation, and many more kicks fit into a budget.
+
+Kicks. A local search has tried every neighbour of its optimum, one step away, so a kick draws a free candidate
+``ring`` steps away from the best local optimum, each step on a parameter drawn at random (the same one may take
+several; where none of a few draws is free, the free candidate nearest one of them). The ring starts at two steps
+and widens by one after ``patience`` kicks in a row that landed on a working candidate without finding a better
+local optimum; it is back at two on a new best and after the widest (as many steps as there are parameters to
+change). So the search looks close first and farther the longer close looks fail, as variable neighbourhood
+search does, rather than setting a fixed number of parameters to random values: that is too far where the better
+optima are two or three small steps away (the search keeps falling back to the optimum it kicked) and too near
+where they are farther.
 
 While results are awaited (a study asks ahead), it proposes the next untried neighbours; once all are asked it
 kicks ahead, so no evaluation waits on another.
@@ -20,7 +40,12 @@ import math
 import numpy as np
 
 from tuner.strategies.base import DomainSearch, better
-from tuner.strategies.domain import ADJACENT, HAMMING, Domain
+from tuner.strategies.domain import ADJACENT, Domain
+
+FIRST_RING = 2
+"""Steps of the first kicks: one step is the neighbourhood a local search has tried."""
+KICK_DRAWS = 20
+"""Candidates drawn in the ring for one kick before taking the free candidate nearest one of them."""
 
 
 class NeighbourScan:
@@ -49,13 +74,14 @@ class NeighbourScan:
 class IteratedLocalSearch(DomainSearch):
     name = "ils"
 
-    def __init__(self, domain: Domain, rng: np.random.Generator, neighbourhood: str = HAMMING,
-                 perturbation: float = 0.25, restart_after: int = 300, initial: int = 20):
+    def __init__(self, domain: Domain, rng: np.random.Generator, neighbourhood: str = ADJACENT,
+                 initial: int = 15, patience: int = 40, restart_after: int = 300):
         super().__init__(domain, rng)
         self.initial = initial
         self.kind = neighbourhood
-        self.kick_axes = max(1, round(perturbation * int((domain.radices > 1).sum())))
+        self.patience = patience
         self.restart_after = restart_after
+        self.movable = np.flatnonzero(domain.radices > 1)
         self.current = -1
         self.current_value = math.nan
         self.scan: NeighbourScan | None = None
@@ -63,7 +89,13 @@ class IteratedLocalSearch(DomainSearch):
         """The best local optimum: where kicks start from."""
         self.anchor_value = math.inf
         self.kicks: set[int] = set()
+        self.last_kick = -1
         self.since_best = 0
+        self.ring = FIRST_RING
+        self.failed_kicks = 0
+        """Kicks in a row, at the current ring, that landed on a working candidate and found no new anchor."""
+        self.kicked_anchor_value = math.inf
+        """The anchor's value at the last kick."""
 
     def propose(self) -> int:
         if self.current < 0 or len(self.values) < self.initial:
@@ -71,31 +103,65 @@ class IteratedLocalSearch(DomainSearch):
         if not math.isfinite(self.current_value):  # no descent from a failure: its neighbours mostly fail too
             return self._kick()
         if self.scan is None or self.scan.centre != self.current:
-            self.scan = NeighbourScan(self, self.current, self.kind)
+            self._move_to_known_better()
+            if self.scan is None or self.scan.centre != self.current:
+                self.scan = NeighbourScan(self, self.current, self.kind)
         candidate = self.scan.next_free(self.taken)
         if candidate >= 0:
             return candidate
         return self._kick()
 
+    def _move_to_known_better(self) -> None:
+        """Move, as long as there is one, to the best evaluated neighbour better than the current candidate."""
+        while True:
+            neighbours = self.domain.neighbours(self.current, self.kind)
+            known = [(self.values[c], c) for c in neighbours[self.taken[neighbours]].tolist() if c in self.values]
+            value, candidate = min(known, default=(math.inf, -1))
+            if not value < self.current_value:
+                return
+            self.current, self.current_value = candidate, value
+
     def _kick(self) -> int:
         """A new start near the best local optimum (or anywhere, after a long time without a new best)."""
         self._settle()
-        if self.since_best >= self.restart_after or self.anchor < 0:
+        self._widen_or_narrow()
+        if self.since_best >= self.restart_after or self.anchor < 0 or not len(self.movable):
             self.since_best = 0
             candidate = self.random_free()
         else:
-            point = self.domain.index_row(self.anchor).astype(float)
-            movable = np.flatnonzero(self.domain.radices > 1)
-            for axis in self.rng.choice(movable, size=min(self.kick_axes, len(movable)), replace=False):
-                point[axis] = self.rng.integers(self.domain.radices[axis])
-            candidate = self.nearest_free(point)
+            candidate = self._ring_candidate()
         self.kicks.add(candidate)
+        self.last_kick = candidate
         return candidate
 
     def _settle(self) -> None:
         """The current candidate is a local optimum (as far as asked): keep it as the anchor if it is the best."""
         if self.current >= 0 and better(self.current_value, self.anchor_value):
             self.anchor, self.anchor_value = self.current, self.current_value
+
+    def _widen_or_narrow(self) -> None:
+        """The ring of the next kick: back to the first on a new anchor, one wider after ``patience`` kicks that
+        found none (a kick that landed on a failure, or whose value is awaited, searched nothing and does not
+        count)."""
+        if self.anchor_value < self.kicked_anchor_value:
+            self.ring, self.failed_kicks = FIRST_RING, 0
+        elif math.isfinite(self.values.get(self.last_kick, math.nan)):
+            self.failed_kicks += 1
+            if self.failed_kicks >= self.patience:
+                self.failed_kicks = 0
+                self.ring = self.ring + 1 if self.ring < len(self.movable) else FIRST_RING
+        self.kicked_anchor_value = self.anchor_value
+
+    def _ring_candidate(self) -> int:
+        """A free candidate ``ring`` steps from the anchor, each step on a parameter drawn at random."""
+        row = self.domain.index_row(self.anchor)
+        chosen = self.movable[self.rng.integers(len(self.movable), size=(KICK_DRAWS, self.ring))]
+        counts = np.zeros((KICK_DRAWS, self.domain.axes), dtype=np.int64)
+        np.add.at(counts, (np.repeat(np.arange(KICK_DRAWS), self.ring), chosen.ravel()), 1)
+        rows = self.domain.steps(np.repeat(row[None, :], KICK_DRAWS, axis=0), counts, self.rng)
+        found = self.domain.candidates_of(rows)
+        free = np.flatnonzero((found >= 0) & ~self.taken[found])
+        return int(found[free[0]]) if len(free) else self.nearest_free(rows[0])
 
     def observe(self, candidate: int, value: float) -> None:
         self.since_best = 0 if candidate == self.best else self.since_best + 1
