@@ -307,8 +307,6 @@ class StudySearch:
         self.prepared = True
         self._take_over()
         self._fill()
-        if self.pending:
-            self.backend.prefetch([config for _, config, _ in self.pending])
 
     def run(self) -> StudyOutcome:
         self.started = time.monotonic()
@@ -342,7 +340,6 @@ class StudySearch:
                     self._land(None)
                 self._release("time budget spent")
                 return f"time budget of {self.budget.timeout_s:g} s spent"
-            self.backend.prefetch([config for _, config, _ in queued])
             trial, config, asked = chosen = self._next(queued)
             if not self._owns(trial, config, asked):
                 self.pending.remove(chosen)
