@@ -6,6 +6,7 @@ reached the backend. None of its numbers is a measurement and none is shipped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tuner.backends.protocol import BackendBase
@@ -124,3 +125,38 @@ class CompilingBackend(SubmittingBackend):
 
     def ready(self, config: Config) -> bool:
         return config.key not in self.compiling
+
+
+class TimedCompileBackend(SubmittingBackend):
+    """Compiles on a clock of its own: each evaluation takes one tick of the device, a configuration is ready
+    ``compile_ticks(config, n)`` ticks after it was handed over (the n-th of its problem), and ``wait_compiled``
+    moves the clock to the first of the given configurations to be ready, as waiting for a compiler does."""
+
+    def __init__(self, compile_ticks: Callable[[Config, int], int]):
+        super().__init__()
+        self.compile_ticks = compile_ticks
+        self.clock = 0
+        self.ready_at: dict[str, int] = {}
+        self.handed: dict[str, int] = {}
+        self.idle_ticks = 0
+
+    def prefetch(self, configs: list[Config]) -> None:
+        super().prefetch(configs)
+        for config in configs:
+            if config.key not in self.ready_at:
+                n = self.handed[config.problem.label] = self.handed.get(config.problem.label, 0) + 1
+                self.ready_at[config.key] = self.clock + self.compile_ticks(config, n)
+
+    def ready(self, config: Config) -> bool:
+        return self.ready_at.get(config.key, 0) <= self.clock
+
+    def wait_compiled(self, configs: list[Config], timeout: float | None = None) -> bool:
+        first = min(self.ready_at.get(c.key, 0) for c in configs)
+        self.idle_ticks += max(0, first - self.clock)
+        self.clock = max(self.clock, first)
+        return True
+
+    def submit(self, config: Config) -> SubmittedEvaluation:
+        self.wait_compiled([config])  # a configuration still compiling is started once its compile ends
+        self.clock += 1
+        return super().submit(config)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
 from tuner.compile import nvcc as nvcc_compile
 from tuner.compile.nvcc import compile_configs, compile_source, find_nvcc, parse_ptxas_report
+from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import DTYPE_BYTES, Config, Problem
 from tuner.errors import TunerError
@@ -208,3 +210,25 @@ def test_spills_and_stack_are_reported(cache: Path) -> None:
     assert result.resources.spill_load_bytes is not None and result.resources.spill_load_bytes > 0
     assert result.resources.local_bytes is not None
     assert result.resources.local_bytes >= result.resources.spill_store_bytes
+
+
+def test_the_pool_says_what_is_compiling_and_waits_for_the_first_to_end() -> None:
+    released = {"a": threading.Event(), "b": threading.Event()}
+
+    def compile_one(source: str) -> CompileResult:
+        released[source].wait(10)
+        return CompileResult(True, source.encode(), Resources(), "", 0.0, False)
+
+    pool = CompilePool(compile_one, workers=2)
+    try:
+        pool.submit("a")
+        pool.submit("b")
+        assert pool.compiling("a") and pool.compiling("b") and not pool.compiling("c")
+        assert not pool.wait_any(["a", "b"], timeout=0.05)
+        released["b"].set()
+        assert pool.wait_any(["a", "b"], timeout=5) and pool.compiling("a") and not pool.compiling("b")
+        assert pool.wait_any(["a", "c"], timeout=0)  # one that is not compiling: nothing to wait for
+        released["a"].set()
+        assert pool.result("a").binary == b"a" and not pool.compiling("a")
+    finally:
+        pool.close()

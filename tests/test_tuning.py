@@ -13,7 +13,7 @@ import optuna
 import pandas as pd
 import pytest
 from optuna.trial import TrialState
-from scripted_backend import ENVIRONMENT, ScriptedBackend, scripted_gflops, scripted_outcome
+from scripted_backend import ENVIRONMENT, ScriptedBackend, TimedCompileBackend, scripted_gflops, scripted_outcome
 
 import tuner
 from tuner import results, tuning
@@ -190,6 +190,36 @@ def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
     assert measured.key not in backend.calls
     row = df[df["config_key"] == measured.key].iloc[0]
     assert row["gflops"] == pytest.approx(scripted_gflops(measured)) and row["trial"] == trial.number
+
+
+def test_the_device_measures_the_next_study_while_the_last_configurations_of_a_study_compile(tmp_path,
+                                                                                           monkeypatch):
+    """The last four configurations of each problem to be handed to the compilers take twelve ticks of the device
+    to compile: once a study has asked its last, the next study's compiled ones are measured meanwhile, each
+    recorded in its own study, and the progress of a study counts only its own. Only the last study's end
+    waits for its compiles."""
+    shown: list[tuple[str, int]] = []
+    monkeypatch.setattr(tuner.progress.Progress, "study_started",
+                        lambda self, name, budget, timeout_s: shown.append((name, -1)))
+    monkeypatch.setattr(tuner.progress.Progress, "evaluated",
+                        lambda self, done, new, best: shown.append((shown[-1][0], done)))
+    slow = 12
+    backend = TimedCompileBackend(lambda config, n: slow if n > VALID_PER_PROBLEM - 4 else 0)
+    df = sweep(tmp_path / "run", backend).df
+    spaces = study_spaces(load_experiment(FERMI))
+    study_of = {config.key: space.name for space in spaces for config in space.valid}
+    order = [key for event, key in backend.log if event == "submit"]
+    assert len(order) == len(set(order)) == len(study_of)
+    positions = {name: [i for i, key in enumerate(order) if study_of[key] == name] for name in study_of.values()}
+    for this, following in zip(spaces, spaces[1:], strict=False):
+        assert min(positions[following.name]) < max(positions[this.name])
+    kernels = df[df["study"] != results.BASELINE]
+    assert list(kernels["config_key"].map(study_of)) == list(kernels["study"])
+    assert kernels.groupby("study").size().to_dict() == {s.name: VALID_PER_PROBLEM for s in spaces}
+    for name in study_of.values():
+        counts = [done for shown_name, done in shown if shown_name == name]
+        assert counts == sorted(counts) and counts[-1] == VALID_PER_PROBLEM
+    assert backend.idle_ticks <= slow
 
 
 def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatch, capsys):

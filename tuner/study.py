@@ -69,6 +69,9 @@ from tuner.trial_making import making, trial_in_making
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "StudySearch", "StudySpace",
            "open_storage", "open_study", "strategy_name", "study_spaces"]
 
+READY_POLL_S = 1.0
+"""How long a search waits for one of its configurations to finish compiling before it looks at the others again
+(configurations asked meanwhile, the next study's)."""
 OTHERS_POLL_S = 0.5
 """How often a worker that has nothing left to ask looks whether the configurations other workers claimed are
 measured (the study is done) or were left by a dead worker (it measures them)."""
@@ -228,6 +231,8 @@ class Flight:
     asked: float
     pending: Pending
     busy_before: float
+    search: StudySearch
+    """The search whose study the evaluation belongs to: this one, or the next study's."""
 
 
 class StudySearch:
@@ -254,8 +259,13 @@ class StudySearch:
         self.new = 0
         self.started = time.monotonic()
         self.prepared = False
-        self.then: Callable[[], None] | None = None
-        """Called once when the study has asked its last configuration (a run prepares the next study)."""
+        self.then: Callable[[], StudySearch | None] | None = None
+        """Called once when the study has asked its last configuration: a run prepares the next study's search
+        and answers it, so that the device measures its compiled configurations while the last ones of this study
+        still compile."""
+        self.successor: StudySearch | None = None
+        self.running = False
+        """Whether this search's study is the one being searched (another search may measure for it before)."""
         self._refresh()
 
     def _refresh(self) -> None:
@@ -310,6 +320,7 @@ class StudySearch:
 
     def run(self) -> StudyOutcome:
         self.started = time.monotonic()
+        self.running = True
         self.progress.study_started(self.space.name, self._limit, self.budget.timeout_s)
         self._report_progress()
         try:
@@ -325,8 +336,7 @@ class StudySearch:
     def _search(self) -> str:
         while True:
             stopped = self._fill()
-            flying = self.flight.trial if self.flight else None
-            queued = [entry for entry in self.pending if entry[0] is not flying]
+            queued = self._queued()
             if not queued:
                 if self.flight:
                     self._land(None)
@@ -340,23 +350,44 @@ class StudySearch:
                     self._land(None)
                 self._release("time budget spent")
                 return f"time budget of {self.budget.timeout_s:g} s spent"
-            trial, config, asked = chosen = self._next(queued)
-            if not self._owns(trial, config, asked):
-                self.pending.remove(chosen)
+            search, chosen = self._next(queued)
+            trial, config, asked = chosen
+            if not search._owns(trial, config, asked):
+                search.pending.remove(chosen)
                 continue
-            self._land(chosen)
+            self._land(chosen, search)
 
-    def _next(self, queued: list[tuple[Trial, Config, float]]) -> tuple[Trial, Config, float]:
-        """The oldest queued configuration the backend can start at once (compiled), else the oldest: a
-        configuration that compiles long does not hold up the ones compiled after it."""
+    def _queued(self) -> list[tuple[Trial, Config, float]]:
+        """This search's configurations waiting to be measured: all it asked but the one the device is at."""
+        flying = self.flight.trial if self.flight else None
+        return [entry for entry in self.pending if entry[0] is not flying]
+
+    def _next(self, queued: list[tuple[Trial, Config, float]]) -> tuple[StudySearch, tuple[Trial, Config, float]]:
+        """The oldest queued configuration the backend can start at once (compiled), so that a configuration
+        that compiles long does not hold up the ones compiled after it; when none of this study's can, one of the
+        next study's (once this study has asked its last); when none of those can either, the first that
+        finishes compiling, or the oldest where the backend cannot tell."""
         ready = getattr(self.backend, "ready", None)
         if ready is None:
-            return queued[0]
-        return next((entry for entry in queued if ready(entry[1])), queued[0])
+            return self, queued[0]
+        wait_compiled = getattr(self.backend, "wait_compiled", None)
+        while True:
+            candidates = [(self, entry) for entry in queued]
+            successor, flying = self.successor, self.flight.trial if self.flight else None
+            if successor is not None:
+                candidates += [(successor, entry) for entry in successor.pending if entry[0] is not flying]
+            found = next(((search, entry) for search, entry in candidates if ready(entry[1])), None)
+            if found is not None:
+                return found
+            if wait_compiled is None:
+                return self, queued[0]
+            if self.flight:  # record it while the compilers work
+                self._land(None)
+            wait_compiled([entry[1] for _, entry in candidates], READY_POLL_S)
 
-    def _land(self, start: tuple[Trial, Config, float] | None) -> None:
-        """Wait for the evaluation in flight, start ``start`` on the device, then record the one that came back
-        (while the device measures the new one)."""
+    def _land(self, start: tuple[Trial, Config, float] | None, search: StudySearch | None = None) -> None:
+        """Wait for the evaluation in flight, start ``start`` (of ``search``'s study, this one's by default) on
+        the device, then record the one that came back (while the device measures the new one)."""
         landed, measurement, device_s = self.flight, None, None
         if landed is not None:
             measurement = landed.pending.wait()
@@ -365,11 +396,12 @@ class StudySearch:
         try:
             if start is not None:
                 busy = self.backend.busy_seconds
-                self.flight = Flight(*start, start_evaluation(self.backend, start[1]), busy)
+                self.flight = Flight(*start, start_evaluation(self.backend, start[1]), busy, search or self)
         finally:  # what came back is kept, even when the next one fails to start
             if landed is not None and measurement is not None:
-                self._store(landed.trial, landed.config, measurement, device_s)
-                self.pending.remove(next(entry for entry in self.pending if entry[0] is landed.trial))
+                owner = landed.search
+                owner._store(landed.trial, landed.config, measurement, device_s)
+                owner.pending.remove(next(entry for entry in owner.pending if entry[0] is landed.trial))
 
     # asking
     def _fill(self) -> str | None:
@@ -411,7 +443,7 @@ class StudySearch:
     def _asked_all(self) -> None:
         then, self.then = self.then, None
         if then is not None:
-            then()
+            self.successor = then()
 
     def _queue(self, trial: Trial) -> None:
         """Claim the trial's configuration and queue it, or fail the trial when its configuration is no free
@@ -508,4 +540,5 @@ class StudySearch:
             callback(evaluation)
 
     def _report_progress(self) -> None:
-        self.progress.evaluated(len(self.done), self.new, self.best)
+        if self.running:
+            self.progress.evaluated(len(self.done), self.new, self.best)

@@ -336,13 +336,16 @@ def _worker_seed(seed: int, liveness: Liveness) -> int:
     return seed + zlib.crc32(this_worker().encode()) % 1_000_003
 
 
-def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> None:
+def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> StudySearch:
     """While a study measures its last configurations: ask and compile the next study's first ones, and let the
-    backend make the next problem's inputs."""
-    single(at).prepare()
+    backend make the next problem's inputs; the next study's search, whose compiled configurations the device
+    measures while the current study's last ones compile."""
+    successor = single(at)
+    successor.prepare()
     hint = getattr(backend, "prepare", None)
     if hint is not None:
         hint(space.problem, space.dtype)
+    return successor
 
 
 def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from tests.gpu.support import float32_config
+from tests.gpu.support import RAW_PROBLEM, float32_config
 from tests.test_regblock_model import BEST as REGBLOCK_BEST
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import families
@@ -105,3 +105,13 @@ def test_busy_time_accumulates(backend):
     before = backend.busy_seconds
     assert backend.evaluate(float32_config(Problem(64, 64, 64))).status is Status.OK
     assert backend.busy_seconds > before
+
+
+def test_problems_measured_in_turns_keep_their_inputs(backend):
+    """The search measures the next study's configurations between the last ones of a study, so the worker goes
+    back and forth between problems (and on to a third): each problem's buffers, inputs and reference stay
+    right."""
+    small, other, third = Problem(96, 80, 72), Problem(130, 70, 50), RAW_PROBLEM
+    for problem in (RAW_PROBLEM, small, RAW_PROBLEM, other, small, third):
+        result = backend.evaluate(Config.make(problem, "tiled", "float32", {"TILE_WIDTH": 16}))
+        assert result.status is Status.OK, result.reason

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 
 from tuner.compile.result import CompileResult
 from tuner.lifetime import kill_running_commands
@@ -34,11 +34,21 @@ class CompilePool:
                 future = self._futures[source] = self._pool.submit(self.compile_one, source)
             return future
 
-    def done(self, source: str) -> bool:
-        """Whether the source's compile has ended (False for one never submitted)."""
+    def compiling(self, source: str) -> bool:
+        """Whether the source's compile is under way (False once it ended, and for one not submitted)."""
         with self._lock:
             future = self._futures.get(source)
-        return future is not None and future.done()
+        return future is not None and not future.done()
+
+    def wait_any(self, sources: Iterable[str], timeout: float | None = None) -> bool:
+        """Wait until one of the sources is not compiling any more; False when all still are after ``timeout``
+        seconds."""
+        with self._lock:
+            futures = [self._futures.get(source) for source in sources]
+        if any(future is None for future in futures):
+            return True
+        done, _ = wait([f for f in futures if f is not None], timeout, return_when=FIRST_COMPLETED)
+        return bool(done)
 
     def result(self, source: str) -> CompileResult:
         """The source's compile (waiting for it); the pool forgets it, since the cache now holds it."""

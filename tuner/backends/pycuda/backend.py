@@ -93,8 +93,12 @@ class PycudaBackend(BackendBase):
             self.compiler.submit(render(config))
 
     def ready(self, config: Config) -> bool:
-        """Whether the configuration is compiled (or found in the cache), so that it can start at once."""
-        return self.compiler.done(render(config))
+        """Whether the configuration can start without waiting for a compile under way."""
+        return not self.compiler.compiling(render(config))
+
+    def wait_compiled(self, configs: list[Config], timeout: float | None = None) -> bool:
+        """Wait until one of the configurations is ``ready``; False when none is after ``timeout`` seconds."""
+        return self.compiler.wait_any([render(config) for config in configs], timeout)
 
     def submit(self, config: Config, source: str | None = None, launch: Launch | None = None) -> Pending:
         """Start evaluating one configuration: compile it (or take it from the cache, waiting for a compile

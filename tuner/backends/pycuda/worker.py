@@ -14,6 +14,7 @@ import contextlib
 import os
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -40,6 +41,11 @@ LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "
 ARGUMENT_FORMATS = {"int32": "i", "int64": "q", "float32": "f", "float64": "d"}
 """PyCUDA's ``prepare`` codes of scalar arguments (buffers are pointers, ``P``)."""
 NUMPY_DTYPES_ALL: Mapping[str, type[np.generic]] = {**NUMPY_DTYPES, "int64": np.int64}
+KEPT_WORKSPACES = 2
+"""Workspaces kept on the device, the most recently used: while the last configurations of one study compile,
+the search measures the next study's, going back and forth between two problems."""
+SPARE_DEVICE_BYTES = 512 << 20
+"""Device memory left free beside the workspaces, for the kernels' and the baseline library's own needs."""
 
 
 class LaunchRejected(Exception):
@@ -56,6 +62,13 @@ class HostData:
     inputs: dict[str, np.ndarray]
     expected: dict[str, Expected]
     tolerance: Tolerance
+
+
+def _device_bytes(kernel: Kernel, problem: Problem, dtype: str) -> int:
+    """What a workspace allocates on the device: its buffers, and a pristine copy of those both read and
+    written."""
+    buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
+    return sum(max(1, b.nbytes(problem, dtype)) * (2 if b.is_input and b.is_output else 1) for b in buffers)
 
 
 def host_data(kernel: Kernel, problem: Problem, dtype: str, seed: int) -> HostData:
@@ -149,7 +162,8 @@ class GpuWorker:
         self.device = describe()
         handle = nvml_handle(self.device["pci_bus_id"])
         self.timer = Timer(self.device["l2_bytes"] or 0, SmClock(handle) if handle else None, self.device["arch"])
-        self.workspace: Workspace | None = None
+        self.workspaces: OrderedDict[WorkspaceKey, Workspace] = OrderedDict()
+        """The workspaces on the device, least recently used first."""
         self.upcoming: dict[WorkspaceKey, Future[HostData]] = {}
         """Host data of workspaces asked for ahead (``prepare``), being made or made."""
         self._maker: ThreadPoolExecutor | None = None
@@ -207,8 +221,7 @@ class GpuWorker:
         from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
 
         key = (MATMUL, problem, dtype)
-        ws = self.workspace
-        if (ws is None or (ws.kernel, ws.problem, ws.dtype) != key) and key not in self.upcoming:
+        if key not in self.workspaces and key not in self.upcoming:
             if self._maker is None:
                 self._maker = ThreadPoolExecutor(1, thread_name_prefix="tuner-inputs")
             self.upcoming[key] = self._maker.submit(host_data, MATMUL, problem, dtype, self.measure.input_seed)
@@ -218,25 +231,31 @@ class GpuWorker:
     def device_summary(self, remeasure: bool) -> dict[str, Any]:
         from tuner.device import summary
 
-        self._free_workspace()  # the copy ceiling wants the memory
+        self._free_workspaces(0)  # the copy ceiling wants the memory
         return summary(remeasure=remeasure, timer=self.timer)
 
     # --- the steps -------------------------------------------------------------------------------------------
 
     def _workspace(self, kernel: Kernel, problem: Problem, dtype: str) -> Workspace:
-        ws = self.workspace
         key = (kernel, problem, dtype)
-        if ws is None or (ws.kernel, ws.problem, ws.dtype) != key:
-            made = self.upcoming.pop(key, None)
-            host = made.result() if made is not None else host_data(kernel, problem, dtype, self.measure.input_seed)
-            self._free_workspace()
-            self.workspace = ws = Workspace(kernel, problem, dtype, host)
+        ws = self.workspaces.get(key)
+        if ws is not None:
+            self.workspaces.move_to_end(key)
+            return ws
+        made = self.upcoming.pop(key, None)
+        host = made.result() if made is not None else host_data(kernel, problem, dtype, self.measure.input_seed)
+        self._free_workspaces(KEPT_WORKSPACES - 1)
+        if self.workspaces and self.cuda.mem_get_info()[0] < _device_bytes(kernel, problem, dtype) + \
+                SPARE_DEVICE_BYTES:
+            self._free_workspaces(0)
+        self.workspaces[key] = ws = Workspace(kernel, problem, dtype, host)
         return ws
 
-    def _free_workspace(self) -> None:
-        if self.workspace is not None:
-            self.workspace.free()
-            self.workspace = None
+    def _free_workspaces(self, keep: int) -> None:
+        """Free the least recently used workspaces until ``keep`` are left."""
+        while len(self.workspaces) > keep:
+            _, ws = self.workspaces.popitem(last=False)
+            ws.free()
 
     def _launch_limits(self, func: Any, launch: Launch, grid: Dim3, resources: Resources) -> str | None:
         """Why this launch (on ``grid``) cannot run on this device with this compiled kernel, or None when it can."""
