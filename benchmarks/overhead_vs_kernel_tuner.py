@@ -24,7 +24,8 @@ evaluation.
 
 Writes ``overhead_vs_kernel_tuner_<gpu>.txt`` and ``.json``: wall time of each whole command, tuner's search
 time, time to its first measurement, GPU-busy fraction, and the ratio tuner / Kernel Tuner; per experiment its
-wall time, search time, evaluations and GPU-busy fraction.
+wall time, search time, evaluations, GPU-busy fraction, and the machine's CPU busy share and NVML GPU utilisation
+during the search (:mod:`benchmarks.machine_usage`): a cold compile cache can leave every core compiling.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
+from benchmarks.machine_usage import MachineUsage  # noqa: E402
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from tuner.settings import cache_root  # noqa: E402
 
@@ -173,13 +175,26 @@ def run_experiment(work: Path, experiment: Path, trials: int | None, cache: str)
     """One run of the experiment into a new folder; ``cache``: "cold" (a new compile cache) or "warm" (the one
     the cold run filled)."""
     out = work / f"experiment-{experiment.stem}-{cache}"
-    wall = _tune(experiment, out, work / f"cache-{experiment.stem}", [] if trials is None else
-                 ["--trials", str(trials)])
+    with MachineUsage() as usage:
+        wall = _tune(experiment, out, work / f"cache-{experiment.stem}", [] if trials is None else
+                     ["--trials", str(trials)])
     run = json.loads((out / "metadata.json").read_text())["runs"][-1]
+    cpu, gpu = usage.mean(*_search_window(out))
     return {"experiment": str(experiment.relative_to(ROOT) if experiment.is_relative_to(ROOT) else experiment),
             "trials": trials, "cache": cache, "wall_s": wall, "search_s": run["wall_s"],
             "evaluations": run["evaluations"], "device_busy_s": run["device_busy_s"],
-            "gpu_busy_fraction": run["gpu_busy_fraction"], "sampler": run["sampler"]}
+            "gpu_busy_fraction": run["gpu_busy_fraction"], "sampler": run["sampler"],
+            "cpu_busy_percent": cpu, "nvml_gpu_utilization_percent": gpu}
+
+
+def _search_window(out: Path) -> tuple[float, float]:
+    """The search's start and its last evaluation, as time.time() instants, from the rows' UTC times and their
+    offsets from the search's start."""
+    import pandas as pd
+
+    df = pd.read_parquet(out / "results.parquet", columns=["measured_at", "wall_offset_s"])
+    at = pd.to_datetime(df["measured_at"].astype(str), utc=True).map(lambda t: t.timestamp())
+    return float((at - df["wall_offset_s"].astype(float)).min()), float(at.max())
 
 
 def produce(rounds: int, out: Path, experiments: list[Path], trials: int | None) -> Path:
@@ -212,17 +227,25 @@ def produce(rounds: int, out: Path, experiments: list[Path], trials: int | None)
         lines += ["", "Experiments as a user runs them (python -m tuner run; compile cache cold: new, warm: filled by "
                   "the cold run; each into a new folder):",
                   f"{'experiment':<32}  {'sampler':>7}  {'trials':>6}  {'cache':>5}  {'wall s':>7}  {'search s':>8}  "
-                  f"{'evals':>5}  {'device s':>8}  {'GPU busy':>8}"]
+                  f"{'evals':>5}  {'device s':>8}  {'GPU busy':>8}  {'CPU busy':>8}  {'NVML util':>9}"]
         for w in whole:
             budget = "file" if w["trials"] is None else str(w["trials"])
             lines.append(f"{w['experiment']:<32}  {w['sampler']:>7}  {budget:>6}  {w['cache']:>5}  {w['wall_s']:7.1f}  "
                          f"{w['search_s']:8.1f}  {w['evaluations']:>5}  {w['device_busy_s']:8.1f}  "
-                         f"{100 * w['gpu_busy_fraction']:7.0f}%")
+                         f"{100 * w['gpu_busy_fraction']:7.0f}%  {_percent(w['cpu_busy_percent']):>8}  "
+                         f"{_percent(w['nvml_gpu_utilization_percent']):>9}")
+        lines += ["GPU busy: the device time of every verification and timing (launches, flushes, read-back and "
+                  "comparison with the reference) over the search's wall time. CPU busy: all cores, during the "
+                  "search. NVML util: the share of the search's time in which a kernel ran on the GPU."]
     text = "\n".join(lines)
     print(text)
     record = {"rounds": rounds, "tuner": ours, "kernel_tuner": theirs, "ratio_tuner_over_kernel_tuner": ratio,
               "experiments": whole}
     return write(out, "overhead_vs_kernel_tuner", environment, text, record)
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
 
 
 def main() -> int:
