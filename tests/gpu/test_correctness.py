@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
 from tests.gpu.support import RAW_PROBLEM, float32_config
 from tests.test_regblock_model import BEST as REGBLOCK_BEST
+from tuner.backends.worker_process import THREAD_VARIABLES
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import families
 from tuner.kernels.matmul import tolerance
@@ -115,3 +117,12 @@ def test_problems_measured_in_turns_keep_their_inputs(backend):
     for problem in (RAW_PROBLEM, small, RAW_PROBLEM, other, small, third):
         result = backend.evaluate(Config.make(problem, "tiled", "float32", {"TILE_WIDTH": 16}))
         assert result.status is Status.OK, result.reason
+
+
+def test_the_workers_blas_runs_on_one_thread(backend):
+    """Its comparisons with the reference would otherwise wake a BLAS thread per core, which spin and take the
+    cores from the compilers."""
+    pid = backend.worker.live().process.pid
+    variables = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+                     if "=" in item)
+    assert {name: variables.get(name) for name in THREAD_VARIABLES} == dict.fromkeys(THREAD_VARIABLES, "1")

@@ -40,6 +40,11 @@ def exit_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""What sizes the thread pools of OpenMP and of numpy's BLAS, read once when they load: a worker's environment
+sets them."""
+
+
 class Fatal(Exception):
     """A fault after which the worker's state (a CUDA context, a process image) cannot be trusted."""
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from tuner.backends.measuring_worker import MeasuringWorker
 from tuner.backends.protocol import BackendBase
-from tuner.backends.worker_process import WorkerProcess
+from tuner.backends.worker_process import THREAD_VARIABLES, WorkerProcess
 from tuner.compile.cc import compile_source, find_cc, flags
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
@@ -40,7 +40,6 @@ from tuner.space import violations
 
 START_TIMEOUT_S = 120.0
 """Starting a worker: Python, numpy, the eviction kernel and its buffer."""
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def default_threads() -> int:
