@@ -147,6 +147,24 @@ class WorkerProcess:
         self.kill()
 
 
+Handlers = dict[str, Callable[[Any], Any]]
+
+
+def run_worker(conn: Connection, make: Callable[[Served], tuple[str, Handlers]]) -> None:
+    """A worker process's life: ``make`` builds the worker and answers its description and its request handlers.
+    An error while making it (no device, no compiler, a failed allocation) is the parent's answer, in one line;
+    otherwise the worker says it is ready and serves."""
+    served = Served(conn)
+    try:
+        description, handlers = make(served)
+    except Exception as exc:
+        conn.send(("error", str(exc)))
+        conn.close()
+        return
+    conn.send(("ready", description))
+    served.serve(handlers)
+
+
 class Served:
     """The worker side: answers requests with ``handlers`` until told to stop or the pipe closes."""
 
@@ -158,7 +176,7 @@ class Served:
         """Tell the parent the kernel is about to run (its hang timeout starts now)."""
         self.conn.send(("started", None))
 
-    def serve(self, handlers: dict[str, Callable[[Any], Any]]) -> None:
+    def serve(self, handlers: Handlers) -> None:
         while True:
             try:
                 kind, payload = self.conn.recv()

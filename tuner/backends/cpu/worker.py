@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.backends.worker_process import Served
+from tuner.backends.worker_process import Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.cpu.timing import CpuTimer
 from tuner.kernels.arguments import Buffer
@@ -165,16 +165,13 @@ class CpuWorker:
 
 def serve(conn: Connection, measure: MeasureSettings, threads: int, family_dirs: tuple[Path, ...]) -> None:
     """The worker process's entry point."""
-    served = Served(conn)
-    try:
+
+    def make(served: Served) -> tuple[str, Handlers]:
         worker = CpuWorker(served, measure, threads, family_dirs)
-    except Exception as exc:  # TunerError without a compiler, or the eviction buffer's allocation
-        conn.send(("error", str(exc)))
-        conn.close()
-        return
-    conn.send(("ready", f"CPU worker, {threads} thread{'s' * (threads != 1)}"))
-    served.serve({
-        "evaluate": lambda payload: worker.evaluate(*payload),
-        "baseline": lambda payload: worker.baseline(*payload),
-        "device": worker.device_summary,
-    })
+        return f"CPU worker, {threads} thread{'s' * (threads != 1)}", {
+            "evaluate": lambda payload: worker.evaluate(*payload),
+            "baseline": lambda payload: worker.baseline(*payload),
+            "device": worker.device_summary,
+        }
+
+    run_worker(conn, make)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.backends.worker_process import Fatal, Served
+from tuner.backends.worker_process import Fatal, Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
@@ -332,17 +332,14 @@ def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileS
     inherited), set before CUDA is first loaded."""
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
-    served = Served(conn)
-    try:
+
+    def make(served: Served) -> tuple[str, Handlers]:
         worker = GpuWorker(served, measure, compile_settings, family_dirs)
-    except Exception as exc:  # TunerError without a GPU, or a CUDA error creating the context
-        conn.send(("error", str(exc)))
-        conn.close()
-        return
-    conn.send(("ready", worker.device["name"]))
-    served.serve({
-        "evaluate": lambda payload: worker.evaluate(*payload),
-        "baseline": lambda payload: worker.baseline(*payload),
-        "prepare": lambda payload: worker.prepare(*payload),
-        "device": worker.device_summary,
-    })
+        return worker.device["name"], {
+            "evaluate": lambda payload: worker.evaluate(*payload),
+            "baseline": lambda payload: worker.baseline(*payload),
+            "prepare": lambda payload: worker.prepare(*payload),
+            "device": worker.device_summary,
+        }
+
+    run_worker(conn, make)
