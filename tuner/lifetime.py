@@ -82,3 +82,19 @@ def die_with_parent(parent_pid: int) -> None:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent_pid:
         os._exit(1)
+
+
+STARTER_VARIABLE = "TUNER_STARTER_PID"
+"""Where a process that starts a child through an intermediary (multiprocessing's fork server) leaves its pid,
+for the child to tie itself to (``die_with_starter``)."""
+
+
+def name_starter() -> None:
+    """Let the children started from now on know this process as the one they die with."""
+    os.environ[STARTER_VARIABLE] = str(os.getpid())
+
+
+def die_with_starter() -> None:
+    """``die_with_parent`` for the process ``name_starter`` named (the parent, where none was named): a child
+    whose starter died before this call exits at once."""
+    die_with_parent(int(os.environ.get(STARTER_VARIABLE) or os.getppid()))

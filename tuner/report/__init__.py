@@ -19,7 +19,7 @@ from typing import NamedTuple, ParamSpec, TypeVar
 
 from matplotlib.figure import Figure
 
-from tuner.lifetime import die_with_parent
+from tuner.lifetime import die_with_parent, name_starter
 from tuner.report.bandwidth import bandwidth_plan
 from tuner.report.convergence import convergence_figure
 from tuner.report.html import Image, render_html
@@ -145,10 +145,14 @@ class _Here(Executor):
         return future
 
 
+DRAWING_SERVER = "tuner.report.drawing_server"
+
+
 def _context() -> multiprocessing.context.BaseContext:
     """Processes forked from a server that has imported the report's modules: each starts drawing at once."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tuner.report.drawing_server"])
+    context.set_forkserver_preload([DRAWING_SERVER])
+    name_starter()  # the server, started from here, ties itself to this process
     return context
 
 
@@ -166,7 +170,8 @@ def start_drawing_processes() -> None:
 
 def _tie_to_server() -> None:
     """A drawing process dies with the server it was forked from, which ends when the process it serves ends."""
-    die_with_parent(os.getppid())
+    server = sys.modules.get(DRAWING_SERVER)
+    die_with_parent(server.SERVER_PID if server is not None else os.getppid())
 
 
 def _pool(jobs: int) -> Executor:
