@@ -11,7 +11,7 @@ from tuner.config import Problem
 from tuner.kernels import matmul
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.matmul import FULL_REFERENCE_LIMIT, SAMPLE_COLS, SAMPLE_ROWS
-from tuner.verify import INT_SENTINEL, Full, Tolerance, check, check_all, poisoned, random_inputs
+from tuner.verify import INT_SENTINEL, Full, Tolerance, check, check_all, euclidean_norm, poisoned, random_inputs
 
 BUFFERS = [a for a in matmul.ARGUMENTS if isinstance(a, Buffer)]
 
@@ -121,3 +121,10 @@ def test_every_output_is_checked_and_the_worst_error_reported():
     verdict = check_all(far, expected, {"X": "float64", "Y": "float64"}, Tolerance(1e-6, "test bound"))
     assert not verdict.ok and "‖Y − ref‖" in verdict.reason and "test bound" in verdict.reason
     assert math.isclose(verdict.error, 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_norm_is_numpys_without_blas(dtype):
+    values = np.random.default_rng(3).standard_normal((301, 77)).astype(dtype)
+    assert euclidean_norm(values) == pytest.approx(float(np.linalg.norm(values.astype(np.float64))), rel=1e-12)
+    assert euclidean_norm(np.zeros(5, dtype)) == 0.0
