@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -26,7 +27,7 @@ def _cpu_ticks() -> tuple[int, int] | None:
     return sum(fields), fields[3] + fields[4]  # idle and iowait
 
 
-def _gpu_reader() -> object | None:
+def _gpu_reader() -> Callable[[], float] | None:
     """A function giving the first GPU's NVML utilisation in percent, or None without NVML."""
     try:
         import pynvml
@@ -67,7 +68,7 @@ class MachineUsage:
             if now is not None and last is not None and now[0] > last[0]:
                 cpu = 100.0 * (1.0 - (now[1] - last[1]) / (now[0] - last[0]))
             last = now
-            gpu = self._gpu() if callable(self._gpu) else None
+            gpu = self._gpu() if self._gpu is not None else None
             self.samples.append((time.time(), cpu, gpu))
 
     def mean(self, start: float, end: float) -> tuple[float | None, float | None]:

@@ -33,9 +33,9 @@ from tuner.settings import CompileSettings, MeasureSettings
 START_TIMEOUT_S = 180.0
 """Starting a worker: Python, PyCUDA, the context, the timing helpers."""
 WORKER_BLAS_THREADS = 1
-"""The GPU worker's numpy BLAS threads. Its BLAS work is small (norms of the compared elements, the float64
-reference of a small problem or of sampled rows and columns); a pool of one thread per core, spinning after
-each comparison, took 13 of the 16 cores of an H100 host from the compilers."""
+"""The GPU worker's numpy BLAS threads. Its BLAS work is the float64 reference of a small problem or of sampled
+rows and columns, once per problem; a pool of one thread per core spins for a while after each call, and when
+the comparisons still used BLAS it took 13 of the 16 cores of an H100 host from the compilers."""
 ASK_AHEAD_PER_COMPILER = 2
 MOST_ASKED_AHEAD = 64
 INSTALL_HINT = 'pip install -e ".[cuda]"'
