@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
+import time
 from pathlib import Path
 
 import optuna
@@ -16,7 +18,7 @@ from scripted_backend import (
     scripted_outcome,
 )
 
-from tuner.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR
+from tuner.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR, ThisProcess
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.experiment import SAMPLERS, load_experiment, parse_experiment
@@ -334,3 +336,28 @@ def test_a_configuration_still_compiling_does_not_hold_up_those_compiled_after_i
                                           backend=CompilingBackend(compiling={keys[0], keys[3]}))
     assert backend.calls == [k for k in keys if k not in (keys[0], keys[3])] + [keys[0], keys[3]]
     assert sorted(r.config.key for r in records) == sorted(keys) and outcome.evaluated == len(keys)
+
+
+class SlowReading(StudySearch):
+    """Reads the storage slowly, so that two measuring threads read it at the same time."""
+
+    def _refresh(self) -> None:
+        super()._refresh()
+        time.sleep(0.05)
+
+
+def test_two_measuring_threads_never_ask_past_the_budget(storage):
+    """Each thread of a multi-GPU run counts the study's budget and asks as one step: with one trial left, both
+    reading the storage at once must not both ask it."""
+    (space,) = study_spaces(parse_experiment(TINY, "tiny.yaml"))
+    searches = [SlowReading(open_study(storage, space, "random", seed=index, liveness=ThisProcess()), space,
+                            ScriptedBackend(), Budget(1), ListRecorder(), Progress(quiet=True), ThisProcess())
+                for index in range(2)]
+    threads = [threading.Thread(target=one._fill) for one in searches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    asked = optuna.load_study(study_name=space.name, storage=storage).get_trials(deepcopy=False)
+    assert len(asked) == 1
+    assert sum(len(one.pending) for one in searches) == 1

@@ -30,6 +30,8 @@ belongs to its worker while that worker lives; a dead worker's trials are failed
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -81,6 +83,17 @@ Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 
 
 # --- strategies and storage -------------------------------------------------------------------------------
+
+
+_asking_locks: dict[str, threading.Lock] = {}
+_asking_guard = threading.Lock()
+
+
+def asking(study_name: str) -> threading.Lock:
+    """The lock that makes counting a study's budget and asking its next trial one step for the threads of this
+    process (one per GPU): without it, two could both find one trial left and ask one each."""
+    with _asking_guard:
+        return _asking_locks.setdefault(study_name, threading.Lock())
 
 
 def strategy_name(choice: Choice) -> str:
@@ -407,14 +420,15 @@ class StudySearch:
     def _fill(self) -> str | None:
         """Ask until ``lookahead`` configurations wait to be measured (the one in flight included)."""
         while len(self.pending) < self.lookahead:
-            if not self.sole:
-                self._refresh()
-                self._fail_dead()
-            stopped = self._stop_reason()
-            if stopped:
-                self._asked_all()
-                return stopped
-            self._queue(self._ask())
+            with contextlib.nullcontext() if self.sole else asking(self.study.study_name):
+                if not self.sole:
+                    self._refresh()
+                    self._fail_dead()
+                stopped = self._stop_reason()
+                if stopped:
+                    self._asked_all()
+                    return stopped
+                self._queue(self._ask())
         return None
 
     def _ask(self) -> Trial:
