@@ -83,10 +83,33 @@ def require_gpu() -> None:
                          "GPU; without one, python -m tuner run EXPERIMENT --backend replay --replay RUN_FOLDER "
                          "works from a recorded run") from None
     try:
+        _block_while_waiting()
         import pycuda.autoprimaryctx  # noqa: F401
     except Exception as exc:  # pycuda raises its own error types, or RuntimeError without a device
         raise TunerError(f"no usable CUDA GPU: PyCUDA could not create a context ({exc}); check nvidia-smi "
                          "and CUDA_VISIBLE_DEVICES") from None
+
+
+CU_CTX_SCHED_BLOCKING_SYNC = 0x04
+
+
+def _block_while_waiting() -> None:
+    """Let the primary contexts' host threads sleep while they wait for the GPU. With one context on a host of
+    many cores CUDA spins instead, and a worker that waits on its kernels most of the time then holds a whole core
+    that the compilers, working ahead, need; kernels are timed by events on the GPU either way."""
+    import ctypes
+
+    import pycuda.driver as cuda
+
+    cuda.init()
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return
+    for ordinal in range(cuda.Device.count()):
+        device = ctypes.c_int()
+        if driver.cuDeviceGet(ctypes.byref(device), ordinal) == 0:
+            driver.cuDevicePrimaryCtxSetFlags_v2(device, CU_CTX_SCHED_BLOCKING_SYNC)
 
 
 def nvml_handle(pci_bus_id: str) -> Any | None:

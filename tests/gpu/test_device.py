@@ -50,3 +50,17 @@ def test_the_device_command_prints_the_gpu_and_its_ceilings(summary):
     assert done.returncode == 0, done.stderr
     assert summary["device"]["name"] in done.stdout
     assert "DRAM bandwidth" in done.stdout and "double data rate" in done.stdout
+
+
+def test_the_context_sleeps_while_it_waits_for_the_gpu():
+    """The worker's primary context blocks on a synchronisation instead of spinning a core the compilers need."""
+    probe = ("import ctypes\n"
+             "from tuner.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
+             "require_gpu()\n"
+             "flags = ctypes.c_uint()\n"
+             "assert ctypes.CDLL('libcuda.so.1').cuCtxGetFlags(ctypes.byref(flags)) == 0\n"
+             "print(flags.value & 0x7, CU_CTX_SCHED_BLOCKING_SYNC)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    scheduling, blocking = done.stdout.split()
+    assert scheduling == blocking
