@@ -32,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         sampler=args.sampler,
         seed=args.seed,
+        transfer=args.transfer,
         storage=args.storage,
         out=args.out,
         quiet=args.quiet,
@@ -117,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sampler", choices=SAMPLERS, metavar="NAME",
                      help=f"search strategy: {', '.join(SAMPLERS)} (default: the experiment's, else {DEFAULT})")
     run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
+    run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
+                     "of the problems of its dtype before it (default: the experiment's search.transfer)")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
                      "or journal:///PATH/FILE.log (default: SQLite in the output folder)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "

@@ -287,6 +287,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "trials": v.integer,
         "timeout_s": _optional(v.number),
         "seed": lambda x, p: v.integer(x, p, minimum=0),
+        "transfer": lambda x, p: v.integer(x, p, minimum=0),
     })
     measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
         "flush_l2": v.boolean,

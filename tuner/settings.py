@@ -25,6 +25,9 @@ class SearchSettings:
     """Distinct configurations evaluated per study at most."""
     timeout_s: float | None = None
     seed: int = 0
+    transfer: int = 0
+    """Configurations measured fastest on the run's earlier problems tried first on each next one of the same
+    dtype and kernels (tuner.transfer); 0: none."""
 
 
 @dataclass(frozen=True)

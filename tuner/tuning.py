@@ -30,6 +30,7 @@ of results.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
 import logging
@@ -81,6 +82,7 @@ from tuner.study import (
     strategy_name,
     study_spaces,
 )
+from tuner.transfer import transfer_best
 from tuner.workers import WorkerRegistry
 
 BASELINE_DTYPES = ("float32", "float64")
@@ -192,6 +194,7 @@ def run(
     timeout: float | None = None,
     sampler: Choice | None = None,
     seed: int | None = None,
+    transfer: int | None = None,
     storage: str | optuna.storages.BaseStorage | None = None,
     out: str | os.PathLike[str] | None = None,
     quiet: bool = False,
@@ -208,9 +211,10 @@ def run(
     or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
     shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
     when every family of the experiment is C, else "pycuda". ``trials``, ``timeout`` (seconds per study),
-    ``sampler`` and ``seed`` override the experiment's ``search`` settings; ``sampler`` is a strategy's name
-    (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a callable taking a
-    :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of :mod:`tuner.strategies`).
+    ``sampler``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``sampler`` is a
+    strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a
+    callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of
+    :mod:`tuner.strategies`).
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`
@@ -232,6 +236,10 @@ def run(
         check_experiment(experiment)
     use_family_dirs(experiment.template_dirs)
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
+    if transfer is not None:
+        if isinstance(transfer, bool) or not isinstance(transfer, int) or transfer < 0:
+            raise TunerError(f"--transfer must be a whole number ≥ 0, not {transfer!r}")
+        experiment = dataclasses.replace(experiment, search=dataclasses.replace(experiment.search, transfer=transfer))
     out_dir = _output_folder(out, experiment)
     given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
     url = storage if isinstance(storage, str) else own_storage_url(out_dir)
@@ -251,6 +259,7 @@ def run(
                 resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
                           "trials": trials, "timeout": timeout,
                           "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
+                          "transfer": transfer,
                           "storage": storage if isinstance(storage, str) else None, "out": out_dir, "gpus": gpus,
                           "heartbeat": heartbeat, "replay-pace": replay_pace}
                 with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
@@ -348,6 +357,16 @@ def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, bac
     return successor
 
 
+def _transfer(order: list[tuple[StudySpace, optuna.Study]], at: int, count: int, budget: Budget,
+              fresh: set[int]) -> None:
+    """Give study ``at``, when this run started it, the best configurations of the studies before it
+    (``search.transfer``), within its budget."""
+    if at in fresh:
+        space, study = order[at]
+        transfer_best(study, space, [(earlier, earlier_space) for earlier_space, earlier in order[:at]], count,
+                      budget.trials)
+
+
 def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,
          budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
          resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
@@ -391,11 +410,13 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
         try:
             order = list(studies.items())
+            fresh = {at for at, (_, study) in enumerate(order) if not study.get_trials(deepcopy=False)}
             searches: dict[int, StudySearch] = {}
 
             def single(at: int) -> StudySearch:
                 """The search of study ``at`` on the run's one backend, made once."""
                 if at not in searches:
+                    _transfer(order, at, experiment.search.transfer, budget, fresh)
                     searches[at] = StudySearch(order[at][1], order[at][0], backend, budget, table, progress,
                                                place.liveness, callbacks)
                 return searches[at]
@@ -405,11 +426,14 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                     one = single(position)
                     if isinstance(place.liveness, SoleWorker) and position + 1 < len(order):
                         one.then = functools.partial(_ahead, single, order[position + 1][0], position + 1, backend)
+                    # what the study before found since this one was prepared
+                    _transfer(order, position, experiment.search.transfer, budget, fresh)
                     one.prepare()  # the compilers start while the baseline is measured
                     _baseline(space, study, backend, table, progress)
                     one.run()
                     table.save()
                     continue
+                _transfer(order, position, experiment.search.transfer, budget, fresh)
                 _baseline(space, study, backend, table, progress)
                 # each further GPU's search asks through a study object of its own, with its own sampler
                 own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness)
