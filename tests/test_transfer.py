@@ -14,7 +14,6 @@ import tuner
 from tuner import cli
 from tuner.claims import CLAIM_ATTR
 from tuner.experiment import ExperimentError, load_experiment
-from tuner.results import BASELINE
 from tuner.study_space import study_spaces
 from tuner.transfer import TRANSFER_ATTR, same_space, transfer_best
 
@@ -78,31 +77,62 @@ def transferred(folder: Path) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def test_a_run_measures_the_earlier_problems_best_on_each_next_problem_and_a_resumed_run_adds_none(tmp_path):
+TWO_DTYPES = """
+name: two
+problems:
+  - {M: 64, N: 48, K: 32}
+  - {M: 96, N: 40, K: 24}
+kernels:
+  - template: naive
+    parameters: {BLOCK_X: [8, 16, 32, 64], BLOCK_Y: [4, 8, 16, 32], dtype: [float32, float64]}
+  - template: tiled
+    parameters: {TILE_WIDTH: [8, 16, 32], dtype: [float32, float64]}
+search: {sampler: random, trials: 12, transfer: 3}
+"""
+
+
+def speeds(df: pd.DataFrame, study: str, keys: set[str] | None = None) -> list[float]:
+    """The ok speeds of a study's rows (of the configurations with these keys, on any problem), fastest first."""
+    rows = df[(df["study"] == study) & (df["status"] == "ok")]
+    if keys is not None:
+        names = {key.split("/", 1)[1] for key in keys}  # the configuration apart from its problem
+        rows = rows[rows["config_key"].map(lambda key: key.split("/", 1)[1] in names)]
+    return sorted(rows["gflops"], reverse=True)
+
+
+def test_each_next_problem_starts_with_the_fastest_of_its_dtype_on_the_problem_before(tmp_path):
+    """The studies go problem by problem, float32 then float64: each next problem's study is prepared after the
+    study of its dtype on the problem before has finished, so it gets that study's three fastest."""
+    path = tmp_path / "two.yaml"
+    path.write_text(TWO_DTYPES)
+    experiment = load_experiment(path)
+    df = tuner.run(experiment, backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
+    first32, first64, second32, second64 = (space.name for space in study_spaces(experiment))
+    moved = transferred(tmp_path / "run")
+    assert moved[first32] == moved[first64] == []
+    for before, after in ((first32, second32), (first64, second64)):
+        assert [source for source, _ in moved[after]] == [before] * 3
+        keys = {key for _, key in moved[after]}
+        assert len(df[df["config_key"].isin(keys)]) == 3  # measured on the next problem
+        assert speeds(df, before, keys) == speeds(df, before)[:3]
+
+
+def test_a_study_prepared_early_is_topped_up_when_it_starts_and_a_resumed_run_adds_none(tmp_path):
+    """fermi_like's three problems share one space: each next study is prepared while the one before measures its
+    last configurations, and is given the rest of its three when it starts."""
     experiment = fermi_with(transfer=3, sampler="random", trials=12)
     df = tuner.run(experiment, backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
-    spaces = study_spaces(experiment)
-    ok = df[(df["study"] != BASELINE) & (df["status"] == "ok")]
-
-    def fastest(study: str) -> list[tuple]:
-        rows = ok[ok["study"] == study].sort_values("gflops", ascending=False)
-        return [tuple(r) for r in rows[params].astype(str).itertuples(index=False)]
-
-    params = [c for c in df.columns if c.startswith("p_")]
+    spaces = [space.name for space in study_spaces(experiment)]
     moved = transferred(tmp_path / "run")
-    assert moved[spaces[0].name] == []
-    got = {}
+    assert moved[spaces[0]] == []
     for at in (1, 2):
-        assert len(moved[spaces[at].name]) == 3
-        assert {source for source, _ in moved[spaces[at].name]} <= {s.name for s in spaces[:at]}
-        rows = df[df["config_key"].isin({key for _, key in moved[spaces[at].name]})]
-        assert len(rows) == 3 and set(rows["study"]) == {spaces[at].name}  # measured, in the study they went to
-        got[at] = {tuple(r) for r in rows[params].astype(str).itertuples(index=False)}
-    # the second study was prepared while the first measured its last configurations and topped up when it
-    # started, so it has the first study's two fastest at least; the third has the first study's fastest (the
-    # second best of its turn-about ranking at worst)
-    assert set(fastest(spaces[0].name)[:2]) <= got[1]
-    assert fastest(spaces[0].name)[0] in got[2]
+        assert len(moved[spaces[at]]) == 3
+        assert {source for source, _ in moved[spaces[at]]} <= set(spaces[:at])
+        rows = df[df["config_key"].isin({key for _, key in moved[spaces[at]]})]
+        assert len(rows) == 3 and set(rows["study"]) == {spaces[at]}  # measured, in the study they went to
+    # the first study had finished when the third was prepared: its fastest is among the third's (the first or
+    # second of the turn-about ranking)
+    assert speeds(df, spaces[0])[0] in speeds(df, spaces[0], {key for _, key in moved[spaces[2]]})
     again = tuner.run(dataclasses.replace(experiment, search=dataclasses.replace(experiment.search, trials=14)),
                       backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
     assert transferred(tmp_path / "run") == moved

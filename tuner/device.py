@@ -106,10 +106,14 @@ def _block_while_waiting() -> None:
         driver = ctypes.CDLL("libcuda.so.1")
     except OSError:
         return
+    set_flags = getattr(driver, "cuDevicePrimaryCtxSetFlags_v2", None) or \
+        getattr(driver, "cuDevicePrimaryCtxSetFlags", None)  # a driver without either keeps CUDA's default
+    if set_flags is None:
+        return
     for ordinal in range(cuda.Device.count()):
         device = ctypes.c_int()
         if driver.cuDeviceGet(ctypes.byref(device), ordinal) == 0:
-            driver.cuDevicePrimaryCtxSetFlags_v2(device, CU_CTX_SCHED_BLOCKING_SYNC)
+            set_flags(device, CU_CTX_SCHED_BLOCKING_SYNC)
 
 
 def nvml_handle(pci_bus_id: str) -> Any | None:
