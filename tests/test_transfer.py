@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import optuna
@@ -164,6 +165,8 @@ def test_the_command_line_transfers_as_the_experiment_says_unless_told_otherwise
         keys = {key for _, key in told[space.name]}
         assert set(df[df["config_key"].isin(keys)]["study"]) == {space.name}
     assert all(moved == [] for moved in none.values())
+    runs = {name: json.loads((tmp_path / name / "metadata.json").read_text())["runs"] for name in ("told", "none")}
+    assert runs["told"][-1]["transfer"] == 5 and runs["none"][-1]["transfer"] == 0
     capsys.readouterr()
     assert cli.main([*common, "--out", str(tmp_path / "bad"), "--transfer", "-1"]) == 2
     assert "--transfer must be a whole number ≥ 0, not -1" in capsys.readouterr().err

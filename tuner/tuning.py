@@ -12,7 +12,7 @@ saved every few seconds and at the end) and ``metadata.json``::
 
     {"experiment": {"name", "path", "source" (the YAML text), "machine_models": [...]},
      "environments": {metadata_id: the backend's environment dict},
-     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "trials", "timeout_s", "seed",
+     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "trials", "timeout_s", "seed", "transfer",
                "gpu_busy_fraction", "device_busy_s", "wall_s", "evaluations", "interrupted", "error",
                "recording"}, ...]}
 
@@ -402,6 +402,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
             "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
             "sampler": strategy_name(choice),
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
+            "transfer": experiment.search.transfer,
             "recording": str(recording.path) if recording else None,
             "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
             "interrupted": False, "error": None, "gpus": len(backends),
