@@ -13,10 +13,10 @@ from scripted_backend import ScriptedBackend
 
 import tuner
 from tuner import cli
-from tuner.claims import CLAIM_ATTR
+from tuner.claims import CLAIM_ATTR, TRANSFER_ATTR
 from tuner.experiment import ExperimentError, load_experiment
 from tuner.study_space import study_spaces
-from tuner.transfer import TRANSFER_ATTR, same_space, transfer_best
+from tuner.transfer import same_space, transfer_best
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -116,6 +116,13 @@ def test_each_next_problem_starts_with_the_fastest_of_its_dtype_on_the_problem_b
         keys = {key for _, key in moved[after]}
         assert len(df[df["config_key"].isin(keys)]) == 3  # measured on the next problem
         assert speeds(df, before, keys) == speeds(df, before)[:3]
+        marked = df[df["transferred_from"].notna()]
+        assert set(marked[marked["study"] == after]["config_key"]) == keys
+        assert set(marked[marked["study"] == after]["transferred_from"]) == {before}
+    assert set(df[df["transferred_from"].notna()]["study"]) == {second32, second64}
+    # the column survives the table's rebuilding from the storage
+    rebuilt = tuner.run(experiment, backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
+    assert rebuilt["transferred_from"].notna().sum() == 6
 
 
 def test_a_study_prepared_early_is_topped_up_when_it_starts_and_a_resumed_run_adds_none(tmp_path):

@@ -37,6 +37,8 @@ WORKER_ATTR = "worker"
 LOST_ATTR = "lost_to"
 DEAD_ATTR = "dead_worker"
 RETRY_ATTR = "retry_of"
+TRANSFER_ATTR = "transferred_from"
+"""The study a queued trial's configuration was transferred from (tuner.transfer)."""
 CLAIM_WAIT_S = 30.0
 """How long a worker waits for a lower-numbered trial to claim its configuration before presuming it abandoned."""
 

@@ -188,6 +188,7 @@ def record_of_row(row: Mapping[str, Any]) -> Record:
         trial=int(row["trial"]), config=results.config_of_row(row), measurement=results.measurement_from_row(row),
         metadata_id=str(row["metadata_id"]), wall_offset_s=float(number("wall_offset_s") or 0.0),
         measured_at=str(row["measured_at"]), device_s=number("device_s"),
+        transferred_from=None if pd.isna(source := row.get("transferred_from", pd.NA)) else str(source),
     )
 
 

@@ -5,7 +5,9 @@ Columns (stable names; ``p_<NAME>`` holds each kernel parameter, empty where a f
 =====================  ==========================================================================
 experiment             experiment name
 study                  Optuna study name (one per problem and dtype), or ``baseline`` for cuBLAS
-sampler                search strategy that proposed the row (``baseline`` for cuBLAS)
+sampler                search strategy of the row's study (``baseline`` for cuBLAS)
+transferred_from       the earlier study whose fastest configurations the row's came from (``search.transfer``);
+                       empty where the strategy proposed it
 trial                  Optuna trial number in its study (-1 for baselines)
 wall_offset_s          seconds from the start of the run (across resumes: of the first run)
 measured_at            UTC time of the evaluation, ISO 8601
@@ -75,8 +77,8 @@ from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import Cost, cost
 
 BASE_COLUMNS: tuple[str, ...] = (
-    "experiment", "study", "sampler", "trial", "wall_offset_s", "measured_at", "metadata_id", "config_key",
-    "problem", "M", "N", "K", "family", "dtype",
+    "experiment", "study", "sampler", "transferred_from", "trial", "wall_offset_s", "measured_at", "metadata_id",
+    "config_key", "problem", "M", "N", "K", "family", "dtype",
 )
 MEASURE_COLUMNS: tuple[str, ...] = (
     "block", "grid", "status", "reason", "verify_error",
@@ -89,8 +91,8 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s", "gpu_name", "gpu_uuid",
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
-    "experiment", "study", "sampler", "measured_at", "metadata_id", "config_key", "problem", "family", "dtype",
-    "block", "grid", "status", "reason", "samples_ms", "gpu_name", "gpu_uuid",
+    "experiment", "study", "sampler", "transferred_from", "measured_at", "metadata_id", "config_key", "problem",
+    "family", "dtype", "block", "grid", "status", "reason", "samples_ms", "gpu_name", "gpu_uuid",
 })
 INTEGER_COLUMNS: frozenset[str] = frozenset({
     "trial", "M", "N", "K", "samples", "throttled_samples", "flops", "bytes_model",
@@ -122,6 +124,9 @@ class Record:
     wall_offset_s: float
     measured_at: str
     device_s: float | None = None
+    transferred_from: str | None = None
+    """The study whose fastest configurations this one came from (tuner.transfer), None where the strategy
+    proposed it."""
 
     def attrs(self) -> dict[str, Any]:
         """The JSON values a trial's user attributes keep (study and experiment are the trial's own; ``trial`` is
@@ -136,6 +141,7 @@ class Record:
             "sampler": self.sampler,
             "device_s": self.device_s,
             "trial": self.trial,
+            "transferred_from": self.transferred_from,
         }
 
     @classmethod
@@ -151,6 +157,7 @@ class Record:
             wall_offset_s=attrs["wall_offset_s"],
             measured_at=attrs["measured_at"],
             device_s=attrs.get("device_s"),
+            transferred_from=attrs.get("transferred_from"),
         )
 
 
@@ -295,6 +302,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "experiment": record.experiment,
         "study": record.study,
         "sampler": record.sampler,
+        "transferred_from": record.transferred_from,
         "trial": record.trial,
         "wall_offset_s": record.wall_offset_s,
         "measured_at": record.measured_at,

@@ -35,7 +35,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import optuna
@@ -47,6 +47,7 @@ from tuner.claims import (
     DEAD_ATTR,
     LOST_ATTR,
     RETRY_ATTR,
+    TRANSFER_ATTR,
     WORKER_ATTR,
     Liveness,
     SoleWorker,
@@ -541,6 +542,9 @@ class StudySearch:
     def _store(self, trial: Trial, config: Config, measurement: Measurement, device_s: float | None) -> None:
         record = self.recorder.record(self.space.name, trial.number, self.sampler_name, config, measurement,
                                       device_s)
+        source = trial.user_attrs.get(TRANSFER_ATTR)
+        if source is not None:
+            record = replace(record, transferred_from=str(source))
         trial.set_user_attr(RECORD_ATTR, record.attrs())
         value = objective_of(config, measurement)
         self.study.tell(trial, value or 0.0)

@@ -18,9 +18,8 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.claims import TRANSFER_ATTR
 from tuner.study_space import StudySpace
-
-TRANSFER_ATTR = "transferred_from"
 
 
 def same_space(one: StudySpace, other: StudySpace) -> bool:
