@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 from pathlib import Path
 
 import optuna
 import pandas as pd
 import pytest
+from optuna.trial import TrialState
 from scripted_backend import ScriptedBackend
+from test_study import ListRecorder
 
 import tuner
 from tuner import cli
-from tuner.claims import CLAIM_ATTR, TRANSFER_ATTR
+from tuner.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
 from tuner.experiment import ExperimentError, load_experiment
+from tuner.progress import Progress
+from tuner.study import Budget, StudySearch, open_storage, open_study
 from tuner.study_space import study_spaces
 from tuner.transfer import same_space, transfer_best
 
@@ -177,3 +182,22 @@ def test_the_command_line_transfers_as_the_experiment_says_unless_told_otherwise
     capsys.readouterr()
     assert cli.main([*common, "--out", str(tmp_path / "bad"), "--transfer", "-1"]) == 2
     assert "--transfer must be a whole number ≥ 0, not -1" in capsys.readouterr().err
+
+
+def test_a_transferred_trial_a_dead_worker_left_is_asked_again_still_naming_its_source(tmp_path):
+    """A worker sharing the study fails a dead worker's RUNNING trial and queues its configuration again: the
+    retry keeps the transfer's source, so its row is marked like the first attempt would have been."""
+    first, second, _ = study_spaces(load_experiment(FERMI))
+    storage = open_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    study = open_study(storage, second, "random", seed=0)
+    config = second.valid[2]
+    study.enqueue_trial(second.params(config), user_attrs={TRANSFER_ATTR: first.name})
+    left = study.ask(second.distributions())
+    left.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}/not-a-pid/0")  # a process of this host that is gone
+    search = StudySearch(study, second, ScriptedBackend(), Budget(3), ListRecorder(), Progress(quiet=True),
+                         HostWorkers())
+    search._fail_dead()
+    retry = next(t for t in study.get_trials(deepcopy=False) if t.state == TrialState.WAITING)
+    assert retry.user_attrs[TRANSFER_ATTR] == first.name and retry.user_attrs[RETRY_ATTR] == left.number
+    search.run()
+    assert [r.transferred_from for r in search.recorder.records if r.config.key == config.key] == [first.name]

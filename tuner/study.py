@@ -278,6 +278,8 @@ class StudySearch:
         and answers it, so that the device measures its compiled configurations while the last ones of this study
         still compile."""
         self.successor: StudySearch | None = None
+        self.transferred: dict[int, str] = {}
+        """Trial number -> the study its queued configuration was transferred from (read when it was asked)."""
         self.running = False
         """Whether this search's study is the one being searched (another search may measure for it before)."""
         self._refresh()
@@ -472,10 +474,13 @@ class StudySearch:
             trial.set_user_attr(LOST_ATTR, "taken")
             self.study.tell(trial, state=TrialState.FAIL)
         else:
-            if trial.user_attrs.get(CLAIM_ATTR) != config.key:
+            attrs = trial.user_attrs  # a read of the storage
+            if attrs.get(CLAIM_ATTR) != config.key:
                 trial.set_user_attr(CLAIM_ATTR, config.key)
-            if trial.user_attrs.get(WORKER_ATTR) != this_worker():
+            if attrs.get(WORKER_ATTR) != this_worker():
                 trial.set_user_attr(WORKER_ATTR, this_worker())
+            if TRANSFER_ATTR in attrs:
+                self.transferred[trial.number] = str(attrs[TRANSFER_ATTR])
             self.pending.append((trial, config, time.monotonic()))
             self.backend.prefetch([config])  # its compile starts now, not once the queue is full
 
@@ -523,7 +528,8 @@ class StudySearch:
                 continue
             config = self.space.config_of(frozen.params)
             if config is not None and self.space.candidate(config) >= 0:
-                self.study.enqueue_trial(frozen.params, user_attrs={RETRY_ATTR: frozen.number})
+                source = {TRANSFER_ATTR: frozen.user_attrs[TRANSFER_ATTR]} if TRANSFER_ATTR in frozen.user_attrs else {}
+                self.study.enqueue_trial(frozen.params, user_attrs={RETRY_ATTR: frozen.number, **source})
 
     def _release(self, why: str) -> None:
         """A study stopping early: the sole worker leaves its queue RUNNING for the next run to take over; a worker
@@ -542,9 +548,9 @@ class StudySearch:
     def _store(self, trial: Trial, config: Config, measurement: Measurement, device_s: float | None) -> None:
         record = self.recorder.record(self.space.name, trial.number, self.sampler_name, config, measurement,
                                       device_s)
-        source = trial.user_attrs.get(TRANSFER_ATTR)
+        source = self.transferred.pop(trial.number, None)
         if source is not None:
-            record = replace(record, transferred_from=str(source))
+            record = replace(record, transferred_from=source)
         trial.set_user_attr(RECORD_ATTR, record.attrs())
         value = objective_of(config, measurement)
         self.study.tell(trial, value or 0.0)
