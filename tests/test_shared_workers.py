@@ -61,21 +61,27 @@ def evaluations(storage: optuna.storages.BaseStorage) -> pd.DataFrame:
 
 
 def kill_one_mid_run(storage_url: str, tmp_path: Path) -> tuple[pd.DataFrame, str, list[Path]]:
-    """Start the workers, SIGKILL the first once it holds a claimed, unmeasured trial, let the others finish."""
+    """Start the first worker and, once it has claimed trials, the others; SIGKILL the first once it holds a
+    claimed, unmeasured trial beside a measured one; let the others finish. The others start after the first has
+    claimed, so that on a slow machine they cannot have taken all the work before it starts."""
     outs = [tmp_path / f"host{i}" for i in range(WORKERS)]
-    workers = [start_worker(storage_url, out) for out in outs]
-    victim = workers[0]
+    victim = start_worker(storage_url, outs[0])
+    workers = [victim]
     prefix = f"{socket.gethostname()}/{victim.pid}/"
     started = time.monotonic()
+
+    def victim_holds(*states: TrialState) -> bool:
+        assert victim.poll() is None, f"the worker ended before it could be killed: {victim.stderr.read()}"
+        held = {t.state for t in trials_by_worker(store, prefix)}
+        return all(state in held for state in states)
+
     try:
         store = open_storage(storage_url)
         try:
-            while time.monotonic() - started < DEADLINE_S:
-                assert victim.poll() is None, f"the worker ended before it could be killed: {victim.stderr.read()}"
-                held = trials_by_worker(store, prefix)
-                if any(t.state == TrialState.RUNNING for t in held) and any(t.state == TrialState.COMPLETE
-                                                                             for t in held):
-                    break
+            while not victim_holds(TrialState.RUNNING) and time.monotonic() - started < DEADLINE_S:
+                time.sleep(0.2)
+            workers += [start_worker(storage_url, out) for out in outs[1:]]
+            while not victim_holds(TrialState.RUNNING, TrialState.COMPLETE) and time.monotonic() - started < DEADLINE_S:
                 time.sleep(0.2)
             victim.send_signal(signal.SIGKILL)
             victim.wait()
