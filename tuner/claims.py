@@ -3,10 +3,13 @@
 A claim. As soon as a trial is asked it carries its configuration: its parameters, and the user attributes
 ``config_key`` (the configuration's key) and ``worker`` (the process that asked it). The storage numbers trials
 atomically, so the claims of a key are ordered: the lowest-numbered *live* trial of a key owns it: a completed
-evaluation, or a RUNNING trial whose worker is alive. A trial that is not the owner of its key is never measured
-(the search loop fails it, with the user attribute ``lost_to`` naming the owner). Before measuring, a worker checks
-that it owns the trial; while a lower-numbered live trial has no claim yet (its worker is between asking and
-claiming), it waits, since that trial might claim the same key.
+evaluation, a RUNNING trial whose worker is alive, or a trial waiting in the study's queue (a dead worker's
+configuration queued again, a transferred one), which the next ask of any worker takes. A trial that is not the owner
+of its key is never measured (the search loop fails it, with the user attribute ``lost_to`` naming the owner). Before
+measuring, a worker checks that it owns the trial; while a lower-numbered live trial has no claim yet (its worker is
+between asking and claiming), it waits, since that trial might claim the same key. A trial that is not live never
+becomes live again, and a queued trial counts as live from the moment it is numbered, so an owner stays the owner
+until it is measured or its worker dies.
 
 Dead workers. Whether a worker is alive is a :class:`Liveness` question. :class:`SoleWorker` is the answer for a
 storage only this process uses (the run folder's own, under the folder's lock): every other worker is
@@ -14,7 +17,8 @@ dead. :class:`HostWorkers` knows the processes of this host (a worker id names t
 start time) and presumes workers of other hosts alive; a heartbeat (Optuna's ``heartbeat_interval``) would
 answer for those. A dead worker's RUNNING trials are failed (user attribute ``dead_worker``) and their
 configurations put first in the study's queue (``enqueue_trial``, user attribute ``retry_of``), so that whichever
-worker asks next measures them. A trial without a worker is being asked: it is left alone for CLAIM_WAIT_S.
+worker asks next measures them. A trial without a worker is being asked: it is left alone, and counts as live
+(a higher-numbered trial waits for its claim), for CLAIM_WAIT_S.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -116,20 +120,32 @@ def unclaimed_too_long(trial: FrozenTrial) -> bool:
 
 
 def is_live(trial: FrozenTrial, liveness: Liveness) -> bool:
-    return trial.state == TrialState.COMPLETE or (trial.state == TrialState.RUNNING
-                                                 and liveness.alive(trial.user_attrs.get(WORKER_ATTR)))
+    """Whether a trial holds, or may come to hold, its configuration: evaluated, waiting in the queue, or RUNNING
+    with its worker alive, or without a worker yet while that worker may still be between asking and claiming."""
+    if trial.state in (TrialState.COMPLETE, TrialState.WAITING):
+        return True
+    if trial.state != TrialState.RUNNING:
+        return False
+    worker = trial.user_attrs.get(WORKER_ATTR)
+    return not unclaimed_too_long(trial) if worker is None else liveness.alive(worker)
+
+
+KeyOf = Callable[[FrozenTrial], str | None]
+"""The configuration a trial holds (:func:`claimed_key`, or a search's own reading that also knows the
+configuration of a queued trial from its parameters)."""
 
 
 def owner(trials: Sequence[FrozenTrial], number: int, key: str, liveness: Liveness,
-          asked_s: float) -> int | None:
+          asked_s: float, key_of: KeyOf = claimed_key) -> int | None:
     """The number of the trial that owns ``key`` as trial ``number`` sees it: ``number`` itself, a lower-numbered
     live trial of the same key, or None while a lower-numbered live trial has not claimed anything yet (unless it
-    has kept silent past CLAIM_WAIT_S since ``asked_s``, a time.monotonic() reading)."""
+    has kept silent past CLAIM_WAIT_S since ``asked_s``, a time.monotonic() reading). ``trials``: the study's
+    COMPLETE, RUNNING and WAITING trials, read after trial ``number`` was asked."""
     undecided = False
     for trial in trials:
         if trial.number >= number or not is_live(trial, liveness):
             continue
-        held = claimed_key(trial)
+        held = key_of(trial)
         if held == key:
             return trial.number
         if held is None and trial.state == TrialState.RUNNING:
@@ -139,10 +155,11 @@ def owner(trials: Sequence[FrozenTrial], number: int, key: str, liveness: Livene
     return number
 
 
-def within_budget(trials: Sequence[FrozenTrial], number: int, budget: int, liveness: Liveness) -> bool:
+def within_budget(trials: Sequence[FrozenTrial], number: int, budget: int, liveness: Liveness,
+                  key_of: KeyOf = claimed_key) -> bool:
     """Whether trial ``number`` fits in a study's budget of ``budget`` configurations: fewer than that many
     distinct configurations are held by lower-numbered live trials (the storage numbers trials atomically, so
     workers asking at the same moment agree on which claims the budget covers)."""
-    held = {claimed_key(t) for t in trials if t.number < number and is_live(t, liveness)}
+    held = {key_of(t) for t in trials if t.number < number and is_live(t, liveness)}
     held.discard(None)
     return len(held) < budget

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 import optuna
-from optuna.trial import Trial, TrialState
+from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, start_evaluation
 from tuner.claims import (
@@ -65,7 +65,7 @@ from tuner.storage import open_storage
 from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
-from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
+from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer, trial_params
 from tuner.study_space import AXES_ATTR, FAMILY_PARAM, StudySpace, study_spaces
 from tuner.trial_making import making, trial_in_making
 
@@ -312,8 +312,7 @@ class StudySearch:
         return min(self.budget.trials, self.space.domain.size)
 
     def _stop_reason(self) -> str | None:
-        committed = len(self.done) + len(self.pending) + len(self.elsewhere)
-        if committed >= self.budget.trials:
+        if len(self._taken()) >= self.budget.trials:
             return f"{self.budget.trials} configurations evaluated"
         if len(self._taken()) >= self.space.domain.size:
             return "every valid configuration evaluated" if not self.elsewhere else \
@@ -463,14 +462,14 @@ class StudySearch:
             self.successor = then()
 
     def _queue(self, trial: Trial) -> None:
-        """Claim the trial's configuration and queue it, or fail the trial when its configuration is no free
-        candidate (one put in the study's queue by hand that is taken or not valid, or one another worker took
-        meanwhile)."""
+        """Claim the trial's configuration and queue it, or fail the trial when its configuration is not valid, or
+        evaluated already, or queued by this search. Whether another worker's claim of it wins is decided when the
+        trial is about to be measured (:meth:`_owns`): a claim seen in an earlier reading may have lost since."""
         config = self.space.config_of(trial.params)
         if config is None or self.space.candidate(config) < 0:
             trial.set_user_attr(LOST_ATTR, "not a valid configuration of the study")
             self.study.tell(trial, state=TrialState.FAIL)
-        elif config.key in self._taken():
+        elif config.key in self.done or any(config.key == queued.key for _, queued, _ in self.pending):
             trial.set_user_attr(LOST_ATTR, "taken")
             self.study.tell(trial, state=TrialState.FAIL)
         else:
@@ -489,16 +488,27 @@ class StudySearch:
         if self.sole:
             return True
         while True:
-            trials = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE))
-            found = owner(trials, trial.number, config.key, self.liveness, asked)
+            trials = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE,
+                                                                   TrialState.WAITING))
+            found = owner(trials, trial.number, config.key, self.liveness, asked, self._held_key)
             if found is not None:
                 break
             time.sleep(0.05)
-        if found == trial.number and within_budget(trials, trial.number, self.budget.trials, self.liveness):
+        if found == trial.number and within_budget(trials, trial.number, self.budget.trials, self.liveness,
+                                                   self._held_key):
             return True
         trial.set_user_attr(LOST_ATTR, found if found != trial.number else "budget")
         self.study.tell(trial, state=TrialState.FAIL)
         return False
+
+    def _held_key(self, trial: FrozenTrial) -> str | None:
+        """The configuration a trial holds: its record's or claim's, or, for a trial waiting in the queue, its
+        parameters'."""
+        key = claimed_key(trial)
+        if key is None and trial.state == TrialState.WAITING:
+            config = self.space.config_of(trial_params(trial))
+            key = config.key if config is not None else None
+        return key
 
     # trials left by an earlier run or a dead worker
     def _take_over(self) -> None:

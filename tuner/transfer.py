@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import optuna
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import TrialState
 
 from tuner.claims import TRANSFER_ATTR
+from tuner.strategies.sampler import trial_params
 from tuner.study_space import StudySpace
 
 
@@ -39,7 +40,7 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
                  budget - sum(1 for trial in held if trial.state != TrialState.FAIL))
     if wanted <= 0:
         return 0
-    taken = {config.key for config in (space.config_of(_params(trial)) for trial in held) if config is not None}
+    taken = {config.key for config in (space.config_of(trial_params(trial)) for trial in held) if config is not None}
     rankings = [_ranked(other, other_space) for other, other_space in reversed(earlier)
                 if other_space is not space and same_space(other_space, space)]
     queued = 0
@@ -57,11 +58,6 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
             if queued == wanted:
                 return queued
     return queued
-
-
-def _params(trial: FrozenTrial) -> dict[str, Any]:
-    """A trial's parameters, also while it waits in the queue (where Optuna keeps them apart)."""
-    return trial.params or dict(trial.system_attrs.get("fixed_params", {}))
 
 
 def _ranked(study: optuna.Study, space: StudySpace) -> list[tuple[str, dict[str, Any]]]:

@@ -2,9 +2,9 @@
 
 :class:`DomainSampler` is the study's Optuna sampler whatever the strategy. It proposes all of the study's
 parameters at once (relative sampling over a fixed search space) and maps the proposal to the nearest candidate of
-the domain (a valid configuration) that no trial of the study has taken: evaluated (COMPLETE) or asked and not yet
-finished (RUNNING). What is evaluated is what the trial's parameters say, so a proposal is never repeated and never
-invalid. Where the proposal comes from:
+the domain (a valid configuration) that no trial of the study has taken: evaluated (COMPLETE), asked and not yet
+finished (RUNNING), or waiting in the study's queue (WAITING). What is evaluated is what the trial's parameters
+say, so a proposal is never repeated and never invalid. Where the proposal comes from:
 
 * :class:`OptunaProposer`: an Optuna sampler, made afresh for every trial from a seed derived from the run's seed,
   the study and the trial number (:mod:`tuner.strategies.optuna_samplers`). It samples the parameters it models
@@ -81,18 +81,25 @@ class History:
         """(trial, candidate, value to minimise) of every completed trial, in trial order."""
         known = {} if known is None else known
         for trial in trials:
-            if trial.number == asking or trial.state not in (TrialState.COMPLETE, TrialState.RUNNING):
+            if trial.number == asking or trial.state not in (TrialState.COMPLETE, TrialState.RUNNING,
+                                                             TrialState.WAITING):
                 continue
             candidate = known.get(trial.number, -2)
             if candidate == -2:
-                candidate = _candidate(parameters, trial.params)
-                if len(trial.params) == len(parameters.distributions()):  # a trial's parameters are set once
+                params = trial_params(trial)
+                candidate = _candidate(parameters, params)
+                if len(params) == len(parameters.distributions()):  # a trial's parameters are set once
                     known[trial.number] = candidate
             if candidate < 0:
                 continue
             self.taken[candidate] = True
             if trial.state == TrialState.COMPLETE and trial.value is not None:
                 self.completed.append((trial, candidate, cost(trial.value, direction)))
+
+
+def trial_params(trial: FrozenTrial) -> dict[str, Any]:
+    """A trial's parameters, also while it waits in the study's queue (where Optuna keeps them apart)."""
+    return trial.params or dict(trial.system_attrs.get("fixed_params", {}))
 
 
 def _candidate(parameters: Parameters, params: Mapping[str, Any]) -> int:
