@@ -312,9 +312,10 @@ class StudySearch:
         return min(self.budget.trials, self.space.domain.size)
 
     def _stop_reason(self) -> str | None:
-        if len(self._taken()) >= self.budget.trials:
+        taken = len(self._taken())
+        if taken >= self.budget.trials:
             return f"{self.budget.trials} configurations evaluated"
-        if len(self._taken()) >= self.space.domain.size:
+        if taken >= self.space.domain.size:
             return "every valid configuration evaluated" if not self.elsewhere else \
                 "every valid configuration evaluated or being evaluated"
         if self._timed_out():
