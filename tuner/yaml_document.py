@@ -85,14 +85,20 @@ def read_document(text: str, file: str) -> Document:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "nesting depth" in problem:  # the libyaml of PyYAML 6.0.4 and later refuses it while scanning
+            raise _too_deep(file) from None
         raise ExperimentError(file, "", f"is not valid YAML ({problem})", mark.line + 1 if mark else None) from None
     except RecursionError:
-        raise ExperimentError(file, "", f"nests its lists and mappings far deeper than the {MAX_DEPTH} levels an "
-                                        f"experiment may have") from None
+        raise _too_deep(file) from None
     finally:
         if loader is not None:
             loader.dispose()
     return document
+
+
+def _too_deep(file: str) -> ExperimentError:
+    return ExperimentError(file, "", f"nests its lists and mappings far deeper than the {MAX_DEPTH} levels an "
+                                     f"experiment may have")
 
 
 def _forbidden_character(text: str, file: str, exc: yaml.reader.ReaderError) -> ExperimentError:
