@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tuner import atomic_file
+
 
 def read_cached(path: Path, name: str) -> dict[str, Any] | None:
     """The summary cached in ``path`` for the device called ``name``; None when there is none or it is unreadable."""
@@ -27,6 +29,6 @@ def write_cached(path: Path, summary: dict[str, Any]) -> None:
     """Keep a device summary in ``path``; a cache that cannot be written is a warning."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(summary, indent=2))
+        atomic_file.write_text(path, json.dumps(summary, indent=2))
     except OSError as exc:
         print(f"warning: could not cache the ceilings in {path}: {exc}", file=sys.stderr)

@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.errors import ExperimentError, TunerError
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
@@ -220,16 +221,20 @@ def _check_recorded_problem(v: _Validator, problem: Problem, spec: KernelSpec, p
 
 
 def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> Any:
-    """A parameter value of the type the family's defaults have: integers ≥ 0, text or booleans."""
+    """A parameter value of the type the family's defaults have: integers ≥ 0, text or booleans; text only as the
+    family admits it (see Parameter.refusal)."""
     kinds = {bool if isinstance(d, bool) else int if isinstance(d, int) else str for d in param.default}
     if kinds == {bool}:
-        return v.boolean(value, path)
-    if kinds == {str}:
-        return v.text(value, path)
-    if kinds == {int}:
-        return v.integer(value, path, minimum=0)
-    if not isinstance(value, bool | int | str):
+        value = v.boolean(value, path)
+    elif kinds == {str}:
+        value = v.text(value, path)
+    elif kinds == {int}:
+        value = v.integer(value, path, minimum=0)
+    elif not isinstance(value, bool | int | str):
         raise v.r.error(path, f"expected an integer, text or true/false, found {_describe(value)}")
+    refusal = param.refusal(value)
+    if refusal:
+        raise v.r.error(path, refusal)
     return value
 
 
@@ -261,6 +266,17 @@ def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dic
 
 def _optional(check: Callable) -> Callable:
     return lambda x, p: None if x is None else check(x, p)
+
+
+def parse_machine_models(text: str, file: str) -> tuple[MachineModel, ...]:
+    """The machine models of an experiment given as YAML text, without loading any kernel family (so that a
+    recorded experiment's text can be read without running code its ``template_dirs`` name)."""
+    document = read_document(text, file)
+    raw = document.value.get("machine_models", []) if isinstance(document.value, dict) else []
+    if not isinstance(raw, list):
+        raise document.error(("machine_models",), f"expected a list, found {_describe(raw)}")
+    v = _Validator(document)
+    return tuple(_machine(v, item, ("machine_models", i)) for i, item in enumerate(raw))
 
 
 def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLike[str], ...] = ()) -> Experiment:
@@ -305,7 +321,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
                              f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
     compile_ = _settings(v, top.get("compile"), ("compile",), CompileSettings, {
         "arch": lambda x, p: _arch(v, x, p),
-        "options": lambda x, p: tuple(v.text(o, (*p, i)) for i, o in enumerate(_list(v, x, p))),
+        "options": lambda x, p: _options(v, x, p),
         "workers": _optional(v.integer),
     })
     folders = _template_dirs(v, top.get("template_dirs", []), file)
@@ -348,6 +364,15 @@ def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
     return tuple(folders)
 
 
+def _options(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
+    options = tuple(v.text(o, (*path, i)) for i, o in enumerate(_list(v, value, path)))
+    try:
+        check_nvcc_options(options)
+    except OptionError as exc:
+        raise v.r.error((*path, exc.index), str(exc)) from None
+    return options
+
+
 def _list(v: _Validator, value: Any, path: FieldPath) -> list:
     if not isinstance(value, list):
         raise v.r.error(path, f"expected a list, found {_describe(value)}")
@@ -363,17 +388,25 @@ def _arch(v: _Validator, value: Any, path: FieldPath) -> str:
     return text
 
 
-def _name(v: _Validator, value: Any) -> str:
-    name = v.text(value, ("name",))
+def name_refusal(name: str) -> str | None:
+    """Why ``name`` cannot name an experiment (it names its output folder), or None where it can."""
     if any(c in name for c in "/\\") or name.startswith("."):
-        raise v.r.error(("name",), f"is used as a folder name and may not contain '/' or start with '.': {name!r}")
+        return f"is used as a folder name and may not contain '/' or start with '.': {name!r}"
     hidden = next((c for c in name if not c.isprintable()), None)
     if hidden is not None:
-        raise v.r.error(("name",), f"is used as a folder name and may not hold control or other invisible "
-                                   f"characters (it holds U+{ord(hidden):04X}): {name!r}")
+        return (f"is used as a folder name and may not hold control or other invisible characters (it holds "
+                f"U+{ord(hidden):04X}): {name!r}")
     if len(name.encode()) > NAME_BYTES:
-        raise v.r.error(("name",), f"is used as a folder name, which may have at most {NAME_BYTES} bytes "
-                                   f"(this one has {len(name.encode())})")
+        return (f"is used as a folder name, which may have at most {NAME_BYTES} bytes (this one has "
+                f"{len(name.encode())})")
+    return None
+
+
+def _name(v: _Validator, value: Any) -> str:
+    name = v.text(value, ("name",))
+    refusal = name_refusal(name)
+    if refusal:
+        raise v.r.error(("name",), refusal)
     return name
 
 
@@ -403,6 +436,13 @@ def check_experiment(experiment: Experiment) -> None:
 
     if not isinstance(experiment.name, str) or not experiment.name.strip():
         raise fail("name", "an experiment needs a name (non-empty text)")
+    refusal = name_refusal(experiment.name)
+    if refusal:
+        raise fail("name", refusal)
+    try:
+        check_nvcc_options(experiment.compile.options)
+    except OptionError as exc:
+        raise fail(f"compile.options[{exc.index}]", str(exc)) from None
     if not experiment.problems:
         raise fail("problems", "list at least one problem")
     if not experiment.kernels:
@@ -420,6 +460,11 @@ def check_experiment(experiment: Experiment) -> None:
                                                               f"parameters: {', '.join(family.parameter_names)}")
             if not values:
                 raise fail(f"kernels[{i}].parameters.{name}", "list at least one value")
+            parameter = family.parameters[family.parameter_names.index(name)]
+            for j, value in enumerate(values):
+                refusal = parameter.refusal(value) if family.recording is None else None
+                if refusal:
+                    raise fail(f"kernels[{i}].parameters.{name}[{j}]", refusal)
         missing = [n for n in family.parameter_names if n not in spec.values]
         if missing:
             raise fail(f"kernels[{i}].parameters", f"no values for {', '.join(missing)}")

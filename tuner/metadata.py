@@ -91,9 +91,10 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
     Keys: backend, device, peaks {"theoretical", "measured"}, ceilings (how and when they were measured),
     versions (driver, cuda, nvcc, pycuda, python, numpy, optuna, tuner), git {commit, dirty},
     measure (settings + method), compile {arch, options, compiler}, templates {family: hash}, template_dirs
-    (the folders of families beyond the package's), created_utc.
+    (the folders of families beyond the package's), families (what a report needs of the families in those
+    folders, as data: tuner.kernels.discovery.folder_family_records), created_utc.
     """
-    from tuner.kernels.discovery import families, family_dirs, template_hash
+    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash
     from tuner.measure import describe_method
 
     summary = device_summary or {}
@@ -121,6 +122,7 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
                     "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
         "templates": {name: template_hash(name) for name in families()},
         "template_dirs": [str(folder) for folder in family_dirs()],
+        "families": folder_family_records(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

@@ -55,7 +55,6 @@ so the whole table can be rebuilt from the Optuna storage.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -68,6 +67,7 @@ import numpy as np
 import pandas as pd
 from optuna.trial import FrozenTrial
 
+from tuner import atomic_file
 from tuner.config import DTYPE_BYTES, MATMUL_DIMS, Config, ParamValue, Problem
 from tuner.errors import TunerError
 from tuner.kernels import matmul
@@ -478,13 +478,7 @@ def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None
             (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
             (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
         ):
-            partial = folder / f".{name}.partial"
-            try:
-                write(partial)
-                partial.replace(folder / name)
-            finally:
-                with contextlib.suppress(OSError):
-                    partial.unlink(missing_ok=True)
+            atomic_file.replace_with(folder / name, write)
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)  # pyarrow wraps the system's words in its own
         raise TunerError(f"{folder}: the results table cannot be saved in this folder ({reason}); the files saved "

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tuner import atomic_file
 from tuner.errors import TunerError
 
 CACHE_FORMAT = 2  # bump when the layout of an entry changes
@@ -45,24 +44,13 @@ def read(folder: Path, key: str, suffix: str) -> Entry | None:
         return None
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(partial, path)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
-
-
 def write(folder: Path, key: str, suffix: str, entry: Entry) -> None:
     """Store an entry (the binary first, so that a record never points at a missing binary)."""
     where = folder / key[:2]
     try:
         where.mkdir(parents=True, exist_ok=True)
-        _write_atomically(binary_path(folder, key, suffix), entry.binary)
-        _write_atomically(where / f"{key}.json", json.dumps(entry.record, indent=1).encode())
+        atomic_file.write_bytes(binary_path(folder, key, suffix), entry.binary)
+        atomic_file.write_bytes(where / f"{key}.json", json.dumps(entry.record, indent=1).encode())
     except OSError as exc:
         raise TunerError(f"cannot write the compile cache in {folder} ({exc}); make it writable or point "
                          f"TUNER_CACHE_DIR at a writable folder") from None

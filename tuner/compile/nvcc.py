@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from tuner.compile import cache as compile_cache
+from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.compile.pool import compile_all
 from tuner.compile.result import CompileResult
 from tuner.config import Config
@@ -179,6 +180,10 @@ def compile_source(source: str, arch: str, options: Sequence[str] = ("-O3",)) ->
     a missing nvcc, an unknown architecture or an unusable cache folder raises TunerError.
     """
     parse_arch(arch)
+    try:
+        check_nvcc_options(options)
+    except OptionError as exc:
+        raise TunerError(f"compile.options[{exc.index}]: {exc}") from None
     nvcc = find_nvcc()
     key = compile_cache.cache_key(source, list(options), arch, _version_text(nvcc))
     entry = compile_cache.read(cache_dir(), key, CUBIN)

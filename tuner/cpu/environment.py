@@ -17,9 +17,9 @@ from tuner.settings import MeasureSettings
 def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSettings) -> dict[str, Any]:
     """Keys: backend, device (the CPU and the thread count), peaks {"theoretical", "measured"} at that thread
     count, ceilings, versions (cc, blas, python, numpy, optuna, tuner), git, measure, compile, templates,
-    template_dirs, created_utc."""
+    template_dirs, families, created_utc."""
     from tuner.backends.cpu.worker import blas_description
-    from tuner.kernels.discovery import families, family_dirs, template_hash
+    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash
 
     compiler = summary["versions"]
     ceilings = summary.get("ceilings") or {}
@@ -36,5 +36,6 @@ def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSetti
                     "openmp": compiler["openmp"]},
         "templates": {name: template_hash(name) for name in families()},
         "template_dirs": [str(folder) for folder in family_dirs()],
+        "families": folder_family_records(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
     }

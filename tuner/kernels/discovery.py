@@ -192,6 +192,19 @@ def get_family(name: str) -> Family:
     return known[name]
 
 
+def folder_family_records() -> dict[str, dict[str, object]]:
+    """What a report needs of each family found in a folder of ``use_family_dirs``, whose code a report made later
+    from the run folder does not import: its description, target, parameters and template text."""
+    records: dict[str, dict[str, object]] = {}
+    for family in families().values():
+        if family.folder is None or family.recording is not None or family.folder not in _dirs:
+            continue
+        records[family.name] = {"description": family.description, "target": family.target,
+                                "parameters": list(family.parameter_names), "template_file": family.template_file,
+                                "template": family.template_path.read_text(encoding="utf-8")}
+    return records
+
+
 def template_hash(name: str) -> str:
     """SHA-256 (first 16 hex digits) of the family's template and its declaration module."""
     family = get_family(name)

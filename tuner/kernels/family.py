@@ -9,6 +9,7 @@ its own ``dims``, ``arguments``, ``reference``, ``tolerance``, ``flops`` and ``c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +32,39 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[+-]?[0-9]+(?:\.[0-9]+)?")
+"""What a text value may be in a kernel's source: a C identifier or a number, never free text."""
+INTEGER_LIMIT = 2**31 - 1
+"""The largest integer a parameter may take: values go into the source as C ``int`` constants."""
+
+
 @dataclass(frozen=True)
 class Parameter:
     name: str
     description: str
     default: tuple[ParamValue, ...]
+    pattern: str | None = None
+    """For a text parameter: a regular expression (matched whole) for the values an experiment may give beside
+    the defaults; None admits the defaults only. Every text value must be a ``TOKEN`` as well."""
+
+    @property
+    def is_text(self) -> bool:
+        return any(isinstance(d, str) for d in self.default)
+
+    def refusal(self, value: ParamValue) -> str | None:
+        """Why ``value`` may not be given to this parameter, or None where it may."""
+        if isinstance(value, str):
+            if not TOKEN.fullmatch(value):
+                return (f"the text value {value!r} is not a single token (a C identifier or a number), and text "
+                        f"values go into the kernel's source")
+            if value in self.default or (self.pattern is not None and re.fullmatch(self.pattern, value)):
+                return None
+            allowed = ", ".join(repr(d) for d in self.default)
+            extra = f" or text matching {self.pattern!r}" if self.pattern else ""
+            return f"{value!r} is not a value this parameter takes (one of {allowed}{extra})"
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INTEGER_LIMIT:
+            return f"{value} is beyond the {INTEGER_LIMIT} a parameter may be (values are C int constants)"
+        return None
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ from functools import cache
 from pathlib import Path
 
 import jinja2
+import jinja2.sandbox
 
 from tuner.config import DTYPE_CTYPE, Config
 from tuner.kernels.discovery import get_family, template_hash
-from tuner.kernels.family import Dim3
+from tuner.kernels.family import TOKEN, Dim3
 
 
 @dataclass(frozen=True)
@@ -33,15 +34,13 @@ class Launch:
         return (min(cells, multiprocessors * self.resident_blocks_per_sm), 1, 1)
 
 
+_OPTIONS = {"undefined": jinja2.StrictUndefined, "keep_trailing_newline": True, "trim_blocks": True,
+            "lstrip_blocks": True}
+
+
 @cache
 def _environment(folder: Path) -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(folder),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(folder), **_OPTIONS)
 
 
 def render(config: Config) -> str:
@@ -49,20 +48,35 @@ def render(config: Config) -> str:
     return _rendered(config, template_hash(config.family))
 
 
+def _context(config: Config, template_file: str, digest: str) -> dict[str, object]:
+    """The variables a family's template is rendered with."""
+    loose = [f"{k}={v!r}" for k, v in config.params if isinstance(v, str) and not TOKEN.fullmatch(v)]
+    if loose:
+        raise ValueError(f"the text value(s) {', '.join(loose)} are not single tokens (a C identifier or a number); "
+                         f"a kernel's source takes no free text")
+    values = ", ".join(f"{k}={v}" for k, v in config.params)
+    header = (
+        f"// tuner kernel family '{config.family}' (template {template_file}, hash {digest})\n"
+        f"// dtype={config.dtype}; {values}"
+    )
+    return {"header": header, "dtype": config.dtype, "ctype": DTYPE_CTYPE[config.dtype],
+            "element_bytes": config.element_bytes, **config.param_dict}
+
+
 @functools.lru_cache(maxsize=4096)
 def _rendered(config: Config, digest: str) -> str:
     """The source of one configuration from its family's template as it is now (``digest``: its hash)."""
     family = get_family(config.family)
-    values = ", ".join(f"{k}={v}" for k, v in config.params)
-    header = (
-        f"// tuner kernel family '{family.name}' (template {family.template_file}, "
-        f"hash {digest})\n"
-        f"// dtype={config.dtype}; {values}"
-    )
     assert family.folder is not None  # discovery places every family
     template = _environment(family.folder).get_template(family.template_file)
-    return template.render(header=header, dtype=config.dtype, ctype=DTYPE_CTYPE[config.dtype],
-                           element_bytes=config.element_bytes, **config.param_dict)
+    return template.render(**_context(config, family.template_file, digest))
+
+
+def render_stored(config: Config, template_text: str, template_file: str, digest: str) -> str:
+    """The source of one configuration from a template kept as data (a run folder's copy): rendered in Jinja's
+    sandbox, with no loader, so that the text can reach neither Python nor files."""
+    environment = jinja2.sandbox.ImmutableSandboxedEnvironment(**_OPTIONS)
+    return environment.from_string(template_text).render(**_context(config, template_file, digest))
 
 
 def launch(config: Config) -> Launch:

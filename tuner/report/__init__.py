@@ -19,6 +19,7 @@ from typing import NamedTuple, ParamSpec, TypeVar
 
 from matplotlib.figure import Figure
 
+from tuner import atomic_file
 from tuner.lifetime import die_with_parent, name_starter
 from tuner.report.bandwidth import bandwidth_plan
 from tuner.report.convergence import convergence_figure
@@ -41,9 +42,7 @@ T = TypeVar("T")
 
 
 def _save(figure: Figure, path: Path) -> Path:
-    partial = path.with_name(f".{path.name}.partial")
-    figure.savefig(partial, dpi=DPI, format="png")
-    partial.replace(path)
+    atomic_file.replace_with(path, lambda partial: figure.savefig(partial, dpi=DPI, format="png"))
     return path
 
 
@@ -243,9 +242,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
 
     with _timed(timings, "html"):
         page = folder / REPORT_HTML
-        partial = page.with_name(f".{REPORT_HTML}.partial")
-        partial.write_text(render_html(run, images, notes), encoding="utf-8")
-        partial.replace(page)
+        atomic_file.write_text(page, render_html(run, images, notes))
     if not quiet:
         print(f"report: {REPORT_HTML}", file=sys.stderr)
     written.append(page)

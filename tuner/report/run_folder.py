@@ -21,8 +21,8 @@ import pyarrow
 from tuner import results
 from tuner.config import DTYPES
 from tuner.errors import TunerError
-from tuner.experiment import parse_experiment
-from tuner.kernels.discovery import families, use_family_dirs
+from tuner.experiment import parse_machine_models
+from tuner.kernels.discovery import families
 from tuner.model import MachineModel, cost
 from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
@@ -115,6 +115,16 @@ class Run:
         envs = self.metadata.get("environments")
         return {str(k): v for k, v in envs.items() if isinstance(v, dict)} if isinstance(envs, dict) else {}
 
+    def family_record(self, family: str) -> dict[str, Any] | None:
+        """What the run stored of a family from a folder of its own (tuner.kernels.discovery.folder_family_records):
+        the report reads it as data instead of importing the folder's code."""
+        for env in self.environments.values():
+            records = env.get("families")
+            record = records.get(family) if isinstance(records, dict) else None
+            if isinstance(record, dict):
+                return record
+        return None
+
     def environment(self, rows: pd.DataFrame) -> dict[str, Any]:
         """The environment most of these rows were measured in ({} when the metadata has none)."""
         envs = self.environments
@@ -170,7 +180,7 @@ def _machine_models(metadata: dict[str, Any], notes: list[str]) -> tuple[Machine
     source = experiment.get("source")
     if isinstance(source, str):
         try:
-            return parse_experiment(source, str(experiment.get("path") or "the recorded experiment")).machine_models
+            return parse_machine_models(source, str(experiment.get("path") or "the recorded experiment"))
         except TunerError as exc:
             notes.append(f"machine models left out: the recorded experiment could not be read ({exc})")
             return ()
@@ -205,23 +215,6 @@ def _metadata(path: Path, notes: list[str]) -> dict[str, Any]:
     return checked_metadata(raw, str(source), notes)
 
 
-def _find_families(metadata: dict[str, Any], notes: list[str]) -> None:
-    """Add the folders of families the run used (outside the package) to those searched, where they still are."""
-    experiment = metadata.get("experiment")
-    folders = experiment.get("template_dirs") if isinstance(experiment, dict) else None
-    if not isinstance(folders, list):
-        return
-    present = [str(f) for f in folders if isinstance(f, str) and Path(f).is_dir()]
-    missing = [str(f) for f in folders if str(f) not in present]
-    if missing:
-        notes.append(f"the run's folders of kernel families {', '.join(missing)} are gone: figures that need a "
-                     f"family's cost model leave its kernels out")
-    try:
-        use_family_dirs(present)
-    except TunerError as exc:
-        notes.append(f"the run's kernel families could not be loaded ({exc})")
-
-
 def load_run(run_dir: str | Path) -> Run:
     """Read a run folder; a folder without a readable results table, or with no row in it, raises TunerError
     naming it. A missing or damaged metadata.json costs only what depends on it, with a note."""
@@ -246,7 +239,6 @@ def load_run(run_dir: str | Path) -> Run:
                          f"baseline), so there is nothing to report")
     notes: list[str] = []
     metadata = _metadata(path, notes)
-    _find_families(metadata, notes)
     df = df.reset_index(drop=True)
     df["params"] = [results.row_params(cells) for cells in df[results.param_columns(df)].to_dict("records")]
     for column in NUMERIC_COLUMNS:  # NaN where absent

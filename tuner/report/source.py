@@ -11,7 +11,7 @@ import pandas as pd
 from tuner import results
 from tuner.config import Config
 from tuner.kernels.discovery import families, template_hash
-from tuner.kernels.render import launch, render
+from tuner.kernels.render import launch, render, render_stored
 from tuner.report.formatting import params_text, performance_unit
 from tuner.report.run_folder import Run
 
@@ -93,8 +93,7 @@ def _geometry(config: Config, entry: KernelSource,
 def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
     title = f"{config.family} {params_text(config.param_dict)}, {config.dtype}"
     if config.family not in families():
-        return KernelSource(title, None, notes=[f"the family '{config.family}' is not among this checkout's "
-                                                f"templates, so its source cannot be shown"])
+        return _render_stored(run, config, title)
     recording = families()[config.family].recording
     if recording is not None:
         return KernelSource(title, None, notes=[f"replayed from the recording {recording.name}, which holds no "
@@ -111,3 +110,22 @@ def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
         entry.notes.append(f"the template of '{config.family}' changed since this run (recorded hash {recorded_hash}, "
                            f"now {current}): the source shown is rendered from the current template")
     return entry
+
+
+def _render_stored(run: Run, config: Config, title: str) -> KernelSource:
+    """The source from the template text the run stored of a family from a folder of its own (never its code)."""
+    record = run.family_record(config.family)
+    template = record.get("template") if record else None
+    if not isinstance(template, str):
+        return KernelSource(title, None, notes=[f"the family '{config.family}' is not among this checkout's "
+                                                f"templates and the run stored no copy of its template, so its "
+                                                f"source cannot be shown"])
+    recorded = run.environment(run.ok[run.ok["family"] == config.family]).get("templates") or {}
+    try:
+        source = render_stored(config, template, str(record.get("template_file") or config.family),
+                               str(recorded.get(config.family) or "unknown"))
+    except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:
+        return KernelSource(title, None, notes=[f"the run's copy of the template could not render this configuration "
+                                                f"({exc})"])
+    return KernelSource(title, source, notes=[f"rendered from the copy of the template '{config.family}' stored in "
+                                              f"the run folder"])
