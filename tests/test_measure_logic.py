@@ -105,9 +105,21 @@ def test_theoretical_peaks_of_an_h100():
     assert peaks["bandwidth_gbs"] == pytest.approx(3352.32)  # NVIDIA's 3.35 TB/s: the ×2 is double data rate
 
 
+def test_tensor_core_peaks_of_an_h100_and_which_bounds_a_dtype():
+    from tuner.peaks import compute_peak, unit_peaks
+
+    peaks = theoretical_peaks(H100)
+    assert peaks["float64_tensor_gflops"] == pytest.approx(132 * 256 * 1.980)  # 2x the CUDA cores' float64
+    assert peaks["bfloat16_tensor_gflops"] == pytest.approx(132 * 4096 * 1.980)
+    assert compute_peak(peaks, "float64") == peaks["float64_tensor_gflops"]
+    assert compute_peak(peaks, "float32") == peaks["float32_gflops"]  # float32 never runs on tensor cores
+    assert set(unit_peaks(peaks, "tf32")) == {"tensor"} and set(unit_peaks(peaks, "float64")) == {"cuda", "tensor"}
+
+
 def test_unknown_architecture_has_no_arithmetic_peak():
     peaks = theoretical_peaks({**H100, "compute_capability": "1.0"})
     assert peaks["float32_gflops"] is None and peaks["bandwidth_gbs"] == pytest.approx(3352.32)
+    assert "float64_tensor_gflops" not in peaks
 
 
 def test_environment_has_every_key_without_a_gpu():

@@ -6,10 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Element size in bytes and the C type of each supported dtype.
-DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4}
-DTYPE_CTYPE: dict[str, str] = {"float32": "float", "float64": "double", "int32": "int"}
-DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
+from tuner.precision import PRECISIONS
+
+# Element size in bytes and the C type of each supported dtype (tuner.precision describes each).
+DTYPE_BYTES: dict[str, int] = {name: p.bytes for name, p in PRECISIONS.items()}
+DTYPE_CTYPE: dict[str, str] = {name: p.ctype for name, p in PRECISIONS.items()}
+DTYPES: tuple[str, ...] = tuple(PRECISIONS)
+PLAIN_DTYPES: tuple[str, ...] = tuple(name for name, p in PRECISIONS.items() if not p.tensor_cores)
+"""The dtypes a family supports unless it declares others: those with CUDA-core (and CPU) arithmetic."""
 MATMUL_DIMS: tuple[str, ...] = ("M", "N", "K")
 
 ParamValue = int | str | bool

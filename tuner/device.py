@@ -9,8 +9,12 @@ Theoretical peaks:
   of the clock the driver reports), the 8 turns bits into bytes. An H100 SXM (HBM3) reports 2619 MHz and a
   5120-bit bus: 2619e6 × 5120 × 2 / 8 = 3.35 TB/s, NVIDIA's figure.
 
+- tensor cores: SMs × dense operations per SM per clock (``TENSOR_FLOPS_PER_SM_CLOCK``) × SM clock.
+
 Measured ceilings (``tuner/ceiling_kernels``): a streaming copy for bandwidth (bytes read + written per
-median time) and multiply-add chains per dtype for operations per second, each timed by ``tuner.measure``.
+median time), multiply-add chains per dtype for the CUDA cores' operations per second, and mma.sync chains on
+register fragments per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), each
+timed by ``tuner.measure``.
 They are cached per device (name + UUID + driver) as JSON under ``$TUNER_CACHE_DIR`` or ``~/.cache/tuner``.
 """
 
@@ -26,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from tuner.ceilings_cache import read_cached, write_cached
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
+from tuner.peaks import TENSOR_DTYPES
+from tuner.peaks import key as peak_key
 from tuner.settings import MeasureSettings, cache_root
 
 if TYPE_CHECKING:
@@ -39,6 +45,21 @@ LANES_PER_SM: dict[str, dict[str, int]] = {
     "9.0": {"float32": 128, "float64": 64, "int32": 64},
 }
 CEILING_DTYPES = ("float32", "float64", "int32")
+TENSOR_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
+    "8.0": {"float64": 128, "tf32": 1024, "bfloat16": 2048, "float16": 2048},
+    "9.0": {"float64": 256, "tf32": 2048, "bfloat16": 4096, "float16": 4096},
+}
+"""Dense tensor-core operations per SM per clock (NVIDIA's A100 and H100 whitepapers; on sm_90 the full rate
+needs wgmma, mma.sync reaches about two thirds of it in 16-bit types)."""
+PUBLISHED_TENSOR_TFLOPS = {"NVIDIA H100 80GB HBM3": {"float64": 66.9, "tf32": 494.7, "bfloat16": 989.4,
+                                                    "float16": 989.4}}
+"""Datasheet dense tensor-core rates, printed beside the computed and the measured ones."""
+MMA_SHAPES = {"float64": (16, 8, 16), "tf32": (16, 8, 8), "bfloat16": (16, 8, 16), "float16": (16, 8, 16)}
+"""The mma.sync shape each tensor ceiling issues (float64's m16n8k16 is sm_90's; m8n8k4 runs at half rate)."""
+MMA_CHAINS = 4
+MMA_ITERATIONS = 2048
+MMA_BLOCKS_PER_SM = 8
+MMA_THREADS = 128
 PUBLISHED_BANDWIDTH_GBS = {"NVIDIA H100 80GB HBM3": 3350.0, "NVIDIA H200": 4800.0}
 """Datasheet DRAM bandwidths, printed beside the computed figure as a check of the formula."""
 CEILING_SETTINGS = MeasureSettings(flush_l2=False, warmup=5, min_samples=20, max_samples=200, max_time_s=1.0,
@@ -53,7 +74,9 @@ KERNEL_DIR = Path(__file__).parent / "ceiling_kernels"
 CEILINGS_METHOD = (
     f"copy: two {COPY_BYTES // 2**20} MiB buffers, 16 B per thread, (bytes read + written) / median time; "
     f"fma: {FMA_BLOCKS_PER_SM} blocks of {FMA_THREADS} threads per SM, {FMA_CHAINS} independent chains × "
-    f"{FMA_ITERATIONS} multiply-adds per thread, 2 operations each / median time; hot (no flush), "
+    f"{FMA_ITERATIONS} multiply-adds per thread, 2 operations each / median time; mma: {MMA_BLOCKS_PER_SM} blocks "
+    f"of {MMA_THREADS} threads per SM, {MMA_CHAINS} independent mma.sync chains × {MMA_ITERATIONS} per warp on "
+    f"register fragments, 2·m·n·k operations each / median time; hot (no flush), "
     f"{CEILING_SETTINGS.min_samples}-{CEILING_SETTINGS.max_samples} samples"
 )
 
@@ -66,6 +89,9 @@ def theoretical_peaks(device: dict[str, Any]) -> dict[str, float | None]:
     for dtype in CEILING_DTYPES:
         per_sm = lanes.get(dtype)
         peaks[f"{dtype}_gflops"] = sms * per_sm * clock * 2 / 1e3 if sms and per_sm and clock else None
+    tensor = TENSOR_FLOPS_PER_SM_CLOCK.get(device.get("compute_capability", ""), {})
+    for dtype, per_clock in tensor.items():
+        peaks[peak_key(dtype, "tensor")] = sms * per_clock * clock / 1e3 if sms and clock else None
     memory_clock, bus = device.get("memory_clock_mhz"), device.get("memory_bus_width_bits")
     peaks["bandwidth_gbs"] = memory_clock * bus * 2 / 8 / 1e3 if memory_clock and bus else None
     return peaks
@@ -268,13 +294,46 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = Fals
         operations = 2 * threads * FMA_CHAINS * FMA_ITERATIONS
         measured[f"{dtype}_gflops"] = operations / (timing.median_ms * 1e-3) / 1e9
         details[f"fma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+    if device["compute_capability"] in TENSOR_FLOPS_PER_SM_CLOCK:
+        for dtype in TENSOR_DTYPES:
+            say(f"measuring the {dtype} tensor-core (mma.sync) rate…")
+            operations, timing = _mma_ceiling(device, dtype, timer)
+            measured[peak_key(dtype, "tensor")] = operations / (timing.median_ms * 1e-3) / 1e9
+            details[f"mma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
     return {"measured": measured, "details": details}
+
+
+def _mma_ceiling(device: dict[str, Any], dtype: str, timer: Timer) -> tuple[int, Timing]:
+    import numpy as np
+    import pycuda.driver as cuda
+
+    blocks = device["multiprocessors"] * MMA_BLOCKS_PER_SM
+    prefix = f"#define MMA_{dtype.upper()}\n#define CHAINS {MMA_CHAINS}\n"
+    kernel = _kernel("mma.cu", prefix, "mma_chains", device["arch"])
+    kernel.prepare([np.intp, np.int32])
+    out = cuda.mem_alloc(blocks * MMA_THREADS * 8)
+    try:
+        timing = timer.time(partial(kernel.prepared_call, (blocks, 1, 1), (MMA_THREADS, 1, 1), int(out),
+                                    np.int32(MMA_ITERATIONS)), CEILING_SETTINGS)
+    finally:
+        out.free()
+    m, n, k = MMA_SHAPES[dtype]
+    warps = blocks * MMA_THREADS // 32
+    return 2 * m * n * k * warps * MMA_CHAINS * MMA_ITERATIONS, timing
 
 
 def _timing_details(timing: Timing) -> dict[str, Any]:
     return {"median_ms": timing.median_ms, "cv": timing.cv, "samples": timing.count,
             "sm_clock_mhz_before": timing.sm_clock_mhz_before, "sm_clock_mhz_after": timing.sm_clock_mhz_after,
             "throttled_samples": timing.throttled_samples}
+
+
+def _complete(cached: dict[str, Any], device: dict[str, Any]) -> bool:
+    measured = (cached.get("peaks") or {}).get("measured") or {}
+    wanted = [f"{d}_gflops" for d in CEILING_DTYPES] + ["bandwidth_gbs"]
+    if device.get("compute_capability") in TENSOR_FLOPS_PER_SM_CLOCK:
+        wanted += [peak_key(d, "tensor") for d in TENSOR_DTYPES]
+    return all(k in measured for k in wanted)
 
 
 def _cache_file(device: dict[str, Any], versions: dict[str, Any]) -> Path:
@@ -293,7 +352,8 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     versions = software_versions()
     path = _cache_file(device, versions)
     cached = None if remeasure else read_cached(path, device["name"])
-    if cached is not None:
+    if cached is not None and not _complete(cached, device):
+        cached = None  # cached before a ceiling this version measures existed
         return {**cached, "device": device, "versions": versions, "cache_file": str(path)}
     own_timer = timer is None
     if timer is None:
@@ -355,10 +415,21 @@ def format_summary(info: dict[str, Any]) -> str:
     ]
     rows = [("float32 multiply-add", "float32_gflops", "FLOP/s"), ("float64 multiply-add", "float64_gflops", "FLOP/s"),
             ("int32 multiply-add", "int32_gflops", "OP/s"), ("DRAM bandwidth", "bandwidth_gbs", "B/s")]
+    rows += [(f"{dtype} tensor (mma.sync)", peak_key(dtype, "tensor"), "FLOP/s") for dtype in TENSOR_DTYPES
+             if peak_key(dtype, "tensor") in measured or theoretical.get(peak_key(dtype, "tensor"))]
     for label, key, unit in rows:
         peak, got = theoretical.get(key), measured.get(key)
         share = f"{100 * got / peak:.0f}%" if peak and got else "?"
         lines.append(f"  {label:<24}  {_rate(peak, unit):>14}  {_rate(got, unit):>12}  {share:>8}")
+    tensor = TENSOR_FLOPS_PER_SM_CLOCK.get(d["compute_capability"])
+    if tensor:
+        rates = "/".join(str(tensor[dtype]) for dtype in TENSOR_DTYPES)
+        published = PUBLISHED_TENSOR_TFLOPS.get(d["name"])
+        sheet = ("; NVIDIA publishes " + "/".join(f"{published[dtype]:g}" for dtype in TENSOR_DTYPES) + " TFLOP/s "
+                 "dense for this GPU") if published else ""
+        lines.append(f"  (tensor: {d['multiprocessors']} SMs × {rates} {'/'.join(TENSOR_DTYPES)} operations per SM "
+                     f"per clock × {d['sm_clock_mhz']:.0f} MHz{sheet}; mma.sync reaches about two thirds of the "
+                     f"16-bit rate on sm_90, whose full rate needs wgmma)")
     lanes = LANES_PER_SM.get(d["compute_capability"])
     if lanes:
         per_sm = "/".join(str(lanes[dtype]) for dtype in CEILING_DTYPES)

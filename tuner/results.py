@@ -33,7 +33,8 @@ bandwidth_gbs          bytes_model / median time
 effective_bandwidth_gbs  the compulsory bytes (inputs read once, outputs written once) / median time
 performance            what the search maximizes: gflops, or effective_bandwidth_gbs for a family whose kernel does
                        no arithmetic (a transpose, say)
-pct_flops_ceiling      gflops as % of the device's measured FMA ceiling for the dtype
+pct_flops_ceiling      gflops as % of the device's measured peak for the dtype (tuner.peaks.compute_peak: the higher
+                       of the CUDA cores' multiply-add rate and the tensor cores' mma.sync rate)
 pct_bandwidth_ceiling  bandwidth_gbs as % of the device's measured DRAM bandwidth
 compile_time_s         seconds to compile (0 when it came from the cache)
 registers, shared_bytes, local_bytes, spill_bytes   the compiler's resource report (spill_bytes: stores + loads)
@@ -75,6 +76,7 @@ from tuner.kernels.discovery import families, get_family
 from tuner.kernels.render import launch
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import Cost, cost
+from tuner.peaks import compute_peak
 
 BASE_COLUMNS: tuple[str, ...] = (
     "experiment", "study", "sampler", "transferred_from", "trial", "wall_offset_s", "measured_at", "metadata_id",
@@ -321,7 +323,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "bandwidth_gbs": bandwidth,
         "effective_bandwidth_gbs": work.compulsory_bytes / seconds / 1e9 if work and seconds else None,
         "performance": objective_of(config, m),
-        "pct_flops_ceiling": _percent(gflops, measured.get(f"{config.dtype}_gflops")),
+        "pct_flops_ceiling": _percent(gflops, compute_peak(measured, config.dtype)),
         "pct_bandwidth_ceiling": _percent(bandwidth, measured.get("bandwidth_gbs")),
         "compile_time_s": m.compile_time_s,
         "registers": resources.registers,

@@ -85,7 +85,7 @@ from tuner.study import (
 from tuner.transfer import transfer_best
 from tuner.workers import WorkerRegistry
 
-BASELINE_DTYPES = ("float32", "float64")
+BASELINE_DTYPES = ("float32", "float64", "tf32", "bfloat16", "float16")
 
 
 # --- choosing the pieces ----------------------------------------------------------------------------------

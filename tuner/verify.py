@@ -1,8 +1,9 @@
 """Verification of a kernel's output: its inputs, the poison, and the comparison with a float64 reference.
 
 Inputs are fresh for every problem and dtype, drawn from ``input_seed``, the problem's sizes and the dtype
-(so each problem gets its own, reproducibly), and never zero: floats uniform in ±[0.1, 1], int32 in ±{1..4}.
-They are drawn buffer after buffer in the order the family declares its arguments.
+(so each problem gets its own, reproducibly), and never zero: floats uniform in ±[0.1, 1] rounded to the dtype
+(so the stored values are exact in it: TF32's 10 significand bits for tf32, bfloat16's 7, float16's 10), int32 in
+±{1..4}. They are drawn buffer after buffer in the order the family declares its arguments.
 
 The output is poisoned before the verified launch (NaN for floats, ``INT_SENTINEL`` for int32); any element
 left at the poison fails. The family's reference gives each output's expected values in float64, all of them
@@ -21,13 +22,15 @@ import numpy as np
 
 from tuner.config import DTYPES, Problem
 from tuner.kernels.arguments import Buffer
+from tuner.precision import PRECISIONS, numpy_dtype, round_to
 
 INT_SENTINEL = 0x7FFFFFFF
 FLOAT_POISON_WORD = 0xFFFFFFFF
 """All bits set: a NaN as float32 and, word-pairs together, as float64."""
 INT_MAGNITUDE = 4
 
-NUMPY_DTYPES: dict[str, type[np.generic]] = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
+NUMPY_DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in PRECISIONS}
+"""Each dtype's element type in host memory (tf32 is float32; bfloat16 is ml_dtypes')."""
 
 
 def poison_word(dtype: str) -> int:
@@ -37,7 +40,7 @@ def poison_word(dtype: str) -> int:
 
 def poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """A host array of ``shape`` holding the poison."""
-    words = np.full(math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize // 4, poison_word(dtype), np.uint32)
+    words = np.full(math.prod(shape) * NUMPY_DTYPES[dtype].itemsize // 4, poison_word(dtype), np.uint32)
     return words.view(NUMPY_DTYPES[dtype]).reshape(shape)
 
 
@@ -87,7 +90,7 @@ def random_inputs(buffers: Iterable[Buffer], problem: Problem, dtype: str, seed:
         if kind == "int32":
             arrays[buffer.name] = (sign * rng.integers(1, INT_MAGNITUDE + 1, size=shape)).astype(np.int32)
         else:
-            arrays[buffer.name] = (sign * rng.uniform(0.1, 1.0, size=shape)).astype(NUMPY_DTYPES[kind])
+            arrays[buffer.name] = round_to(sign * rng.uniform(0.1, 1.0, size=shape), kind)
     return arrays
 
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tuner.config import DTYPE_BYTES, Problem
+from tuner.precision import PRECISIONS
 
-SCALAR_TYPES: tuple[str, ...] = ("int32", "int64", "float32", "float64", "dtype")
+ACCUMULATOR = "accumulator"
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,12 @@ class Buffer:
     shape: Callable[[Problem], tuple[int, ...]]
     intent: Literal["in", "out", "inout"] = "in"
     dtype: str | None = None
-    """None: the configuration's dtype."""
+    """None: the configuration's dtype; ``ACCUMULATOR``: the dtype its products are summed in (float32 for the
+    16-bit and TF32 dtypes, the dtype itself otherwise); else a dtype of its own."""
 
     def dtype_of(self, config_dtype: str) -> str:
+        if self.dtype == ACCUMULATOR:
+            return PRECISIONS[config_dtype].accumulator
         return self.dtype or config_dtype
 
     def elements(self, problem: Problem) -> int:

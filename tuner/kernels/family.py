@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from tuner.config import DTYPE_BYTES, DTYPES, MATMUL_DIMS, ParamValue, Problem
+from tuner.config import DTYPE_BYTES, MATMUL_DIMS, PLAIN_DTYPES, ParamValue, Problem
 from tuner.kernels import matmul
 from tuner.kernels.arguments import Argument, Buffer
 from tuner.kernels.targets import SHARED_RESERVED_PER_BLOCK, Target
@@ -117,7 +117,8 @@ class Family:
     baseline: str | None = "gemm"
     """The vendor library routine measured beside the family (``gemm``), or None."""
     constraints: tuple[Constraint, ...] = ()
-    dtypes: tuple[str, ...] = DTYPES
+    dtypes: tuple[str, ...] = PLAIN_DTYPES
+    """The dtypes the family computes in; the tensor-core ones (tuner.precision) only where it declares them."""
     kernel_name: str = "matmul"
     block: Callable[[Params], Dim3] = field(default=lambda params: (1, 1, 1))
     grid: Callable[[Params, Problem], Dim3] = field(default=lambda params, problem: (1, 1, 1))

@@ -7,13 +7,23 @@ The reference is computed on the CPU in float64. Above ``FULL_REFERENCE_LIMIT`` 
 is computed, exactly in float64: ``SAMPLE_ROWS`` random rows and ``SAMPLE_COLS`` random columns of C (all of
 them where the matrix has fewer). Every element of C is still checked for having been written.
 
-Tolerance on ‖C − ref‖ / ‖ref‖: ``4·√K·ε`` with ε the dtype's machine epsilon (float32 1.19e-7, float64
-2.22e-16). A dot product of K terms summed in order accumulates about K rounding errors of random sign, so
-its relative error grows like √K·ε/2 for random signed inputs (the worst case, K·ε, is far too loose to catch
-bugs); the factor 4 leaves room of about 8× over that typical error, while any indexing mistake moves the
-error to order 1. float32 at K = 1000: 1.5e-5; at K = 4096: 3.1e-5. float64 at K = 4096: 5.7e-14. int32
-must match exactly: with |a|, |b| ≤ 4 every sum stays far inside int32 and the float64 reference is exact
-(each partial sum is an integer below 2^53).
+Tolerance on ‖C − ref‖ / ‖ref‖, with the inputs exact in the dtype (tuner.verify) so that the reference is the
+exact product of the values the kernel read:
+
+- float32 and float64 (CUDA cores, or float64 on tensor cores, all rounding to nearest): ``4·√K·ε`` with ε the
+  dtype's machine epsilon (float32 1.19e-7, float64 2.22e-16). A dot product of K terms summed in order
+  accumulates about K rounding errors of random sign, so its relative error grows like √K·ε/2 for random signed
+  inputs (the worst case, K·ε, is far too loose to catch bugs); the factor 4 leaves room of about 8× over that
+  typical error, while any indexing mistake moves the error to order 1. float32 at K = 1000: 1.5e-5; at
+  K = 4096: 3.1e-5. float64 at K = 4096: 5.7e-14. A float32 request computed with TF32 inputs (10 significand
+  bits) errs by about 3e-4 and fails.
+- tf32, bfloat16, float16 (tensor cores, float32 accumulation): ``K·u`` with u = 2⁻²⁴, float32's unit roundoff.
+  The products of exact inputs are exact in float32; the tensor cores add them to the accumulator in blocks and
+  round each sum toward zero, so the errors share one sign and grow like K·u/(2·block) rather than √K·u (K = 4096:
+  bound 2.4e-4). Computing in a lower precision than declared is caught: TF32 inputs rounded to bfloat16 err by
+  about 1.6e-3, float16 accumulation by about 1e-2.
+- int32 must match exactly: with |a|, |b| ≤ 4 every sum stays far inside int32 and the float64 reference is exact
+  (each partial sum is an integer below 2^53).
 """
 
 from __future__ import annotations
@@ -25,8 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tuner.config import Problem
-from tuner.kernels.arguments import Argument, Buffer, Scalar
-from tuner.verify import NUMPY_DTYPES, Expected, Full, Tolerance
+from tuner.kernels.arguments import ACCUMULATOR, Argument, Buffer, Scalar
+from tuner.precision import PRECISIONS
+from tuner.verify import Expected, Full, Tolerance
 
 FULL_REFERENCE_LIMIT = 2**30
 SAMPLE_ROWS = 64
@@ -36,7 +47,7 @@ TOLERANCE_FACTOR = 4.0
 ARGUMENTS: tuple[Argument, ...] = (
     Buffer("A", lambda p: (p.M, p.K)),
     Buffer("B", lambda p: (p.K, p.N)),
-    Buffer("C", lambda p: (p.M, p.N), intent="out"),
+    Buffer("C", lambda p: (p.M, p.N), intent="out", dtype=ACCUMULATOR),
     Scalar("M", lambda p: p.M),
     Scalar("N", lambda p: p.N),
     Scalar("K", lambda p: p.K),
@@ -54,10 +65,15 @@ def compulsory_bytes(problem: Problem, size: int) -> int:
 
 
 def tolerance(dtype: str, problem: Problem) -> Tolerance:
-    if dtype == "int32":
+    precision = PRECISIONS[dtype]
+    if precision.significand_bits is None:
         return Tolerance(0.0, "exact")
-    epsilon = float(np.finfo(np.dtype(NUMPY_DTYPES[dtype])).eps)
-    return Tolerance(TOLERANCE_FACTOR * math.sqrt(max(problem.K, 1)) * epsilon, f"4·√K·ε, K = {problem.K}")
+    K = max(problem.K, 1)
+    if precision.tensor_cores:
+        u = PRECISIONS[precision.accumulator].unit_roundoff
+        return Tolerance(K * u, f"K·u, u = 2⁻²⁴ (float32 accumulation on tensor cores), K = {problem.K}")
+    epsilon = 2 * precision.unit_roundoff
+    return Tolerance(TOLERANCE_FACTOR * math.sqrt(K) * epsilon, f"4·√K·ε, K = {problem.K}")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import jinja2.sandbox
 from tuner.config import DTYPE_CTYPE, Config
 from tuner.kernels.discovery import get_family, template_hash
 from tuner.kernels.family import TOKEN, Dim3
+from tuner.precision import PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,9 @@ def _context(config: Config, template_file: str, digest: str) -> dict[str, objec
         f"// tuner kernel family '{config.family}' (template {template_file}, hash {digest})\n"
         f"// dtype={config.dtype}; {values}"
     )
+    accumulator = PRECISIONS[config.dtype].accumulator
     return {"header": header, "dtype": config.dtype, "ctype": DTYPE_CTYPE[config.dtype],
-            "element_bytes": config.element_bytes, **config.param_dict}
+            "acc_ctype": DTYPE_CTYPE[accumulator], "element_bytes": config.element_bytes, **config.param_dict}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -61,27 +61,33 @@ def _limits(values: list[float], low_pad: float, high_pad: float) -> tuple[float
     return min(finite) / low_pad, max(finite) * high_pad
 
 
-def _draw_ceiling(ax: Axes, xs: np.ndarray, ceiling: Ceiling, device: str, handles: list) -> None:
-    style = DEVICE_STYLES[ceiling.kind]
+def _draw_ceiling(ax: Axes, xs: np.ndarray, ceiling: Ceiling, device: str, handles: list,
+                  lower: bool = False) -> None:
+    """One device roof; ``lower``: a second, lower compute roof of the same kind (the CUDA cores' under the tensor
+    cores'), drawn lighter."""
+    style = {**DEVICE_STYLES[ceiling.kind], **({"alpha": 0.55} if lower else {})}
+    tensor = ceiling.unit == "tensor"
     ys = np.array([ceiling.bound_gflops(x) for x in xs], dtype=float)
     parts = []
     if ceiling.gflops is not None:
-        parts.append(f"{number(ceiling.gflops)} GFLOP/s")
+        parts.append(f"{number(ceiling.gflops)} GFLOP/s {'tensor cores' if tensor else 'CUDA cores'}")
     if ceiling.bandwidth_gbs is not None:
         parts.append(f"{number(ceiling.bandwidth_gbs)} GB/s")
     if ceiling.ridge_point is not None:
         parts.append(f"ridge {number(ceiling.ridge_point)} FLOP/B")
     label = f"{device}, {ceiling.kind}: {', '.join(parts)}"
-    (line,) = ax.plot(xs, ys, label=label, gid=f"ceiling-{ceiling.kind}", zorder=2, **style)
+    gid = f"ceiling-{ceiling.kind}" + ("-tensor" if tensor else "")
+    (line,) = ax.plot(xs, ys, label=label, gid=gid, zorder=2, **style)
     handles.append(line)
     ridge = ceiling.ridge_point
     if ridge is not None and xs[0] < ridge < xs[-1]:
+        suffix = "-tensor" if tensor else ""
         ax.plot([ridge], [float(ceiling.gflops or 0)], marker="o", color=style["color"], markersize=6, zorder=3,
-                gid=f"ridge-{ceiling.kind}")
+                gid=f"ridge-{ceiling.kind}{suffix}")
         above = ceiling.kind == "theoretical"
         ax.annotate(f"ridge {number(ridge)}", (ridge, ceiling.gflops), xytext=(5, 5 if above else -6),
                     textcoords="offset points", va="bottom" if above else "top", fontsize=8, color=style["color"],
-                    gid=f"ridge-label-{ceiling.kind}")
+                    gid=f"ridge-label-{ceiling.kind}{suffix}")
 
 
 def _draw_models(ax: Axes, run: Run, dtype: str, xs: np.ndarray, ylim: tuple[float, float], handles: list) -> None:
@@ -223,8 +229,9 @@ def draw_roofline(ax: Axes, run: Run, dtype: str, problems: list[str]) -> None:
     xs = np.geomspace(*xlim, 400)
 
     handles: list = []
-    for ceiling in ceilings:
-        _draw_ceiling(ax, xs, ceiling, run.device_name(kernels[in_slice]), handles)
+    for i, ceiling in enumerate(ceilings):
+        lower = any(c.kind == ceiling.kind for c in ceilings[:i])
+        _draw_ceiling(ax, xs, ceiling, run.device_name(kernels[in_slice]), handles, lower)
     _draw_models(ax, run, dtype, xs, ylim, handles)
     colors = group_colors(kernels["group"].dropna())
     _draw_evaluations(ax, ok, sorted_groups(kernels.loc[in_slice, "group"].dropna()), colors, problems, handles)

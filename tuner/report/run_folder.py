@@ -24,6 +24,7 @@ from tuner.errors import TunerError
 from tuner.experiment import parse_machine_models
 from tuner.kernels.discovery import families
 from tuner.model import MachineModel, cost
+from tuner.peaks import unit_peaks
 from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
 from tuner.results import BASELINE_FAMILY
@@ -47,6 +48,8 @@ class Ceiling:
     kind: str  # "measured" or "theoretical"
     gflops: float | None
     bandwidth_gbs: float | None
+    unit: str = "cuda"
+    """Which units the compute peak is of (tuner.peaks.UNITS): CUDA cores or tensor cores."""
 
     def bound_gflops(self, intensity: float) -> float | None:
         if self.bandwidth_gbs is None:
@@ -140,9 +143,12 @@ class Run:
         ceilings = []
         for kind in ("measured", "theoretical"):
             values = peaks.get(kind) or {}
-            ceiling = Ceiling(kind, _positive(values.get(f"{dtype}_gflops")), _positive(values.get("bandwidth_gbs")))
-            if ceiling.gflops is not None or ceiling.bandwidth_gbs is not None:
-                ceilings.append(ceiling)
+            bandwidth = _positive(values.get("bandwidth_gbs"))
+            units = unit_peaks(values, dtype)
+            for unit, gflops in sorted(units.items(), key=lambda item: -item[1]):
+                ceilings.append(Ceiling(kind, gflops, bandwidth, unit))
+            if not units and bandwidth is not None:
+                ceilings.append(Ceiling(kind, None, bandwidth))
         return ceilings
 
     @cached_property

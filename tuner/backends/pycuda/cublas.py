@@ -4,7 +4,9 @@ The buffers hold row-major matrices; cuBLAS reads column-major. A row-major X (r
 Xᵀ (c×r) with leading dimension c. So C = A·B row-major is computed as Cᵀ = Bᵀ·Aᵀ column-major:
 gemm(m=N, n=M, k=K, first operand B with ld N, second operand A with ld K, result C with ld N), no
 transposes. Through CuPy's cuBLAS bindings when CuPy is importable, else through torch (on the same memory,
-via ``__cuda_array_interface__``); TF32 is off in both: float32 stays float32 math.
+via ``__cuda_array_interface__``). The math matches the dtype: float32 stays float32 math (TF32 off), tf32 asks
+for TF32 (CUBLAS_COMPUTE_32F_FAST_TF32), bfloat16 and float16 multiply 16-bit inputs into a float32 output
+(cublasGemmEx, CUBLAS_COMPUTE_32F); the description names the routine and the compute type.
 """
 
 from __future__ import annotations
@@ -30,22 +32,57 @@ class _DeviceArray:
         }
 
 
+GEMM_EX_TYPES: dict[str, tuple[str, str, str]] = {
+    "tf32": ("CUDA_R_32F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F_FAST_TF32"),
+    "bfloat16": ("CUDA_R_16BF", "CUDA_R_32F", "CUBLAS_COMPUTE_32F"),
+    "float16": ("CUDA_R_16F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F"),
+}
+"""The tensor-core dtypes through cublasGemmEx: the inputs' type, the output's, and the compute type (TF32 math
+only for tf32)."""
+CUDA_CONSTANTS = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUBLAS_COMPUTE_32F": 68,
+                  "CUBLAS_COMPUTE_32F_FAST_TF32": 77, "CUBLAS_COMPUTE_64F": 70, "CUBLAS_GEMM_DEFAULT": -1}
+"""Their values in CUDA's headers (library_types.h, cublas_api.h), where CuPy does not export a name."""
+
+
+def _constant(name: str) -> int:
+    from cupy.cuda import runtime
+    from cupy_backends.cuda.libs import cublas
+
+    return int(getattr(cublas, name, getattr(runtime, name, CUDA_CONSTANTS[name])))
+
+
 def _cupy_gemm(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> tuple[Callable[[], None], str]:
     import cupy
     from cupy_backends.cuda.libs import cublas
 
     handle = cupy.cuda.device.get_cublas_handle()
     cublas.setMathMode(handle, getattr(cublas, "CUBLAS_DEFAULT_MATH", 0))
+    op_n = cublas.CUBLAS_OP_N
+    through = f"through CuPy {cupy.__version__}"
+    if dtype in GEMM_EX_TYPES:
+        inputs, output, compute = GEMM_EX_TYPES[dtype]
+        types = _constant(inputs), _constant(output), _constant(compute)
+        alpha, beta = np.ones(1, np.float32), np.zeros(1, np.float32)
+        algorithm = _constant("CUBLAS_GEMM_DEFAULT")
+
+        def launch_ex() -> None:
+            # Cᵀ (N×M) = Bᵀ (N×K) · Aᵀ (K×M), all column-major: see the module text.
+            cublas.gemmEx(handle, op_n, op_n, N, M, K, alpha.ctypes.data, b, types[0], N, a, types[0], K,
+                          beta.ctypes.data, c, types[1], N, types[2], algorithm)
+
+        return launch_ex, f"cuBLAS cublasGemmEx (A, B {inputs}; C {output}; {compute}) {through}"
+    if dtype not in ("float32", "float64"):
+        raise BaselineUnavailable(f"cuBLAS has no {dtype} GEMM (its integer GEMM takes int8 inputs only)")
     gemm = cublas.sgemm if dtype == "float32" else cublas.dgemm
     alpha, beta = np.ones(1, NUMPY_DTYPES[dtype]), np.zeros(1, NUMPY_DTYPES[dtype])
-    op_n = cublas.CUBLAS_OP_N
 
     def launch() -> None:
         # Cᵀ (N×M) = Bᵀ (N×K) · Aᵀ (K×M), all column-major: see the module text.
         gemm(handle, op_n, op_n, N, M, K, alpha.ctypes.data, b, N, a, K, beta.ctypes.data, c, N)
 
-    name = "cublasSgemm" if dtype == "float32" else "cublasDgemm"
-    return launch, f"cuBLAS {name} through CuPy {cupy.__version__} (default math, no TF32)"
+    if dtype == "float32":
+        return launch, f"cuBLAS cublasSgemm (default math: no TF32; CUBLAS_COMPUTE_32F) {through}"
+    return launch, f"cuBLAS cublasDgemm (CUBLAS_COMPUTE_64F) {through}"
 
 
 def _torch_gemm(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> tuple[Callable[[], None], str]:
@@ -53,7 +90,10 @@ def _torch_gemm(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> t
 
     if not torch.cuda.is_available():
         raise ImportError(f"torch {torch.__version__} was built without CUDA")
-    torch.backends.cuda.matmul.allow_tf32 = False
+    if dtype not in ("float32", "float64", "tf32"):
+        raise ImportError(f"torch's matmul writes a {dtype} product in {dtype}, not in the float32 this tool's "
+                          f"{dtype} GEMMs write")
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     view: dict[str, Any] = {
         name: torch.as_tensor(_DeviceArray(pointer, shape, dtype), device="cuda")
         for name, pointer, shape in (("a", a, (M, K)), ("b", b, (K, N)), ("c", c, (M, N)))
@@ -62,12 +102,13 @@ def _torch_gemm(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> t
     def launch() -> None:
         torch.matmul(view["a"], view["b"], out=view["c"])
 
-    return launch, f"cuBLAS through torch {torch.__version__} matmul (TF32 off)"
+    math = "TF32 on" if dtype == "tf32" else "TF32 off"
+    return launch, f"cuBLAS through torch {torch.__version__} matmul ({math})"
 
 
 def gemm_launcher(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> tuple[Callable[[], None], str]:
     """A callable queuing C = A·B through cuBLAS on the default stream, and a description of the library."""
-    if dtype not in ("float32", "float64"):
+    if dtype not in ("float32", "float64", *GEMM_EX_TYPES):
         raise BaselineUnavailable(f"cuBLAS has no {dtype} GEMM (its integer GEMM takes int8 inputs only)")
     failures = []
     for make in (_cupy_gemm, _torch_gemm):

@@ -33,12 +33,13 @@ from tuner.kernels.occupancy import blocks_per_sm
 from tuner.kernels.render import Launch
 from tuner.kernels.targets import STATIC_SHARED_LIMIT
 from tuner.measurement import Measurement, Resources, Status
+from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
 from tuner.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
 
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
-ARGUMENT_FORMATS = {"int32": "i", "int64": "q", "float32": "f", "float64": "d"}
+ARGUMENT_FORMATS = {"int32": "i", "int64": "q", "float32": "f", "float64": "d", "tf32": "f"}
 """PyCUDA's ``prepare`` codes of scalar arguments (buffers are pointers, ``P``)."""
 NUMPY_DTYPES_ALL: Mapping[str, type[np.generic]] = {**NUMPY_DTYPES, "int64": np.int64}
 KEPT_WORKSPACES = 2
@@ -91,18 +92,22 @@ class Workspace:
         self.pristine: dict[str, Any] = {}
         """Device copies of the outputs that are inputs too, to refill them from."""
         self.host: dict[str, np.ndarray] = {}
-        """Page-locked host arrays the outputs are read back into."""
+        """The outputs as read back, typed."""
+        self.host_bytes: dict[str, np.ndarray] = {}
+        """Page-locked host memory the outputs are read back into (``host`` views it)."""
         for buffer in buffers:
             nbytes = max(1, buffer.nbytes(problem, dtype))
             self.device[buffer.name] = cuda.mem_alloc(nbytes)
             if buffer.is_input:
-                cuda.memcpy_htod(self.device[buffer.name], self.inputs[buffer.name])
+                cuda.memcpy_htod(self.device[buffer.name], raw_bytes(self.inputs[buffer.name]))
             if buffer.is_input and buffer.is_output:
                 self.pristine[buffer.name] = cuda.mem_alloc(nbytes)
                 cuda.memcpy_dtod(self.pristine[buffer.name], self.device[buffer.name], nbytes)
         for buffer in self.outputs:
-            self.host[buffer.name] = cuda.pagelocked_empty(buffer.shape(problem),
-                                                           NUMPY_DTYPES[buffer.dtype_of(dtype)])
+            raw = cuda.pagelocked_empty(max(1, buffer.nbytes(problem, dtype)), np.uint8)
+            self.host_bytes[buffer.name] = raw
+            self.host[buffer.name] = raw[:buffer.nbytes(problem, dtype)].view(
+                NUMPY_DTYPES[buffer.dtype_of(dtype)]).reshape(buffer.shape(problem))
 
     @property
     def signature(self) -> str:
@@ -128,6 +133,8 @@ class Workspace:
                 cuda.memcpy_dtod_async(pointer, self.pristine[buffer.name], nbytes)
             else:
                 cuda.memset_d32_async(pointer, poison_word(buffer.dtype_of(self.dtype)), nbytes // 4)
+                if nbytes % 4:  # an odd count of 16-bit elements: the last one (all bits set is NaN there too)
+                    cuda.memset_d8_async(int(pointer) + nbytes // 4 * 4, 0xFF, nbytes % 4)
 
     def check(self) -> Verdict:
         """The outputs as the last launch left them, against the reference."""
@@ -135,7 +142,7 @@ class Workspace:
 
         kinds = {}
         for buffer in self.outputs:
-            cuda.memcpy_dtoh(self.host[buffer.name], self.device[buffer.name])
+            cuda.memcpy_dtoh(self.host_bytes[buffer.name], self.device[buffer.name])
             kinds[buffer.name] = buffer.dtype_of(self.dtype)
         return check_all(self.host, self.expected, kinds, self.tolerance)
 
@@ -143,6 +150,7 @@ class Workspace:
         for pointer in [*self.device.values(), *self.pristine.values()]:
             pointer.free()
         self.host.clear()
+        self.host_bytes.clear()
 
 
 class GpuWorker:

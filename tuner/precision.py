@@ -1,0 +1,77 @@
+"""The precisions a kernel multiplies in: how each dtype is stored, what it accumulates in, and its rounding.
+
+A dtype names the inputs' storage and the arithmetic together. ``tf32`` is float32 storage multiplied with TF32's
+10 explicit significand bits on tensor cores; ``bfloat16`` and ``float16`` are 16-bit storage multiplied on tensor
+cores. Those three accumulate, and write their output, in float32 (the family's accumulator); the other dtypes
+accumulate and write in their own type. Inputs are drawn so that they are exact in the dtype (rounded to it once,
+on the host), so the float64 product of the stored values is the exact answer the kernel approximates.
+
+This module imports nothing of the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Precision:
+    dtype: str
+    storage: str
+    """The element type in memory, as numpy (with ml_dtypes for bfloat16) names it."""
+    ctype: str
+    """The element type in a kernel's source."""
+    accumulator: str
+    """The dtype products are summed in and the output is written in."""
+    significand_bits: int | None
+    """Bits of the multiplication's significand, the implicit one included; None for integers."""
+    tensor_cores: bool
+    """Multiplied on tensor cores only (there is no CUDA-core arithmetic of this precision to tune)."""
+    bytes: int
+
+    @property
+    def unit_roundoff(self) -> float:
+        """u = 2^-p: half the gap between 1 and the next number of the precision (0 for integers)."""
+        return 0.0 if self.significand_bits is None else 2.0 ** -self.significand_bits
+
+
+PRECISIONS: dict[str, Precision] = {p.dtype: p for p in (
+    Precision("float32", "float32", "float", "float32", 24, False, 4),
+    Precision("float64", "float64", "double", "float64", 53, False, 8),
+    Precision("int32", "int32", "int", "int32", None, False, 4),
+    Precision("tf32", "float32", "float", "float32", 11, True, 4),
+    Precision("bfloat16", "bfloat16", "__nv_bfloat16", "float32", 8, True, 2),
+    Precision("float16", "float16", "__half", "float32", 11, True, 2),
+)}
+"""Every dtype, in the order that seeds each dtype's inputs (new dtypes go last, so earlier inputs stay the same)."""
+
+
+@cache
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy type of a dtype's elements in memory (bfloat16 from ml_dtypes)."""
+    storage = PRECISIONS[dtype].storage
+    if storage == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(storage)
+
+
+def round_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """``values`` (float64) rounded to the nearest number of the dtype, in its storage type (ties to even)."""
+    stored = values.astype(numpy_dtype(dtype))
+    if dtype != "tf32":
+        return stored
+    bits = stored.view(np.uint32)
+    dropped = 23 - (PRECISIONS["tf32"].significand_bits - 1)  # float32 keeps 23 explicit bits, TF32 keeps 10
+    half, odd = np.uint32(1 << (dropped - 1)), (bits >> np.uint32(dropped)) & np.uint32(1)
+    rounded = (bits + (half - np.uint32(1)) + odd) & ~np.uint32((1 << dropped) - 1)
+    return rounded.view(np.float32)
+
+
+def raw_bytes(values: np.ndarray) -> np.ndarray:
+    """The array's memory as plain bytes, for copies to a device (ml_dtypes' types are not buffer-exportable)."""
+    return np.ascontiguousarray(values).view(np.uint8)
