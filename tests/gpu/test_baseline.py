@@ -21,6 +21,25 @@ def test_cublas_is_correct_and_timed(backend, problem, dtype):
     assert result.timing is not None and result.timing.count >= 3
 
 
+@pytest.mark.parametrize("dtype", ["tf32", "bfloat16", "float16"])
+@pytest.mark.parametrize("problem", [Problem(1000, 1000, 1000), Problem(77, 1000, 333), Problem(256, 256, 8192)],
+                         ids=lambda p: p.label)
+def test_cublas_multiplies_each_tensor_core_dtype_within_its_bound(backend, problem, dtype):
+    result = backend.baseline(problem, dtype)
+    assert result.status is Status.OK, result.reason
+    assert "cublasGemmEx" in result.reason or "torch" in result.reason
+    assert ("FAST_TF32" in result.reason or "TF32 on" in result.reason) == (dtype == "tf32")
+    assert result.error is not None and 0 < result.error <= tolerance(dtype, problem).bound
+
+
+def test_cublas_float32_is_not_tf32(backend):
+    """The float32 baseline must not round its inputs to TF32: its error stays within float32's √K bound, which a
+    TF32 product (about 3e-4) exceeds."""
+    problem = Problem(512, 512, 4096)
+    result = backend.baseline(problem, "float32")
+    assert result.status is Status.OK and result.error < tolerance("float32", problem).bound
+
+
 def test_cublas_has_no_int32_gemm(backend):
     result = backend.baseline(Problem(64, 64, 64), "int32")
     assert result.status is Status.INVALID and "int32" in result.reason

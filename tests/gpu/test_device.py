@@ -34,6 +34,10 @@ def test_h100_ceilings_are_in_sane_ranges(summary):
     assert 0 < measured["int32_gflops"] <= 70_000
     assert theoretical["bandwidth_gbs"] == pytest.approx(3350, rel=0.05)
     assert theoretical["float32_gflops"] == pytest.approx(2 * theoretical["float64_gflops"])
+    # mma.sync on register fragments: float64 DMMA beats the CUDA cores, the 16-bit types run about twice TF32
+    assert measured["float64_gflops"] < measured["float64_tensor_gflops"] <= theoretical["float64_tensor_gflops"]
+    assert measured["tf32_tensor_gflops"] < measured["bfloat16_tensor_gflops"] <= theoretical["bfloat16_tensor_gflops"]
+    assert measured["float16_tensor_gflops"] == pytest.approx(measured["bfloat16_tensor_gflops"], rel=0.15)
 
 
 def test_metadata_holds_the_environment(backend):
@@ -50,6 +54,7 @@ def test_the_device_command_prints_the_gpu_and_its_ceilings(summary):
     assert done.returncode == 0, done.stderr
     assert summary["device"]["name"] in done.stdout
     assert "DRAM bandwidth" in done.stdout and "double data rate" in done.stdout
+    assert "bfloat16 tensor (mma.sync)" in done.stdout
 
 
 def test_the_context_sleeps_while_it_waits_for_the_gpu():
