@@ -122,4 +122,4 @@ def test_host_types_make_scalars_and_arrays(dtype):
 
     kind = NUMPY_DTYPES[dtype]
     assert float(kind(3)) == 3.0
-    assert np.zeros(4, np.uint8).view(kind).size * np.dtype(kind).itemsize == 4
+    assert np.zeros(8, np.uint8).view(kind).size * np.dtype(kind).itemsize == 8
