@@ -84,7 +84,7 @@ def test_replay_searches_the_recording_with_its_outcomes_and_costs(tmp_path):
 @pytest.mark.parametrize(("entry", "field", "message"), [
     ("recorded: data/missing.json.gz", "kernels[0].recorded", "no such file"),
     ("{recorded: data/toy_cache.json.gz, name: 'a b'}", "kernels[0].name", "must be a Python identifier"),
-    ("{recorded: data/toy_cache.json.gz, dtype: float16}", "kernels[0].dtype", "unknown dtype"),
+    ("{recorded: data/toy_cache.json.gz, dtype: float8}", "kernels[0].dtype", "unknown dtype"),
     ("{recorded: data/toy_cache.json.gz, parameters: {}}", "kernels[0].parameters", "unknown key 'parameters'"),
 ])
 def test_a_bad_recorded_entry_names_file_and_field(tmp_path, entry, field, message):

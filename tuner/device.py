@@ -354,6 +354,7 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     cached = None if remeasure else read_cached(path, device["name"])
     if cached is not None and not _complete(cached, device):
         cached = None  # cached before a ceiling this version measures existed
+    if cached is not None:
         return {**cached, "device": device, "versions": versions, "cache_file": str(path)}
     own_timer = timer is None
     if timer is None:
@@ -424,9 +425,9 @@ def format_summary(info: dict[str, Any]) -> str:
     tensor = TENSOR_FLOPS_PER_SM_CLOCK.get(d["compute_capability"])
     if tensor:
         rates = "/".join(str(tensor[dtype]) for dtype in TENSOR_DTYPES)
-        published = PUBLISHED_TENSOR_TFLOPS.get(d["name"])
-        sheet = ("; NVIDIA publishes " + "/".join(f"{published[dtype]:g}" for dtype in TENSOR_DTYPES) + " TFLOP/s "
-                 "dense for this GPU") if published else ""
+        datasheet = PUBLISHED_TENSOR_TFLOPS.get(d["name"])
+        sheet = ("; NVIDIA publishes " + "/".join(f"{datasheet[dtype]:g}" for dtype in TENSOR_DTYPES) + " TFLOP/s "
+                 "dense for this GPU") if datasheet else ""
         lines.append(f"  (tensor: {d['multiprocessors']} SMs × {rates} {'/'.join(TENSOR_DTYPES)} operations per SM "
                      f"per clock × {d['sm_clock_mhz']:.0f} MHz{sheet}; mma.sync reaches about two thirds of the "
                      f"16-bit rate on sm_90, whose full rate needs wgmma)")

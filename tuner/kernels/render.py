@@ -35,13 +35,10 @@ class Launch:
         return (min(cells, multiprocessors * self.resident_blocks_per_sm), 1, 1)
 
 
-_OPTIONS = {"undefined": jinja2.StrictUndefined, "keep_trailing_newline": True, "trim_blocks": True,
-            "lstrip_blocks": True}
-
-
 @cache
 def _environment(folder: Path) -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(folder), **_OPTIONS)
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
 def render(config: Config) -> str:
@@ -77,7 +74,9 @@ def _rendered(config: Config, digest: str) -> str:
 def render_stored(config: Config, template_text: str, template_file: str, digest: str) -> str:
     """The source of one configuration from a template kept as data (a run folder's copy): rendered in Jinja's
     sandbox, with no loader, so that the text can reach neither Python nor files."""
-    environment = jinja2.sandbox.ImmutableSandboxedEnvironment(**_OPTIONS)
+    environment = jinja2.sandbox.ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined,
+                                                               keep_trailing_newline=True, trim_blocks=True,
+                                                               lstrip_blocks=True)
     return environment.from_string(template_text).render(**_context(config, template_file, digest))
 
 

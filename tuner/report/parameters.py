@@ -44,9 +44,9 @@ def parameter_names(run: Run, family: str) -> list[str]:
     """The family's parameters in their declared order (names seen in the rows, for an unknown family)."""
     rows = run.kernels[run.kernels["family"] == family]
     seen = {name for params in rows["params"] for name in params}
-    record = run.family_record(family) or {}
-    stored = record.get("parameters") if isinstance(record.get("parameters"), list) else []
-    declared = families()[family].parameter_names if family in families() else tuple(str(n) for n in stored)
+    stored = (run.family_record(family) or {}).get("parameters")
+    listed = tuple(str(n) for n in stored) if isinstance(stored, list) else ()
+    declared = families()[family].parameter_names if family in families() else listed
     return [n for n in declared if n in seen] + sorted(seen - set(declared))
 
 

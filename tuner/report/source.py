@@ -114,8 +114,8 @@ def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
 
 def _render_stored(run: Run, config: Config, title: str) -> KernelSource:
     """The source from the template text the run stored of a family from a folder of its own (never its code)."""
-    record = run.family_record(config.family)
-    template = record.get("template") if record else None
+    record = run.family_record(config.family) or {}
+    template = record.get("template")
     if not isinstance(template, str):
         return KernelSource(title, None, notes=[f"the family '{config.family}' is not among this checkout's "
                                                 f"templates and the run stored no copy of its template, so its "
