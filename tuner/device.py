@@ -354,6 +354,7 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     cached = None if remeasure else read_cached(path, device["name"])
     if cached is not None and not _complete(cached, device):
         cached = None  # cached before a ceiling this version measures existed
+    if cached is not None:
         return {**cached, "device": device, "versions": versions, "cache_file": str(path)}
     own_timer = timer is None
     if timer is None:
