@@ -127,3 +127,30 @@ def test_the_report_draws_the_front_and_names_each_point(recorded, tmp_path):
     assert "Pareto front, 1024x1024x1024 float32" in section
     for role, name in (("fastest", FASTEST), ("knee", KNEE), ("most efficient", EFFICIENT)):
         assert f"<td>{role}</td><td>{name}</td>" in section
+
+
+def test_a_strategy_object_searches_two_objectives_told_their_product(recorded, tmp_path):
+    from optuna.study import StudyDirection
+
+    from tuner.strategies.local_search import IteratedLocalSearch
+    from tuner.strategies.sampler import scalar_cost
+
+    up = StudyDirection.MAXIMIZE
+    assert scalar_cost([2.0, 5.0], [up, up]) == pytest.approx(1 / 10)  # ∝ time × energy for GFLOP/s and GFLOP/J
+    assert scalar_cost([2.0, 0.0], [up, up]) == float("inf")  # a failure in either is a failure
+    experiment, recording = recorded
+    result = tuner.run(tuner.load_experiment(experiment), backend="replay", replay=recording,
+                       sampler=IteratedLocalSearch, objective=("time", "energy"), trials=9, out=tmp_path / "ils",
+                       quiet=True, report=False)
+    assert len(result.df) == 9 and result.metadata["runs"][-1]["objective"] == ["time", "energy"]
+
+
+def test_the_report_of_an_energy_search_names_the_most_efficient_as_best(recorded, tmp_path):
+    from tuner.report import write_report
+
+    out = tmp_path / "run"
+    assert replay(recorded, out, "--objective", "energy", "--trials", "9") == 0
+    write_report(out, quiet=True)
+    page = (out / "report.html").read_text()
+    best = page[page.index("Best configuration per problem"):page.index("</table>", page.index("Best configuration"))]
+    assert "best: the least energy per launch" in best and f"<td>{EFFICIENT}</td>" in best
