@@ -41,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
         gpus=args.gpus,
         heartbeat=args.heartbeat,
         replay_pace=args.replay_pace,
+        objective=args.objective,
     )
     return 0
 
@@ -117,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
     run.add_argument("--sampler", choices=SAMPLERS, metavar="NAME",
                      help=f"search strategy: {', '.join(SAMPLERS)} (default: the experiment's, else {DEFAULT})")
+    run.add_argument("--objective", metavar="time|energy|edp|time,energy",
+                     help="what the search pursues: the shortest time, the least energy per launch, the least "
+                     "energy-delay product, or time and energy at once (a Pareto front; NSGA-II unless --sampler "
+                     "names another strategy for several objectives); default: the experiment's search.objective, "
+                     "else time")
     run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
                      "of the problems of its dtype before it (default: the experiment's search.transfer)")

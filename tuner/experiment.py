@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Hashable, Iterable
@@ -12,6 +13,7 @@ from typing import Any
 
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
+from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.errors import ExperimentError, TunerError
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
 from tuner.kernels.family import Family, Parameter
@@ -304,7 +306,9 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "timeout_s": _optional(v.number),
         "seed": lambda x, p: v.integer(x, p, minimum=0),
         "transfer": lambda x, p: v.integer(x, p, minimum=0),
+        "objective": lambda x, p: _objective(v, x, p),
     })
+    search = _pair_sampler(v, search, top.get("search"))
     measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
         "flush_l2": v.boolean,
         "warmup": lambda x, p: v.integer(x, p, minimum=0),
@@ -315,6 +319,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "timeout_s": v.number,
         "verify": v.boolean,
         "input_seed": lambda x, p: v.integer(x, p, minimum=0),
+        "energy": v.boolean,
     })
     if measure.max_samples < measure.min_samples:
         raise document.error(("measure", "max_samples"),
@@ -350,6 +355,31 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         path=file,
         template_dirs=(*folders, *(Path(os.fspath(d)).resolve() for d in template_dirs)),
     )
+
+
+def _objective(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
+    try:
+        return parse_objective(value)
+    except ObjectiveError as exc:
+        raise v.r.error(path, str(exc)) from None
+
+
+def _pair_sampler(v: _Validator, search: SearchSettings, given: Any) -> SearchSettings:
+    """Two objectives search with NSGA-II unless the file names a strategy that handles several objectives."""
+    if not is_pair(search.objective):
+        return search
+    if not isinstance(given, dict) or "sampler" not in given:
+        return dataclasses.replace(search, sampler=PAIR_SAMPLER)
+    if search.sampler not in PAIR_SAMPLERS:
+        raise v.r.error(("search", "sampler"), pair_refusal(search.sampler))
+    return search
+
+
+def pair_refusal(sampler: str) -> str:
+    """Why a strategy cannot search two objectives at once."""
+    return (f"'{sampler}' searches for one value, so it cannot search time and energy at once; choose one that "
+            f"handles several objectives ({', '.join(PAIR_SAMPLERS)}; {PAIR_SAMPLER} is the default), or search one "
+            f"objective (energy, or edp for one point of the front)")
 
 
 def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
@@ -483,3 +513,9 @@ def check_experiment(experiment: Experiment) -> None:
     trials = experiment.search.trials
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise fail("search.trials", f"a whole number of at least 1, not {trials!r}")
+    try:
+        objective = parse_objective(experiment.search.objective)
+    except ObjectiveError as exc:
+        raise fail("search.objective", str(exc)) from None
+    if is_pair(objective) and experiment.search.sampler not in PAIR_SAMPLERS:
+        raise fail("search.sampler", pair_refusal(experiment.search.sampler))

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tuner.energy.window import method as energy_method
 from tuner.measurement import Timing
 from tuner.settings import MeasureSettings
 
@@ -42,6 +43,7 @@ def describe_method(settings: MeasureSettings) -> str:
         f"CUDA events around each launch; {settings.warmup} warm-up launches{verified}; {flush}; samples until "
         f"the standard error of the mean < {settings.target_noise:g} of the mean after {settings.min_samples}, "
         f"at most {settings.max_samples} samples or {settings.max_time_s:g} s; median reported"
+        + (f"; {energy_method()}" if settings.energy else "")
     )
 
 

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tuner.energy.measured import Energy
+
 
 class Status(StrEnum):
     OK = "ok"
@@ -64,6 +66,8 @@ class Measurement:
     """Verification error: ‖C − ref‖ / ‖ref‖ for floats, count of differing elements for int32."""
     compile_time_s: float | None = None
     resources: Resources = field(default_factory=Resources)
+    energy: Energy | None = None
+    """One launch's energy, where the backend measured it (``measure.energy``)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,4 +84,5 @@ class Measurement:
             error=data.get("error"),
             compile_time_s=data.get("compile_time_s"),
             resources=Resources(**(data.get("resources") or {})),
+            energy=Energy(**data["energy"]) if data.get("energy") else None,
         )

@@ -124,6 +124,7 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
         "template_dirs": [str(folder) for folder in family_dirs()],
         "families": folder_family_records(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        **({"energy": summary["energy"]} if summary.get("energy") else {}),
     }
 
 

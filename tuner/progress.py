@@ -13,6 +13,8 @@ from typing import Any, TextIO
 import pandas as pd
 
 from tuner.config import Config
+from tuner.energy.objective import DEFAULT, Objective, recorded_objective
+from tuner.energy.summary import energy_summary
 from tuner.kernels.discovery import get_family
 from tuner.measurement import Status
 from tuner.results import BASELINE_FAMILY, RunResult, baseline_library, best_rows, measuring_device, row_params
@@ -96,10 +98,11 @@ class Progress:
             self.stream.flush()
 
 
-def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per problem and dtype: the best configuration, its speed against the ceilings and cuBLAS, status counts."""
+def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT) -> pd.DataFrame:
+    """Per problem and dtype: the best configuration (by the objective), its speed against the ceilings and cuBLAS,
+    status counts."""
     tuned = df[df["family"] != BASELINE_FAMILY]
-    best = best_rows(df).set_index(["problem", "dtype"])
+    best = best_rows(df, objective).set_index(["problem", "dtype"])
     baseline = df[(df["family"] == BASELINE_FAMILY) & (df["status"] == Status.OK.value)]
     cublas = baseline.set_index(["problem", "dtype"])["gflops"]
     counts = tuned.groupby(["problem", "dtype"], sort=False)["status"].value_counts().unstack(fill_value=0)
@@ -168,11 +171,15 @@ def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS") -> st
 
 def print_summary(result: RunResult, stream: TextIO | None = None, width: int | None = None) -> None:
     stream = stream if stream is not None else sys.stdout
-    table = summary_table(result.df)
+    objective = recorded_objective(result.metadata)
+    table = summary_table(result.df, objective)
     if table.empty:
         print("nothing was evaluated", file=stream)
     else:
         print(summary_text(table, width or terminal_width(), baseline_library(result.metadata)), file=stream)
+        energy = energy_summary(result.df, objective, width or terminal_width())
+        if energy:
+            print(energy, file=stream)
     run = result.metadata["runs"][-1]
     busy, device = run.get("gpu_busy_fraction"), measuring_device(result.metadata)
     if busy is not None:

@@ -43,6 +43,7 @@ code_bytes             machine code of a C kernel's library (its .text section)
 vectorized_loops       loops the C compiler reports as vectorized (GCC)
 device_s               seconds the device spent verifying and timing this configuration
 gpu_name, gpu_uuid     the device that measured the row (from its environment; a replayed row: the recording's)
+energy_j, power_w …    one launch's energy and how it was measured, where it was (tuner.energy.columns)
 =====================  ==========================================================================
 
 cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the
@@ -70,6 +71,15 @@ from optuna.trial import FrozenTrial
 
 from tuner import atomic_file
 from tuner.config import DTYPE_BYTES, MATMUL_DIMS, Config, ParamValue, Problem
+from tuner.energy.columns import (
+    ENERGY_COLUMNS,
+    ENERGY_INTEGER_COLUMNS,
+    ENERGY_TEXT_COLUMNS,
+    energy_cells,
+    energy_from_row,
+)
+from tuner.energy.front import objective_score
+from tuner.energy.objective import DEFAULT, Objective, recorded_objective
 from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.discovery import families, get_family
@@ -91,16 +101,17 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
     "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s", "gpu_name", "gpu_uuid",
+    *ENERGY_COLUMNS,
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
     "experiment", "study", "sampler", "transferred_from", "measured_at", "metadata_id", "config_key", "problem",
     "family", "dtype", "block", "grid", "status", "reason", "samples_ms", "gpu_name", "gpu_uuid",
-})
+}) | ENERGY_TEXT_COLUMNS
 INTEGER_COLUMNS: frozenset[str] = frozenset({
     "trial", "M", "N", "K", "samples", "throttled_samples", "flops", "bytes_model",
     "registers", "shared_bytes", "local_bytes", "spill_bytes", "spill_store_bytes", "spill_load_bytes",
     "code_bytes", "vectorized_loops",
-})
+}) | ENERGY_INTEGER_COLUMNS
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 METADATA_JSON = "metadata.json"
@@ -337,6 +348,7 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "device_s": record.device_s,
         "gpu_name": device.get("name"),
         "gpu_uuid": device.get("uuid"),
+        **energy_cells(m.energy, work.flops if work else None),
     }
     if timing is not None:
         data.update({
@@ -391,6 +403,7 @@ def measurement_from_row(data: Mapping[str, Any]) -> Measurement:
             for name in ("registers", "shared_bytes", "local_bytes", "spill_store_bytes", "spill_load_bytes",
                          "code_bytes", "vectorized_loops")
         }),
+        energy=energy_from_row(data),
     )
 
 
@@ -440,8 +453,9 @@ class RunResult:
 
     @property
     def best(self) -> pd.DataFrame:
-        """The best ``ok`` row per problem and dtype (cuBLAS rows aside)."""
-        return best_rows(self.df)
+        """The best ``ok`` row per problem and dtype (cuBLAS rows aside) by the run's objective (the fastest
+        where it searched time and energy at once)."""
+        return best_rows(self.df, recorded_objective(self.metadata))
 
 
 def performance(df: pd.DataFrame) -> pd.Series:
@@ -457,9 +471,10 @@ def unit_of(df: pd.DataFrame) -> str:
     return "GB/s" if len(flops) and (flops.fillna(0) == 0).all() else "GFLOP/s"
 
 
-def best_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The fastest ``ok`` tuned configuration (cuBLAS rows aside) of each problem and dtype."""
-    score = performance(df)
+def best_rows(df: pd.DataFrame, objective: Objective = DEFAULT) -> pd.DataFrame:
+    """The best ``ok`` tuned configuration (cuBLAS rows aside) of each problem and dtype: the fastest, or by the
+    objective's first name (tuner.energy.objective) the one with the least energy or energy-delay product."""
+    score = objective_score(df, objective[0], performance(df))
     ok = df[(df["status"] == Status.OK.value) & (df["family"] != BASELINE_FAMILY) & score.notna()]
     if ok.empty:
         return ok.reset_index(drop=True)

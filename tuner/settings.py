@@ -28,6 +28,8 @@ class SearchSettings:
     transfer: int = 0
     """Configurations measured fastest on the run's earlier problems tried first on each next one of the same
     dtype and kernels (tuner.transfer); 0: none."""
+    objective: tuple[str, ...] = ("time",)
+    """What the search pursues (tuner.energy.objective): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class MeasureSettings:
     """Per-evaluation limit: a kernel still running then is a hang and its worker is killed."""
     verify: bool = True
     input_seed: int = 0
+    energy: bool = False
+    """Measure one launch's energy after the timed samples (tuner.energy); on whenever the objective needs it."""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ Search. A study's candidates are its valid configurations (:mod:`tuner.study_spa
 :class:`~tuner.strategies.sampler.DomainSampler`, whatever the strategy, so every trial asks for a valid
 configuration that no trial of the study has taken, and no budget is spent on a configuration the static rules
 reject (a launch that the device refuses is still recorded, as ``invalid``). The direction is *maximize* and the
-value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status.
+value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status; under another objective
+(:mod:`tuner.energy.objective`: energy, edp, or time and energy as two values of a multi-objective study) the
+values :func:`tuner.energy.values.reported` gives.
 
 Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes and
 workers). A study also stops when every candidate is taken and when its wall-time budget runs out.
@@ -58,6 +60,8 @@ from tuner.claims import (
     within_budget,
 )
 from tuner.config import Config
+from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, study_objective
+from tuner.energy.values import reported
 from tuner.errors import TunerError
 from tuner.measurement import Measurement
 from tuner.results import RECORD_ATTR, Record, objective_of
@@ -135,12 +139,16 @@ def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
 
 
 def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
-               liveness: Liveness | None = None) -> optuna.Study:
+               liveness: Liveness | None = None, objective: Objective = DEFAULT) -> optuna.Study:
     """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
-    but did not finish completed from its record."""
-    study = optuna.create_study(storage=storage, study_name=space.name, direction="maximize",
+    but did not finish completed from its record. ``objective``: one value per name, each maximised."""
+    study = optuna.create_study(storage=storage, study_name=space.name, directions=["maximize"] * len(objective),
                                 load_if_exists=True)
     attrs = study.user_attrs
+    if (OBJECTIVE_ATTR in attrs or AXES_ATTR in attrs) and study_objective(attrs) != objective:
+        raise TunerError(f"study '{space.name}' in the Optuna storage searched for {label(study_objective(attrs))}, "
+                         f"not {label(objective)}; run into a new output folder or storage, or search for "
+                         f"{label(study_objective(attrs))} again")
     if AXES_ATTR not in attrs:
         if study.get_trials(deepcopy=False):
             raise TunerError(f"study '{space.name}' in the Optuna storage was recorded with an earlier "
@@ -148,7 +156,8 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
                              f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
         for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
-                           "dtype": space.dtype, AXES_ATTR: space.axes_attr()}.items():
+                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective),
+                           AXES_ATTR: space.axes_attr()}.items():
             study.set_user_attr(key, value)
     elif attrs[AXES_ATTR] != space.axes_attr():
         raise TunerError(f"study '{space.name}' in the Optuna storage was created with other parameter values than "
@@ -167,7 +176,8 @@ def complete_measured(study: optuna.Study, space: StudySpace, liveness: Liveness
         if record is None or config is None or liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
             continue
         try:
-            study.tell(trial.number, objective_of(config, Measurement.from_dict(record["measurement"])) or 0.0)
+            study.tell(trial.number, reported(study_objective(study.user_attrs), config,
+                                              Measurement.from_dict(record["measurement"])))
         except (RuntimeError, ValueError):  # told meanwhile by another worker
             continue
 
@@ -215,7 +225,8 @@ class Evaluation:
     record: Record
     """Everything the evaluation's results row holds (``tuner.results.row(record)`` makes the row)."""
     best: tuple[float, Config] | None
-    """The study's best value and configuration so far."""
+    """The study's best configuration so far (by its objective; the fastest under time and energy) and its
+    GFLOP/s (or GB/s)."""
     evaluated: int
     """Distinct configurations the study holds now."""
     budget: int
@@ -266,7 +277,10 @@ class StudySearch:
         """Keys of every evaluation in the study."""
         self.elsewhere: set[str] = set()
         """Keys claimed by RUNNING trials of other live workers (a shared study)."""
+        self.objective = study_objective(study.user_attrs)
         self.best: tuple[float, Config] | None = None
+        """The best configuration by the objective's first value, with its speed (what progress shows)."""
+        self._best_value = 0.0
         self.pending: deque[tuple[Trial, Config, float]] = deque()
         """(trial, configuration, time.monotonic() when asked), oldest first; the one the device is at first."""
         self.flight: Flight | None = None
@@ -294,7 +308,7 @@ class StudySearch:
                 continue
             if trial.state == TrialState.COMPLETE:
                 if key not in self.done:
-                    self._remember(key, trial.value or 0.0, self.space.config_of(trial.params))
+                    self._remember_trial(key, trial)
             elif not self.sole and trial.number not in mine and \
                     self.liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
                 self.elsewhere.add(key)
@@ -302,10 +316,21 @@ class StudySearch:
     def _taken(self) -> set[str]:
         return self.done | {config.key for _, config, _ in self.pending} | self.elsewhere
 
-    def _remember(self, key: str, value: float, config: Config | None) -> None:
+    def _remember(self, key: str, value: float, speed: float | None, config: Config | None) -> None:
+        """Count an evaluation; ``value``: its objective's first value, ``speed``: its GFLOP/s (or GB/s)."""
         self.done.add(key)
-        if config is not None and value > 0 and (self.best is None or value > self.best[0]):
-            self.best = (value, config)
+        if config is not None and value > 0 and (self.best is None or value > self._best_value):
+            self.best, self._best_value = (value if speed is None else speed, config), value
+
+    def _remember_trial(self, key: str, trial: FrozenTrial) -> None:
+        """Count a completed trial of the storage (another worker's, or an earlier run's)."""
+        value = trial.values[0] if trial.values else 0.0
+        config = self.space.config_of(trial.params)
+        speed = value if self.objective == DEFAULT else None
+        record = trial.user_attrs.get(RECORD_ATTR)
+        if speed is None and config is not None and record is not None:
+            speed = objective_of(config, Measurement.from_dict(record["measurement"]))
+        self._remember(key, value, speed, config)
 
     @property
     def _limit(self) -> int:
@@ -563,9 +588,10 @@ class StudySearch:
         if source is not None:
             record = replace(record, transferred_from=source)
         trial.set_user_attr(RECORD_ATTR, record.attrs())
+        values = reported(self.objective, config, measurement)
+        self.study.tell(trial, values)
         value = objective_of(config, measurement)
-        self.study.tell(trial, value or 0.0)
-        self._remember(config.key, value or 0.0, config)
+        self._remember(config.key, values[0], value, config)
         self.new += 1
         self.recorder.add(record)
         self._report_progress()

@@ -26,9 +26,11 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from tuner.config import Config, ParamValue, Problem
+from tuner.energy.objective import study_objective
+from tuner.energy.values import reported
 from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
-from tuner.results import RECORD_ATTR, Record, objective_of
+from tuner.results import RECORD_ATTR, Record
 from tuner.settings import CompileSettings
 from tuner.space import entry_space, violations
 from tuner.space_configs import ConfigSequence, Rejections, union
@@ -224,7 +226,8 @@ class StudySpace:
             return False
         study.add_trial(optuna.trial.create_trial(
             params=params, distributions=self.distributions(),
-            value=objective_of(record.config, record.measurement) or 0.0, user_attrs={RECORD_ATTR: record.attrs()}))
+            values=reported(study_objective(study.user_attrs), record.config, record.measurement),
+            user_attrs={RECORD_ATTR: record.attrs()}))
         return True
 
     def within(self, configs: Iterable[Config]) -> StudySpace:

@@ -12,7 +12,8 @@ saved every few seconds and at the end) and ``metadata.json``::
 
     {"experiment": {"name", "path", "source" (the YAML text), "machine_models": [...]},
      "environments": {metadata_id: the backend's environment dict},
-     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "trials", "timeout_s", "seed", "transfer",
+     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "objective", "trials", "timeout_s", "seed",
+               "transfer",
                "gpu_busy_fraction", "device_busy_s", "wall_s", "evaluations", "interrupted", "error",
                "recording"}, ...]}
 
@@ -52,6 +53,9 @@ import optuna
 from tuner import results
 from tuner.backends.protocol import Backend
 from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
+from tuner.energy.capability import check_energy
+from tuner.energy.objective import Objective
+from tuner.energy.run_objective import resolve_objective
 from tuner.errors import TunerError
 from tuner.experiment import Experiment, check_experiment, load_experiment
 from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
@@ -204,6 +208,7 @@ def run(
     gpus: str | None = None,
     heartbeat: int | None = None,
     replay_pace: float | None = None,
+    objective: str | Sequence[str] | None = None,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -222,7 +227,9 @@ def run(
     GPUs of this host at once, one measuring worker each (with the replay backend, indices stand for GPUs).
     ``heartbeat`` is the interval in seconds of this worker's heartbeat in a shared storage (default 10; a worker
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
-    slows the replay backend to its recorded device times times the factor.
+    slows the replay backend to its recorded device times times the factor. ``objective`` ("time", "energy",
+    "edp", or ("time", "energy")) overrides the experiment's ``search.objective``
+    (:mod:`tuner.energy.objective`); an objective with energy measures it, on a backend that can.
     ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
     ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
     the end.
@@ -235,6 +242,7 @@ def run(
     elif experiment.path is None:
         check_experiment(experiment)
     use_family_dirs(experiment.template_dirs)
+    experiment, sampler, goal = resolve_objective(experiment, objective, sampler, quiet)
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     if transfer is not None:
         if isinstance(transfer, bool) or not isinstance(transfer, int) or transfer < 0:
@@ -252,11 +260,13 @@ def run(
         backend = default_backend(experiment, replay)
     chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None)
     try:
+        check_energy(chosen, goal)
         lock = _lock(out_dir)
         try:
             store = given or _open_storage(url, out_dir)
             try:
                 resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
+                          "objective": ",".join(goal) if objective is not None else None,
                           "trials": trials, "timeout": timeout,
                           "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
                           "transfer": transfer,
@@ -265,7 +275,7 @@ def run(
                 with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
                         _liveness(storage, experiment, len(chosen), heartbeat_s) as liveness:
                     place = Place(out_dir, label, previous, liveness)
-                    return _run(experiment, chosen, store, choice, budget, seed_value, place, quiet,
+                    return _run(experiment, chosen, store, choice, goal, budget, seed_value, place, quiet,
                                 not quiet if summary is None else summary, report, _resume_command(experiment, resume),
                                 tuple(callbacks))
             finally:
@@ -368,7 +378,7 @@ def _transfer(order: list[tuple[StudySpace, optuna.Study]], at: int, count: int,
 
 
 def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,
-         budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
+         objective: Objective, budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
          resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
     out = place.out
     optuna_logger = optuna.logging.get_logger("optuna")
@@ -392,7 +402,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
                                                                                    strict=True)))
         own_seed = _worker_seed(seed, place.liveness)
-        studies = {space: open_study(store, space, choice, own_seed, place.liveness) for space in spaces}
+        studies = {space: open_study(store, space, choice, own_seed, place.liveness, objective) for space in spaces}
         table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)
@@ -400,7 +410,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         table.rebuild(store)
         run_record: dict[str, Any] = {
             "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
-            "sampler": strategy_name(choice),
+            "sampler": strategy_name(choice), "objective": list(objective),
             "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
             "transfer": experiment.search.transfer,
             "recording": str(recording.path) if recording else None,
@@ -437,7 +447,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                 _transfer(order, position, experiment.search.transfer, budget, fresh)
                 _baseline(space, study, backend, table, progress)
                 # each further GPU's search asks through a study object of its own, with its own sampler
-                own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness)
+                own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness, objective)
                                 for index in range(1, len(backends)))]
 
                 def search(index: int, measuring: Backend, space: StudySpace = space, own: list = own) -> None:

@@ -4,7 +4,8 @@ Every backend evaluates configurations (:class:`Evaluates`) and describes where 
 can do is declared by the answers of the capability protocols every backend implements: a vendor baseline
 (``baseline`` answers None where there is none), a recording it replays (``recording`` answers None for a
 live device) and the configurations it can answer (``recorded_configs``: None for a device, which measures any),
-and the device time it spent (``busy_seconds``). :class:`BackendBase` gives the "cannot" answers,
+the device time it spent (``busy_seconds``) and whether it can give the energy of a launch (``energy_unavailable``
+answers why not, or None). :class:`BackendBase` gives the "cannot" answers,
 so a backend of one's own implements only what it can. A backend that measures in another process may also
 ``submit`` a configuration (start it and answer later, :class:`Pending`), so that the search records one
 evaluation while the device measures the next, and take the hint ``prepare(problem, dtype)`` (make the first
@@ -111,7 +112,14 @@ class TracksBusyTime(Protocol):
         ...
 
 
-class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, Protocol):
+class MeasuresEnergy(Protocol):
+    def energy_unavailable(self) -> str | None:
+        """Why this backend's measurements carry no energy (a sentence, for an objective that needs it), or None
+        where they do (tuner.energy)."""
+        ...
+
+
+class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, MeasuresEnergy, Protocol):
     """Everything the run asks of a backend."""
 
 
@@ -134,6 +142,9 @@ class BackendBase:
 
     def recorded_configs(self) -> Sequence[Config] | None:
         return None
+
+    def energy_unavailable(self) -> str | None:
+        return f"the {getattr(self, 'name', 'chosen')} backend measures no energy"
 
     def close(self) -> None:
         return None

@@ -32,6 +32,7 @@ import pyarrow
 from tuner import results
 from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config, Problem
+from tuner.energy.columns import energy_from_row
 from tuner.errors import TunerError
 from tuner.measurement import Measurement
 
@@ -123,6 +124,14 @@ class ReplayBackend(BackendBase):
             raise TunerError(f"{self.path}: the recording has no {results.METADATA_JSON} describing the "
                              f"environment of its rows, so its numbers cannot be replayed with their origin")
         return self.environments[self._main_id]
+
+    def energy_unavailable(self) -> str | None:
+        """None where some recorded row holds an energy measurement (rows without one report no energy)."""
+        if any(energy_from_row(data) is not None for data in self._rows.values()):
+            return None
+        return (f"energy not recorded: the recording {self.path} holds no energy measurement (it was measured "
+                f"without measure.energy); replay it with --objective time, or record it again on the GPU with an "
+                f"energy objective")
 
     def close(self) -> None:
         """Nothing to release."""

@@ -38,4 +38,5 @@ def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSetti
         "template_dirs": [str(folder) for folder in family_dirs()],
         "families": folder_family_records(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        **({"energy": summary["energy"]} if summary.get("energy") else {}),
     }

@@ -19,6 +19,7 @@ import numpy as np
 
 from tuner.compile.cc import own_kernel
 from tuner.cpu.info import total_cache_bytes, usable_cpus
+from tuner.energy.cpu import METHOD as ENERGY_METHOD
 from tuner.measure import StoppingRule, summarize
 from tuner.measurement import Timing
 from tuner.settings import MeasureSettings
@@ -38,7 +39,7 @@ def describe_method(settings: MeasureSettings, threads: int) -> str:
     return (f"time.perf_counter_ns around each call, {threads} thread(s); {settings.warmup} warm-up calls; {evict}; "
             f"samples until the standard error of the mean < {settings.target_noise:g} of the mean after "
             f"{settings.min_samples}, at most {settings.max_samples} samples or {settings.max_time_s:g} s; "
-            f"median reported")
+            f"median reported" + (f"; {ENERGY_METHOD}" if settings.energy else ""))
 
 
 class CpuTimer:

@@ -26,6 +26,7 @@ from tuner.report.convergence import convergence_figure
 from tuner.report.html import Image, render_html
 from tuner.report.importances import DEADLINE_S, METHOD, TOP_TRIALS, importances_figure, param_importances
 from tuner.report.parameters import parameter_plan
+from tuner.report.pareto import pareto_plan
 from tuner.report.roofline import roofline_plan
 from tuner.report.run_folder import Draw, Run, load_run
 
@@ -33,7 +34,7 @@ __all__ = ["REPORT_PARTS", "PartTime", "default_jobs", "start_drawing_processes"
 
 REPORT_HTML = "report.html"
 DPI = 120
-REPORT_PARTS = ("load", "roofline", "convergence", "parameters", "importances", "html")
+REPORT_PARTS = ("load", "roofline", "convergence", "parameters", "energy", "importances", "html")
 """The parts of a report, in the order they are made; ``write_report`` can time each."""
 IMPORTANCES_PNG = "importances.png"
 PARALLEL_FROM_CORES = 4
@@ -81,6 +82,7 @@ def _plan(run: Run) -> list[Planned]:
     if not run.kernels.empty:
         planned.append(Planned("convergence", "convergence.png", convergence_figure))
     planned += [Planned("parameters", name, draw) for name, draw in parameter_plan(run).items()]
+    planned += [Planned("energy", name, draw) for name, draw in pareto_plan(run).items()]
     return planned
 
 
@@ -99,6 +101,12 @@ def _caption(name: str) -> tuple[str, str]:
         return ("Best so far", "Best performance (GFLOP/s, or GB/s for a kernel without arithmetic) found so far per "
                 "study, by trial number (left) and by wall time since the run started (right); faint points are the "
                 "individual successful trials.")
+    if name.startswith("pareto_"):
+        scope = name.removeprefix("pareto_").removesuffix(".png").replace("_", ", ")
+        return (f"Time against energy, {scope}", "Log-log: each evaluation with an energy at its median time and its "
+                "energy per launch; the red steps join the Pareto front (no other evaluation is both faster and "
+                "cheaper), its points numbered fastest first as in the table below; triangle up: the fastest, star: "
+                "the knee, triangle down: the most efficient.")
     family = name.removeprefix("params_").removesuffix(".png")
     return (f"Parameters of {family}", "Best performance reached with each parameter value (grey cells, red labels "
             "and red crosses: evaluated, never ok; white cells: never evaluated).")
@@ -205,7 +213,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
     notes: dict[str, list[str]] = {}
     if run.kernels.empty:
         absent = f"no tuned kernel was evaluated in this run (its table holds only {run.library} baselines)"
-        for section in ("roofline", "convergence", "parameters"):
+        for section in ("roofline", "convergence", "parameters", "energy"):
             notes[section] = [f"Nothing to draw: {absent}."]
     planned = _plan(run)
     took: dict[str, PartTime] = {part: PartTime(0.0, 0.0) for part in REPORT_PARTS[1:-1]}
@@ -223,7 +231,11 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
     if timings is not None:
         timings.update(took)
 
-    images: dict[str, list[Image]] = {"roofline": [], "convergence": [], "parameters": [], "importances": []}
+    images: dict[str, list[Image]] = {"roofline": [], "convergence": [], "parameters": [], "energy": [],
+                                      "importances": []}
+    if not run.kernels.empty and not any(item.part == "energy" for item in planned):
+        notes["energy"] = ["This run measured no energy (measure.energy was off, or its device has no energy "
+                           "counter): nothing to draw."]
     written: list[Path] = []
     for item in planned:
         path = folder / item.name

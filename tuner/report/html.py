@@ -13,6 +13,7 @@ import jinja2
 
 import tuner.report.environment as environment
 import tuner.report.tables as tables
+from tuner.report.pareto import front_tables
 from tuner.report.run_folder import Run
 from tuner.report.source import best_sources
 
@@ -60,6 +61,7 @@ def render_html(run: Run, images: dict[str, list[Image]], notes: dict[str, list[
         "notes": notes,
         "bounds": tables.predicted_vs_achieved(run),
         "top": tables.top_configurations(run),
+        "fronts": front_tables(run),
         "statuses": tables.status_counts(run),
         "failures": tables.failure_reasons(run),
         "sources": best_sources(run),

@@ -20,6 +20,7 @@ import pyarrow
 
 from tuner import results
 from tuner.config import DTYPES
+from tuner.energy.objective import Objective, recorded_objective
 from tuner.errors import TunerError
 from tuner.experiment import parse_machine_models
 from tuner.kernels.discovery import families
@@ -107,6 +108,11 @@ class Run:
         pairs = pairs.assign(size=pairs["M"] * pairs["N"] * pairs["K"].fillna(1))
         pairs = pairs.sort_values(["dtype", "size", "problem"], ascending=[True, False, True])
         return list(zip(pairs["dtype"], pairs["problem"], strict=True))
+
+    @property
+    def objective(self) -> Objective:
+        """What the run's last search pursued (time for runs recorded before objectives)."""
+        return recorded_objective(self.metadata)
 
     @property
     def library(self) -> str:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from tuner import results
+from tuner.energy.front import objective_score
+from tuner.energy.objective import MEANING, TIME
 from tuner.model import cost
 from tuner.report.bounds import class_bounds, fraction
 from tuner.report.formatting import fixed, integer, number, params_text, percent, performance_unit
@@ -37,10 +39,12 @@ def _ratio(value: float | None) -> str:
 def best_per_problem(run: Run) -> Table:
     """The best configuration of each problem and dtype; of each GPU model too where the rows come from several."""
     by_gpu = len(run.gpu_names) > 1
+    objective = run.objective[0]
     table = Table(["problem", "dtype", *(["GPU"] if by_gpu else []), "best configuration", "performance",
                    "% measured compute", f"{run.library} GFLOP/s", f"best / {run.library}"],
                   caption="performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) "
-                          "for a kernel without arithmetic")
+                          "for a kernel without arithmetic" + ("" if objective == TIME else
+                                                               f"; best: {MEANING[objective]}"))
     first_number = 4 if by_gpu else 3
     table.numeric = set(range(first_number, first_number + 4))
     for dtype, problem in run.slices():
@@ -49,15 +53,17 @@ def best_per_problem(run: Run) -> Table:
             base = run.baselines[(run.baselines["dtype"] == dtype) & (run.baselines["problem"] == problem)]
             if gpu is not None:
                 ok, base = ok[ok["gpu_name"] == gpu], base[base["gpu_name"] == gpu]
-            table.rows.append([problem, dtype, *([gpu] if gpu is not None else []), *_best_cells(ok, base, dtype)])
+            table.rows.append([problem, dtype, *([gpu] if gpu is not None else []),
+                               *_best_cells(ok, base, dtype, objective)])
     return table
 
 
-def _best_cells(ok: pd.DataFrame, base: pd.DataFrame, dtype: str) -> list[str]:
+def _best_cells(ok: pd.DataFrame, base: pd.DataFrame, dtype: str, objective: str = TIME) -> list[str]:
     cublas = float(base["gflops"].max()) if not base.empty else None
     if ok.empty:
         return ["no successful evaluation", "—", "—", number(cublas), "—"]
-    best = ok.loc[ok["performance"].idxmax()]
+    score = objective_score(ok, objective, ok["performance"])
+    best = ok.loc[score.idxmax() if score.notna().any() else ok["performance"].idxmax()]
     unit = performance_unit(ok, dtype)
     return [f"{best['family']} {params_text(best['params'])}", f"{number(best['performance'])} {unit}",
             percent(best.get("pct_flops_ceiling")), number(cublas),

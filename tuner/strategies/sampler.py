@@ -17,7 +17,9 @@ say, so a proposal is never repeated and never invalid. Where the proposal comes
   would have.
 
 Values. A strategy minimises; the study maximises (GFLOP/s, 0 for a failure), so a strategy is told the inverse
-of a trial's value, ``inf`` for a failure.
+of a trial's value, ``inf`` for a failure. In a study of several objectives (time and energy, each maximised) a
+strategy is told the product of their inverses: for speed and work per joule, a quantity proportional to the
+energy-delay product.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def study_seed(seed: int, study_name: str) -> int:
 class History:
     """What a study's trials say about the domain: which candidates are taken, and the told results in order."""
 
-    def __init__(self, parameters: Parameters, trials: Sequence[FrozenTrial], direction: StudyDirection,
+    def __init__(self, parameters: Parameters, trials: Sequence[FrozenTrial], directions: Sequence[StudyDirection],
                  asking: int, known: dict[int, int] | None = None):
         """``known``: the candidates of trials seen before, by trial number (filled in as trials are read)."""
         domain = parameters.domain
@@ -93,8 +95,8 @@ class History:
             if candidate < 0:
                 continue
             self.taken[candidate] = True
-            if trial.state == TrialState.COMPLETE and trial.value is not None:
-                self.completed.append((trial, candidate, cost(trial.value, direction)))
+            if trial.state == TrialState.COMPLETE and trial.values is not None:
+                self.completed.append((trial, candidate, scalar_cost(trial.values, directions)))
 
 
 def trial_params(trial: FrozenTrial) -> dict[str, Any]:
@@ -112,6 +114,11 @@ def cost(value: float, direction: StudyDirection) -> float:
     if direction == StudyDirection.MINIMIZE:
         return value if math.isfinite(value) else math.inf
     return 1.0 / value if value > 0 and math.isfinite(value) else math.inf
+
+
+def scalar_cost(values: Sequence[float], directions: Sequence[StudyDirection]) -> float:
+    """A trial's values as one cost to minimise: the product of each one's :func:`cost`."""
+    return math.prod(cost(value, direction) for value, direction in zip(values, directions, strict=True))
 
 
 class Proposer(Protocol):
@@ -145,7 +152,7 @@ class DomainSampler(optuna.samplers.BaseSampler):
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         domain = self.parameters.domain
-        history = History(self.parameters, study.get_trials(deepcopy=False), study.direction, trial.number,
+        history = History(self.parameters, study.get_trials(deepcopy=False), study.directions, trial.number,
                           self._known)
         point = self.proposer.propose(study, trial, history)
         rng = np.random.default_rng(trial_seed(self.seed, self.study_name, trial.number))

@@ -31,6 +31,7 @@ from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config, Problem
 from tuner.cpu.info import usable_cpus
+from tuner.energy.capability import environment_refusal
 from tuner.errors import TunerError
 from tuner.kernels.discovery import family_dirs, get_family
 from tuner.kernels.render import render
@@ -123,6 +124,9 @@ class CpuBackend(BackendBase):
 
             self._environment = cpu_environment(self.device(), self.threads, self.measure)
         return self._environment
+
+    def energy_unavailable(self) -> str | None:
+        return environment_refusal(self.metadata())
 
     def close(self) -> None:
         self.worker.stop()

@@ -28,6 +28,7 @@ import numpy as np
 from tuner.backends.worker_process import Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.cpu.timing import CpuTimer
+from tuner.energy.cpu import CpuEnergy
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.kernels.family import MATMUL, Kernel
@@ -92,6 +93,7 @@ class CpuWorker:
         self.measure = measure
         self.threads = threads
         self.timer = CpuTimer()
+        self.energy = CpuEnergy() if measure.energy else None
         self.workspace: Workspace | None = None
 
     # --- requests --------------------------------------------------------------------------------------------
@@ -121,7 +123,8 @@ class CpuWorker:
         from tuner.cpu.ceilings import summary
 
         self.workspace = None  # the STREAM arrays want the memory
-        return summary(remeasure=remeasure, timer=self.timer)
+        found = summary(remeasure=remeasure, timer=self.timer)
+        return found if self.energy is None else {**found, "energy": self.energy.describe()}
 
     # --- the steps -------------------------------------------------------------------------------------------
 
@@ -134,7 +137,7 @@ class CpuWorker:
 
     def _verify_and_time(self, run: Callable[[], object], ws: Workspace, resources: Resources) -> Measurement:
         """Check a first call, time, then check again (a kernel that leaves state behind can go wrong only on
-        later calls)."""
+        later calls); with ``measure.energy`` and RAPL here, then an energy window of back-to-back calls."""
         self.served.started()
         started = time.perf_counter()
         error = None
@@ -152,9 +155,10 @@ class CpuWorker:
                                                      f"calls: {verdict.reason}", error=verdict.error,
                                        resources=resources)
                 error = max(error or 0.0, verdict.error or 0.0)
+            energy = self.energy.measure(run) if self.energy is not None else None
         finally:
             self.served.busy += time.perf_counter() - started
-        return Measurement(Status.OK, timing=timing, error=error, resources=resources)
+        return Measurement(Status.OK, timing=timing, error=error, resources=resources, energy=energy)
 
     def _check(self, run: Callable[[], object], ws: Workspace) -> Verdict:
         """One call into poisoned outputs, compared with the float64 reference."""

@@ -22,6 +22,7 @@ from tuner.compile.nvcc import compile_source, find_nvcc
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config, Problem
+from tuner.energy.capability import environment_refusal
 from tuner.errors import TunerError
 from tuner.kernels.discovery import family_dirs
 from tuner.kernels.render import Launch, render
@@ -143,6 +144,9 @@ class PycudaBackend(BackendBase):
         if self._environment is None:
             self._environment = environment(self.name, self.device(), self.measure, self.compile)
         return self._environment
+
+    def energy_unavailable(self) -> str | None:
+        return environment_refusal(self.metadata())
 
     def close(self) -> None:
         self.worker.stop()

@@ -159,6 +159,7 @@ class GpuWorker:
         import pycuda.driver as cuda
 
         from tuner.device import describe, nvml_handle, require_gpu
+        from tuner.energy.gpu import GpuEnergy
         from tuner.measure import SmClock, Timer
 
         use_family_dirs(family_dirs)
@@ -170,6 +171,7 @@ class GpuWorker:
         self.device = describe()
         handle = nvml_handle(self.device["pci_bus_id"])
         self.timer = Timer(self.device["l2_bytes"] or 0, SmClock(handle) if handle else None, self.device["arch"])
+        self.energy = GpuEnergy(handle) if measure.energy else None
         self.workspaces: OrderedDict[WorkspaceKey, Workspace] = OrderedDict()
         """The workspaces on the device, least recently used first."""
         self.upcoming: dict[WorkspaceKey, Future[HostData]] = {}
@@ -240,7 +242,8 @@ class GpuWorker:
         from tuner.device import summary
 
         self._free_workspaces(0)  # the copy ceiling wants the memory
-        return summary(remeasure=remeasure, timer=self.timer)
+        found = summary(remeasure=remeasure, timer=self.timer)
+        return found if self.energy is None else {**found, "energy": self.energy.describe()}
 
     # --- the steps -------------------------------------------------------------------------------------------
 
@@ -298,7 +301,8 @@ class GpuWorker:
     def _verify_and_time(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
         """Verify one launch into poisoned outputs, time the kernel with the outputs poisoned again before each
         sample (untimed), and verify what the last timed launch left: a kernel that leaves state behind (flags,
-        counters) can go wrong only on later launches. The verified launch is the first warm-up launch."""
+        counters) can go wrong only on later launches. The verified launch is the first warm-up launch. With
+        ``measure.energy``, an energy window of back-to-back launches follows (tuner.energy.window)."""
         self.served.started()
         started = time.perf_counter()
         error = None
@@ -318,13 +322,14 @@ class GpuWorker:
                                                      f"launches: {verdict.reason}", error=verdict.error,
                                        resources=resources)
                 error = max(error or 0.0, verdict.error or 0.0)   # an ok verdict carries its error
+            energy = self.energy.measure(run, timing.median_ms * 1e-3) if self.energy is not None else None
         except LaunchRejected as exc:
             return Measurement(Status.INVALID, str(exc), resources=resources)
         except self.cuda.Error as exc:
             raise Fatal(f"{type(exc).__name__}: {exc}") from exc
         finally:
             self.served.busy += time.perf_counter() - started
-        return Measurement(Status.OK, timing=timing, error=error, resources=resources)
+        return Measurement(Status.OK, timing=timing, error=error, resources=resources, energy=energy)
 
     def _check(self, run: Callable[[], None], ws: Workspace) -> Verdict:
         """One launch into poisoned outputs, compared with the float64 reference."""

@@ -1,0 +1,30 @@
+"""Whether a run's backends can give the energy its objective needs, and why not."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tuner.backends.protocol import MeasuresEnergy
+from tuner.energy.objective import Objective, label, needs_energy
+from tuner.errors import TunerError
+
+
+def environment_refusal(environment: Mapping[str, Any]) -> str | None:
+    """Why a measuring backend's environment (its ``energy`` entry) has no energy, or None where it has."""
+    energy = environment.get("energy")
+    if not isinstance(energy, Mapping):
+        return "energy was not measured (measure.energy is off)"
+    if energy.get("available"):
+        return None
+    return str(energy.get("reason") or "energy is not available here")
+
+
+def check_energy(backends: Sequence[MeasuresEnergy], objective: Objective) -> None:
+    """TunerError, before anything is written, when the objective needs energy that a backend cannot give."""
+    if not needs_energy(objective):
+        return
+    for backend in backends:
+        reason = backend.energy_unavailable()
+        if reason:
+            raise TunerError(f"the objective '{label(objective)}' needs energy per launch, but {reason}")

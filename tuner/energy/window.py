@@ -1,0 +1,153 @@
+"""The energy window on a GPU: the kernel launched back to back while a thread reads the energy counter.
+
+After a configuration is timed (the timed samples are left as they were: the window comes after them, outside
+every event pair), it is launched again and again for a window of at least ``MIN_WINDOW_S`` and long enough to hold
+``MIN_UPDATES`` whole update periods of the counter after one period of lead (the counter updates every few tens
+of milliseconds and may lag what it counts). Launches are queued in chunks of about ``CHUNK_S`` of work, each
+closed by an event; the host waits on the chunk before the last, so that the device always has work queued and the
+host sleeps (the interpreter free for the thread that reads the counter) while it runs. The window's length is
+the time between the events before its first launch and after its last, on the device's clock.
+
+The counter's changes within the window give its mean power over whole update periods
+(:func:`tuner.energy.counter.counted_span`); one launch's energy is that power times the window's time per
+launch. A window that holds too few changes is measured again, twice as long, up to ``LONGEST_WINDOW_S``; the
+update interval seen sizes the next windows. A counter that does not change at all in a window of a second or
+more, or one that cannot be read, is taken as broken (:class:`CounterFailed`).
+
+The launches run hot (no L2 flush, no output reset between them), as a GEMM called repeatedly by an application
+does: their time per launch is kept (``Energy.window_s / launches``) beside the cold median of the timing. Where
+a launch takes less time than the host needs to queue one, the device idles between launches and the energy per
+launch includes that idle power; the time per launch shows it.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+from tuner.energy.counter import counted_span, counter_properties
+from tuner.energy.measured import Energy
+from tuner.energy.poller import CounterPoller
+
+MIN_UPDATES = 3
+"""Update periods of the counter that the power is taken over, at least."""
+MIN_WINDOW_S = 0.1
+FIRST_WINDOW_S = 0.3
+"""The first window of a worker, before the counter's update interval is known."""
+LONGEST_WINDOW_S = 4.0
+STUCK_AFTER_S = 1.0
+CHUNK_S = 0.01
+MOST_LAUNCHES = 200_000
+SWITCH_INTERVAL_S = 0.0005
+"""The interpreter's thread switch interval during a window, so that the reading thread runs within half a
+millisecond of asking even while the host queues launches."""
+
+
+class Marks(Protocol):
+    """Launches on a device, and markers between them (CUDA events)."""
+
+    def mark(self) -> object:
+        """A marker queued now."""
+        ...
+
+    def queue(self, launches: int) -> object:
+        """Queue ``launches`` launches, then a marker after them."""
+        ...
+
+    def wait(self, marker: object) -> None:
+        """Block until the device has passed the marker (releasing the interpreter)."""
+        ...
+
+    def elapsed_s(self, first: object, last: object) -> float:
+        """Seconds between two markers, on the device's clock."""
+        ...
+
+
+class CounterFailed(Exception):
+    """The counter could not be read, or did not change during a long busy window."""
+
+
+def method(min_updates: int = MIN_UPDATES) -> str:
+    return (f"energy: the kernel launched back to back (hot) after the timed samples for at least "
+            f"{MIN_WINDOW_S:g} s and {min_updates} update periods of the counter after one period of lead (up to "
+            f"{LONGEST_WINDOW_S:g} s); mean power between the counter's changes inside the window, times the "
+            f"window's time per launch")
+
+
+@contextmanager
+def _quick_switching() -> Iterator[None]:
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
+
+
+class EnergyWindows:
+    """Measures energy windows with one counter (``read``: its value, in units of ``unit_j`` joules), learning
+    its update interval as it goes. ``side`` is read now and then during each window (the SM clock) and
+    ``power_limit`` once per window."""
+
+    def __init__(self, read: Callable[[], int], unit_j: float, source: str,
+                 side: Callable[[], float | None] | None = None,
+                 power_limit: Callable[[], float | None] | None = None, min_updates: int = MIN_UPDATES):
+        self.read, self.unit_j, self.source = read, unit_j, source
+        self.side, self.power_limit, self.min_updates = side, power_limit, min_updates
+        self.update_interval_s: float | None = None
+
+    def target_s(self) -> float:
+        """How long the next window should be."""
+        if self.update_interval_s is None:
+            return FIRST_WINDOW_S
+        return min(LONGEST_WINDOW_S, max(MIN_WINDOW_S, (self.min_updates + 3) * self.update_interval_s))
+
+    def measure(self, device: Marks, seconds_per_launch: float) -> Energy | None:
+        """One launch's energy, from as many windows as it takes (None when even the longest window holds too few
+        changes of the counter)."""
+        target = self.target_s()
+        while True:
+            energy = self._window(device, seconds_per_launch, target)
+            if energy is not None or target >= LONGEST_WINDOW_S:
+                return energy
+            target = min(LONGEST_WINDOW_S, max(2 * target, self.target_s()))
+
+    def _window(self, device: Marks, seconds_per_launch: float, target_s: float) -> Energy | None:
+        per_launch = max(seconds_per_launch, 1e-7)
+        planned = min(MOST_LAUNCHES, max(2, math.ceil(target_s / per_launch)))
+        chunk = max(1, min(planned, round(CHUNK_S / per_launch)))
+        limit = self.power_limit() if self.power_limit else None
+        with _quick_switching(), CounterPoller(self.read, self.side) as poller:
+            first = device.mark()
+            in_flight: deque[object] = deque()
+            queued = 0
+            while queued < planned:
+                count = min(chunk, planned - queued)
+                in_flight.append(device.queue(count))
+                queued += count
+                if len(in_flight) > 2:
+                    device.wait(in_flight.popleft())
+            last = in_flight[-1]
+            device.wait(last)
+            ended = time.perf_counter()
+        if poller.error is not None:
+            raise CounterFailed(f"the {self.source} energy counter could not be read ({poller.error})")
+        window_s = device.elapsed_s(first, last)
+        seen = counter_properties(poller.readings)
+        if seen.update_interval_s is not None:
+            self.update_interval_s = seen.update_interval_s
+        elif window_s >= STUCK_AFTER_S:
+            raise CounterFailed(f"the {self.source} energy counter did not change in {window_s:.2f} s of launches")
+        span = counted_span(poller.readings, ended - window_s, ended, self.min_updates)
+        if span is None:
+            return None
+        power_w = span.rate * self.unit_j
+        clocks = sorted(poller.side_values)
+        return Energy(joules=power_w * window_s / queued, power_w=power_w, launches=queued, window_s=window_s,
+                      counted_s=span.span_s, updates=span.updates, source=self.source,
+                      sm_clock_mhz=clocks[len(clocks) // 2] if clocks else None, power_limit_w=limit)
