@@ -68,6 +68,7 @@ def _driver() -> ctypes.CDLL:
         "cuModuleGetFunction": [ctypes.POINTER(pointer), pointer, ctypes.c_char_p],
         "cuFuncSetAttribute": [pointer, ctypes.c_int, ctypes.c_int],
         "cuLaunchKernelEx": [ctypes.POINTER(_LaunchConfig), pointer, ctypes.POINTER(pointer), pointer],
+        "cuOccupancyMaxActiveClusters": [ctypes.POINTER(ctypes.c_int), pointer, ctypes.POINTER(_LaunchConfig)],
         "cuTensorMapEncodeTiled": [pointer, ctypes.c_int, uint, pointer, ctypes.POINTER(ctypes.c_uint64),
                                    ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
                                    ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -122,6 +123,21 @@ def parameters(maps: Sequence[TensorMapBuffer], signature: str, arguments: Seque
     return Parameters(list(maps), values, (ctypes.c_void_p * len(addresses))(*addresses))
 
 
+def _config(grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int,
+            cluster: tuple[int, int, int]) -> tuple[_LaunchConfig, Any]:
+    """A launch configuration on the default stream, with the cluster-dimension attribute where there is a cluster
+    (and the attribute array it points at, which must live as long as it)."""
+    attributes = (_LaunchAttribute * 1)()
+    count = 0
+    if cluster != (1, 1, 1):
+        attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attributes[0].x, attributes[0].y, attributes[0].z = cluster
+        count = 1
+    config = _LaunchConfig(*grid, *block, shared_bytes, None, ctypes.cast(attributes, ctypes.POINTER(_LaunchAttribute)),
+                           count)
+    return config, attributes
+
+
 class ExtendedKernel:
     """A kernel of a cubin loaded through the driver into the current context, launched with cuLaunchKernelEx."""
 
@@ -143,16 +159,18 @@ class ExtendedKernel:
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int,
                cluster: tuple[int, int, int], block_parameters: Parameters) -> None:
         """Queue one launch on the default stream; DriverError where the driver refuses it."""
-        attributes = (_LaunchAttribute * 1)()
-        count = 0
-        if cluster != (1, 1, 1):
-            attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attributes[0].x, attributes[0].y, attributes[0].z = cluster
-            count = 1
-        config = _LaunchConfig(*grid, *block, shared_bytes, None,
-                               ctypes.cast(attributes, ctypes.POINTER(_LaunchAttribute)), count)
+        config, _attributes = _config(grid, block, shared_bytes, cluster)
         _check("cuLaunchKernelEx", _driver().cuLaunchKernelEx(ctypes.byref(config), self._function,
                                                                block_parameters.pointers, None))
+
+    def active_clusters(self, block: tuple[int, int, int], shared_bytes: int, cluster: tuple[int, int, int]) -> int:
+        """Clusters of this kernel the GPU runs at once (they must fit whole into its GPCs, so fewer than the SMs
+        over the cluster size may)."""
+        config, _attributes = _config(cluster, block, shared_bytes, cluster)
+        count = ctypes.c_int()
+        _check("cuOccupancyMaxActiveClusters",
+               _driver().cuOccupancyMaxActiveClusters(ctypes.byref(count), self._function, ctypes.byref(config)))
+        return count.value
 
     def close(self) -> None:
         if self._module:

@@ -234,6 +234,12 @@ class GpuWorker:
             return Measurement(Status.INVALID, f"the driver refused a tensor map: {exc}", resources=resources)
         block_parameters = hopper.parameters(maps, ws.signature, ws.arguments())
         kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
+        cluster_size = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
+        if launch.resident_blocks_per_sm and cluster_size > 1:
+            # A persistent grid of clusters: only as many as run at once, or the last ones would wait for the first.
+            with contextlib.suppress(hopper.DriverError):  # no answer: the grid stays one block per SM
+                active = kernel.active_clusters(launch.block, launch.dynamic_shared_bytes, launch.cluster)
+                grid = (min(grid[0], max(1, active) * cluster_size), 1, 1)
 
         def run() -> None:
             try:
