@@ -10,16 +10,20 @@ events, the timer) stays PyCUDA's, on the same context and the same default stre
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from tuner.kernels.family import Dim3
+from tuner.kernels.render import Launch
 from tuner.kernels.tensor_maps import TensorMapFields
 
 TENSOR_MAP_BYTES = 128
-TENSOR_MAP_ALIGNMENT = 64
+TENSOR_MAP_ALIGNMENT = 128
+"""cuda.h aligns CUtensorMap to 128 bytes (the driver documents 64)."""
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_TENSOR_MAP_INTERLEAVE_NONE = 0
@@ -91,7 +95,7 @@ def _check(call: str, code: int) -> None:
 
 
 class TensorMapBuffer:
-    """One encoded tensor map, 64-byte aligned in host memory as the driver requires."""
+    """One encoded tensor map, aligned in host memory as cuda.h aligns CUtensorMap."""
 
     def __init__(self, fields: TensorMapFields, address: int):
         self._storage = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGNMENT)
@@ -117,8 +121,7 @@ class Parameters:
 
 def parameters(maps: Sequence[TensorMapBuffer], signature: str, arguments: Sequence[Any]) -> Parameters:
     """The tensor maps, then the arguments typed by ``signature`` (``P`` pointer, ``i`` int32, …)."""
-    values: list[Any] = [PARAMETER_TYPES[code](value.item() if hasattr(value, "item") else value)
-                         for code, value in zip(signature, arguments, strict=True)]
+    values: list[Any] = [PARAMETER_TYPES[code](value) for code, value in zip(signature, arguments, strict=True)]
     addresses = [m.address for m in maps] + [ctypes.addressof(v) for v in values]
     return Parameters(list(maps), values, (ctypes.c_void_p * len(addresses))(*addresses))
 
@@ -177,3 +180,15 @@ class ExtendedKernel:
             _driver().cuModuleUnload(self._module)
             self._module = ctypes.c_void_p()
 
+
+
+def launch_grid(kernel: ExtendedKernel, launch: Launch, multiprocessors: int | None) -> Dim3:
+    """The grid of ``launch`` on a GPU of this many SMs; a persistent grid of clusters holds only the clusters that
+    run at once (they must fit whole into the GPU's processing clusters), or the last ones would wait for the first."""
+    grid = launch.grid_on(multiprocessors)
+    size = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
+    if launch.resident_blocks_per_sm and size > 1:
+        with contextlib.suppress(DriverError):  # no answer: one block per SM, in whole clusters
+            active = kernel.active_clusters(launch.block, launch.dynamic_shared_bytes, launch.cluster)
+            grid = (min(grid[0], max(1, active) * size), 1, 1)
+    return grid

@@ -201,7 +201,7 @@ class GpuWorker:
         if refusal:
             return Measurement(Status.INVALID, refusal, resources=resources)
         if launch.extended:
-            return self._evaluate_extended(cubin, launch, grid, ws, resources)
+            return self._evaluate_extended(cubin, launch, ws, resources)
         func.prepare(ws.signature)
         args = ws.arguments()
 
@@ -215,8 +215,7 @@ class GpuWorker:
 
         return self._verify_and_time(run, ws, resources)
 
-    def _evaluate_extended(self, cubin: bytes, launch: Launch, grid: Dim3, ws: Workspace,
-                           resources: Resources) -> Measurement:
+    def _evaluate_extended(self, cubin: bytes, launch: Launch, ws: Workspace, resources: Resources) -> Measurement:
         """A launch with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`): the maps encoded on this
         workspace's buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx."""
         from tuner.backends.pycuda import hopper
@@ -232,14 +231,10 @@ class GpuWorker:
             return Measurement(Status.INVALID, str(exc), resources=resources)
         except hopper.DriverError as exc:
             return Measurement(Status.INVALID, f"the driver refused a tensor map: {exc}", resources=resources)
-        block_parameters = hopper.parameters(maps, ws.signature, ws.arguments())
+        values = [int(ws.device[a.name]) if isinstance(a, Buffer) else a.value(ws.problem) for a in ws.kernel.arguments]
+        block_parameters = hopper.parameters(maps, ws.signature, values)
         kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
-        cluster_size = launch.cluster[0] * launch.cluster[1] * launch.cluster[2]
-        if launch.resident_blocks_per_sm and cluster_size > 1:
-            # A persistent grid of clusters: only as many as run at once, or the last ones would wait for the first.
-            with contextlib.suppress(hopper.DriverError):  # no answer: the grid stays one block per SM
-                active = kernel.active_clusters(launch.block, launch.dynamic_shared_bytes, launch.cluster)
-                grid = (min(grid[0], max(1, active) * cluster_size), 1, 1)
+        grid = hopper.launch_grid(kernel, launch, self.device["multiprocessors"])
 
         def run() -> None:
             try:
