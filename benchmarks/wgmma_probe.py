@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,8 @@ from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields  # noq
 from tuner.precision import raw_bytes, round_to  # noqa: E402
 
 SHOWN = 6
+HANG_S = 20.0
+"""A launch still running after this long is a deadlock (the largest here take milliseconds)."""
 
 
 class Runner:
@@ -72,6 +76,15 @@ class Runner:
                                            device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT))
             self.kernel.launch(grid, self.geometry.block, self.geometry.dynamic_shared_bytes, self.geometry.cluster,
                                block)
+            finished = cuda.Event()
+            finished.record()
+            deadline = time.monotonic() + HANG_S
+            while not finished.query():
+                if time.monotonic() > deadline:
+                    print(f"HANG: {self.config.dtype} {self.config.param_dict} {M}×{N}×{K} still running after "
+                          f"{HANG_S:g} s", flush=True)
+                    os._exit(3)  # the context cannot be torn down while the kernel runs
+                time.sleep(0.01)
             cuda.Context.synchronize()
             C = np.empty((M, N), np.float32)
             cuda.memcpy_dtoh(C, c)

@@ -5,6 +5,7 @@ problems whose rows TMA cannot describe are refused as invalid with the reason; 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -26,7 +27,8 @@ CONFIGS = [Config.make(problem, "wgmma", dtype, params) for dtype, params in GPU
 def hopper() -> Iterator:
     from tuner.backends import PycudaBackend
 
-    with PycudaBackend(QUICK, CompileSettings(arch="sm_90a")) as backend:
+    # A deadlocked pipeline shows as a crash after 20 s rather than the default minute.
+    with PycudaBackend(replace(QUICK, timeout_s=20.0), CompileSettings(arch="sm_90a")) as backend:
         backend.prefetch(CONFIGS)
         yield backend
 
