@@ -17,32 +17,37 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export TUNER_CACHE_DIR=${TUNER_CACHE_DIR:-/tmp/tuner-cache}
 started=$SECONDS
+BUDGET=${BUDGET:-540}   # seconds for all the steps together: each step's limit shrinks to what is left
 step() { echo "[$((SECONDS - started)) s] $*" >&2; }
+limit() {  # the smaller of $1 and the seconds left of the budget (at least 5)
+    local left=$((BUDGET - (SECONDS - started)))
+    echo $(( left < $1 ? (left > 5 ? left : 5) : $1 ))
+}
 
 step "compile checks"
-timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_wgmma_compile.py > "$OUT/compile.txt" 2>&1
+timeout $(limit 100) python3 -m pytest -q -p no:cacheprovider tests/test_wgmma_compile.py > "$OUT/compile.txt" 2>&1
 
 step "structured probe"
 {
     nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu --format=csv
     for dtype in bfloat16 float16 tf32; do  # one process per dtype: a deadlock ends only its own dtype's rungs
-        timeout 100 python3 benchmarks/wgmma_probe.py --dtypes $dtype
+        timeout $(limit 60) python3 benchmarks/wgmma_probe.py --dtypes $dtype
     done
 } > "$OUT/probe.txt" 2>&1
 
 step "GPU tests"
-timeout 210 python3 -m pytest -q -p no:cacheprovider -m gpu -rfE tests/gpu/test_wgmma.py > "$OUT/gpu_tests.txt" 2>&1
+timeout $(limit 180) python3 -m pytest -q -p no:cacheprovider -m gpu -rfE tests/gpu/test_wgmma.py > "$OUT/gpu_tests.txt" 2>&1
 
 step "against cuBLAS"
-timeout 200 python3 benchmarks/vs_cublas.py --configs benchmarks/wgmma_timing.json --rounds 2 --max-time 0.3 \
+timeout $(limit 170) python3 benchmarks/vs_cublas.py --configs benchmarks/wgmma_timing.json --rounds 2 --max-time 0.3 \
     --out "$OUT" --name wgmma_vs_cublas > "$OUT/timing_log.txt" 2>&1
 
 step "memcheck"
-timeout 120 compute-sanitizer --tool memcheck --print-limit 20 \
+timeout $(limit 80) compute-sanitizer --tool memcheck --print-limit 20 \
     python3 benchmarks/wgmma_probe.py --random-only --rungs 0,3 --shape 333,520,200 > "$OUT/memcheck.txt" 2>&1
 
 step "profile"
-timeout 90 ncu --kernel-name matmul --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+timeout $(limit 60) ncu --kernel-name matmul --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     python3 benchmarks/wgmma_probe.py --launch-only --dtypes bfloat16 --rungs 3 --shape 8192,8192,8192 \
     > "$OUT/ncu.txt" 2>&1
