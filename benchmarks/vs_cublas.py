@@ -1,18 +1,25 @@
 """The best tuned kernel of each problem and dtype of a run, timed side by side with cuBLAS in one process, on
 the same buffers and by the same method, in alternating rounds; prints kernel / cuBLAS ratios.
 
-    python benchmarks/vs_cublas.py RUN_DIR [--rounds 3] [--out DIR]
+    python benchmarks/vs_cublas.py RUN_DIR [--rounds 3] [--max-time 3] [--out DIR]
+    python benchmarks/vs_cublas.py --configs LIST.json [--rounds 3] [--max-time 3] [--out DIR]
 
-RUN_DIR is a tuning run's output folder (e.g. reports/h100_sgemm). The float64 rows also give the kernel's
-share of the device's measured FP64 multiply-add ceiling, since cuBLAS DGEMM runs on the FP64 tensor cores of
-Hopper GPUs, which a CUDA-core kernel cannot use. Writes ``DIR/vs_cublas_<gpu>.txt`` and ``.json``.
+RUN_DIR is a tuning run's output folder (e.g. reports/h100_sgemm); instead, ``--configs`` names a JSON file of
+configurations to time: ``{"arch": "sm_90a", "problems": [[M, N, K], ...], "kernels": [{"family": ..., "dtype":
+..., "params": {...}}, ...]}`` (every kernel on every problem; arch and options default to the compile settings').
+Each row also gives the kernel's share of the device's measured ceiling for its dtype (the multiply-add chains of
+the CUDA cores, or the tensor cores' mma.sync where the dtype has one), since cuBLAS DGEMM runs on the FP64
+tensor cores of Hopper GPUs, which a CUDA-core kernel cannot use. Writes ``DIR/vs_cublas_<gpu>.txt`` and
+``.json`` (``--name`` changes the stem).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from benchmarks.reporting import DEFAULT_OUT, finish, tflops, write  # noqa: E402
 from tuner import results  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
-from tuner.config import Config  # noqa: E402
+from tuner.config import Config, Problem  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.measure import describe_method  # noqa: E402
 from tuner.metadata import metadata_id  # noqa: E402
+from tuner.peaks import compute_peak  # noqa: E402
 from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
 
 MEASURE = MeasureSettings(min_samples=20, max_samples=400, max_time_s=3.0)
@@ -45,6 +53,21 @@ def best_configs(run_dir: Path) -> tuple[list[Config], CompileSettings]:
     options = next((tuple(c["options"]) for c in compiled if c.get("options")), CompileSettings().options)
     arch = next((c["arch"] for c in compiled if c.get("arch")), CompileSettings().arch)
     return configs, CompileSettings(arch=arch, options=options)
+
+
+def listed_configs(path: Path) -> tuple[list[Config], CompileSettings]:
+    """The configurations a ``--configs`` file lists (every kernel on every problem) and its compile settings."""
+    try:
+        listing = json.loads(path.read_text())
+        problems = [Problem(*sizes) for sizes in listing["problems"]]
+        configs = [Config.make(problem, k["family"], k["dtype"], k["params"])
+                   for k in listing["kernels"] for problem in problems]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TunerError(f"{path}: not a list of configurations to time ({type(exc).__name__}: {exc}); see "
+                         f"benchmarks/vs_cublas.py for the format") from None
+    defaults = CompileSettings()
+    return configs, CompileSettings(arch=listing.get("arch", defaults.arch),
+                                    options=tuple(listing.get("options", defaults.options)))
 
 
 def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, Any]:
@@ -76,22 +99,22 @@ def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, An
     }
 
 
-def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds: int) -> str:
+def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, rounds: int) -> str:
     device, versions, measured = env["device"], env["versions"], env["peaks"]["measured"]
     lines = [
-        f"Best tuned kernels of {run_dir.name} against cuBLAS on {device['name']} (driver {versions['driver']}, "
+        f"{source} against cuBLAS on {device['name']} (driver {versions['driver']}, "
         f"CUDA {versions['cuda']}, nvcc {versions['nvcc']}, PyCUDA {versions['pycuda']}); {rounds} alternating "
         "rounds, medians",
         f"method: {env['measure']['method']}",
         "",
         f"{'problem':<16}{'dtype':<9}{'kernel TFLOP/s':>15}{'cuBLAS TFLOP/s':>16}{'ratio':>8}{'range':>14}"
-        f"{'% FMA ceiling':>15}{'SM MHz':>12}  configuration",
+        f"{'% ceiling':>15}{'SM MHz':>12}  configuration",
     ]
     for r in rows:
         if r["status"] != "ok":
             lines.append(f"{r['config']}: {r['status']} {r['reason']}")
             continue
-        ceiling = measured.get(f"{r['dtype']}_gflops")
+        ceiling = compute_peak(measured, r["dtype"])
         share = f"{100 * r['kernel_tflops'] * 1e3 / ceiling:.1f}" if ceiling else "—"
         params = " ".join(f"{k}={v}" for k, v in r["params"].items())
         mhz = "/".join(f"{c:.0f}" if c else "—" for c in r["sm_clock_mhz"].values())
@@ -100,10 +123,10 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds
                      f"{r['family']} {params}")
     lines += [
         "",
-        "ratio = kernel TFLOP/s / cuBLAS TFLOP/s (median of the rounds' ratios); % FMA ceiling = kernel against the "
-        "device's measured multiply-add ceiling of the dtype "
-        + ", ".join(f"{d} {measured[f'{d}_gflops'] / 1e3:.2f} TFLOP/s" for d in ("float32", "float64")
-                    if measured.get(f"{d}_gflops")),
+        "ratio = kernel TFLOP/s / cuBLAS TFLOP/s (median of the rounds' ratios); % ceiling = kernel against the "
+        "device's measured ceiling of the dtype (multiply-add chains, or mma.sync on the tensor cores) "
+        + ", ".join(f"{d} {peak / 1e3:.2f} TFLOP/s" for d in sorted({r["dtype"] for r in rows if r["status"] == "ok"})
+                    if (peak := compute_peak(measured, d))),
         "cuBLAS float64 (DGEMM) runs on the FP64 tensor cores of sm_90, which the multiply-add ceiling does not count",
         "SM MHz = the SM clock NVML reported after the kernel's / cuBLAS's samples (medians of the rounds)",
         f"metadata_id {metadata_id(env)}",
@@ -111,28 +134,40 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], run_dir: Path, rounds
     return "\n".join(lines)
 
 
-def run(run_dir: Path, rounds: int, out: Path) -> Path:
-    configs, compile_settings = best_configs(run_dir)
-    with PycudaBackend(MEASURE, compile_settings) as backend:
+def run(run_dir: Path | None, listing: Path | None, rounds: int, max_time_s: float, out: Path, name: str) -> Path:
+    if listing is not None:
+        configs, compile_settings = listed_configs(listing)
+        source = f"Kernels of {listing.name}"
+    elif run_dir is not None:
+        configs, compile_settings = best_configs(run_dir)
+        source = f"Best tuned kernels of {run_dir.name}"
+    else:
+        raise TunerError("give a run's output folder or --configs LIST.json")
+    measure = replace(MEASURE, max_time_s=max_time_s)
+    with PycudaBackend(measure, compile_settings) as backend:
         backend.prefetch(configs)
         env = backend.metadata()
         rows = []
         for config in configs:
             print(f"{config.key} against cuBLAS…", file=sys.stderr, flush=True)
             rows.append(compare(backend, config, rounds))
-    text = table(rows, env, run_dir, rounds)
+    text = table(rows, env, source, rounds)
     print(text)
-    record = {"run": str(run_dir), "rounds": rounds, "method": describe_method(MEASURE), "rows": rows}
-    return write(out, "vs_cublas", env, text, record)
+    record = {"run": str(run_dir or listing), "rounds": rounds, "method": describe_method(measure), "rows": rows}
+    return write(out, name, env, text, record)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", type=Path, help="a tuning run's output folder")
+    parser.add_argument("run_dir", type=Path, nargs="?", help="a tuning run's output folder")
+    parser.add_argument("--configs", type=Path, help="a JSON list of configurations to time instead of a run's best")
     parser.add_argument("--rounds", type=int, default=3, help="alternating kernel/cuBLAS rounds (default 3)")
+    parser.add_argument("--max-time", type=float, default=MEASURE.max_time_s,
+                        help=f"seconds of samples per measurement at most (default {MEASURE.max_time_s:g})")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt and .json files")
+    parser.add_argument("--name", default="vs_cublas", help="stem of the written files (default vs_cublas)")
     args = parser.parse_args(argv)
-    return finish(lambda: run(args.run_dir, args.rounds, args.out))
+    return finish(lambda: run(args.run_dir, args.configs, args.rounds, args.max_time, args.out, args.name))
 
 
 if __name__ == "__main__":

@@ -152,11 +152,21 @@ def cache_dir() -> Path:
     return cache_root() / "nvcc"
 
 
+def arch_options(arch: str) -> list[str]:
+    """nvcc's target options: ``-arch=sm_90``, or for an architecture-specific target (``sm_90a``: wgmma,
+    setmaxnreg) the explicit ``-gencode`` pair, since the ``-arch=sm_90a`` shorthand has been seen to run a plain
+    sm_90 pass as well, which rejects those instructions."""
+    if arch[-1] in "af":
+        virtual = "compute_" + arch.removeprefix("sm_")
+        return [f"-gencode=arch={virtual},code={arch}"]
+    return [f"-arch={arch}"]
+
+
 def _run_nvcc(nvcc: str, source: str, arch: str, options: Sequence[str]) -> CompileResult:
     with tempfile.TemporaryDirectory(prefix="tuner-nvcc-") as tmp:
         folder = Path(tmp)
         (folder / "kernel.cu").write_text(source)
-        command = [nvcc, "-cubin", f"-arch={arch}", *options, "-Xptxas", "-v", "-o", "kernel.cubin", "kernel.cu"]
+        command = [nvcc, "-cubin", *arch_options(arch), *options, "-Xptxas", "-v", "-o", "kernel.cubin", "kernel.cu"]
         start = time.perf_counter()
         try:
             done = run_tied(command, folder, {**os.environ, "TMPDIR": tmp}, COMPILE_TIMEOUT_S)

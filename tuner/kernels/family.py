@@ -21,6 +21,7 @@ from tuner.config import DTYPE_BYTES, MATMUL_DIMS, PLAIN_DTYPES, ParamValue, Pro
 from tuner.kernels import matmul
 from tuner.kernels.arguments import Argument, Buffer
 from tuner.kernels.targets import SHARED_RESERVED_PER_BLOCK, Target
+from tuner.kernels.tensor_maps import TensorMap
 from tuner.verify import Expected, Tolerance
 
 Params = Mapping[str, ParamValue]
@@ -138,6 +139,14 @@ class Family:
     estimated_registers: Callable[[Params, int], int] | None = None
     """The fewest registers per thread the kernel needs, given the element size; checked against the budget
     that ``min_blocks_per_sm`` leaves on the target."""
+    arch: str | None = None
+    """The compile target the source needs (``sm_90a`` for wgmma and setmaxnreg), or None for any; on another
+    target every configuration is invalid."""
+    cluster: Callable[[Params], Dim3] = field(default=lambda params: (1, 1, 1))
+    """Blocks per thread-block cluster, launched with the cluster-dimension attribute; (1, 1, 1): no cluster."""
+    tensor_maps: Callable[[Params, int], tuple[TensorMap, ...]] = field(default=lambda params, size: ())
+    """TMA descriptors of the kernel's buffers (given the element size), made on the host before the launch and
+    passed by value before the arguments (:mod:`tuner.kernels.tensor_maps`)."""
     template: str | None = None
     """The Jinja source's file name beside the declaration; default ``<name>.cu.j2`` or ``<name>.c.j2``."""
     folder: Path | None = None
@@ -212,7 +221,10 @@ class Family:
             budget = target.register_budget(threads, self.min_blocks_per_sm(params))
             return estimate(params, DTYPE_BYTES[dtype]) <= budget
 
-        rules = [
+        rules = [] if self.arch in (None, target.arch) else [
+            Constraint(f"the {self.name} family's source needs compile.arch {self.arch} (the target is {target.arch})",
+                       lambda p, d: False)]
+        rules += [
             Constraint(f"threads per block ≤ {target.max_threads_per_block}",
                        lambda p, d: self.threads_per_block(p) <= target.max_threads_per_block),
             Constraint(f"shared memory per block ≤ {shared_limit // 1024} KB",

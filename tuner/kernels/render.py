@@ -13,6 +13,7 @@ import jinja2.sandbox
 from tuner.config import DTYPE_CTYPE, Config
 from tuner.kernels.discovery import get_family, template_hash
 from tuner.kernels.family import TOKEN, Dim3
+from tuner.kernels.tensor_maps import TensorMap
 from tuner.precision import PRECISIONS
 
 
@@ -25,14 +26,27 @@ class Launch:
     dynamic_shared_bytes: int
     resident_blocks_per_sm: int = 0
     """Blocks per SM of a persistent launch; 0 launches one block per cell of ``grid``."""
+    cluster: Dim3 = (1, 1, 1)
+    """Blocks per thread-block cluster; (1, 1, 1) launches without clusters."""
+    tensor_maps: tuple[TensorMap, ...] = ()
+    """TMA descriptors passed before the family's arguments."""
+    arch: str | None = None
+    """The architecture the kernel was compiled for where only it runs the kernel (``sm_90a``), else None."""
+
+    @property
+    def extended(self) -> bool:
+        """Whether the launch needs more than a plain kernel launch (clusters, tensor maps)."""
+        return bool(self.tensor_maps) or self.cluster != (1, 1, 1)
 
     def grid_on(self, multiprocessors: int | None) -> Dim3:
         """The grid launched on a GPU with this many SMs: ``grid`` itself, or for a persistent launch as many
-        blocks along x as the SMs hold at once, at most one per cell. Unknown SMs leave ``grid`` as it is."""
+        blocks along x as the SMs hold at once, at most one per cell, in whole clusters. Unknown SMs leave
+        ``grid`` as it is."""
         if not self.resident_blocks_per_sm or not multiprocessors:
             return self.grid
         cells = self.grid[0] * self.grid[1] * self.grid[2]
-        return (min(cells, multiprocessors * self.resident_blocks_per_sm), 1, 1)
+        blocks = min(cells, multiprocessors * self.resident_blocks_per_sm)
+        return (max(self.cluster[0], blocks - blocks % self.cluster[0]), 1, 1)
 
 
 @cache
@@ -90,4 +104,5 @@ def launch(config: Config) -> Launch:
     family.require_preconditions(params, config.dtype)
     dynamic = family.shared_bytes(params, config.element_bytes) if family.dynamic_shared else 0
     return Launch(family.kernel_name, family.block(params), family.grid(params, config.problem), dynamic,
-                  family.resident_blocks(params))
+                  family.resident_blocks(params), family.cluster(params),
+                  family.tensor_maps(params, config.element_bytes), family.arch)

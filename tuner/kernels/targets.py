@@ -68,6 +68,12 @@ def parse_arch(arch: str) -> str:
     return f"{match[1]}.{match[2]}"
 
 
+def runs_on(compiled_for: str, device_arch: str) -> bool:
+    """Whether a cubin compiled for ``compiled_for`` runs on a GPU of ``device_arch`` (``sm_90``), as far as the
+    architecture-specific targets go: ``sm_90a`` code (wgmma, setmaxnreg) runs only on compute capability 9.0."""
+    return compiled_for.rstrip("af") == device_arch
+
+
 def known_archs() -> tuple[str, ...]:
     return tuple(f"sm_{cc.replace('.', '')}" for cc in _LIMITS)
 

@@ -31,7 +31,7 @@ from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.kernels.family import MATMUL, Dim3, Kernel
 from tuner.kernels.occupancy import blocks_per_sm
 from tuner.kernels.render import Launch
-from tuner.kernels.targets import STATIC_SHARED_LIMIT
+from tuner.kernels.targets import STATIC_SHARED_LIMIT, runs_on
 from tuner.measurement import Measurement, Resources, Status
 from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
@@ -182,6 +182,9 @@ class GpuWorker:
 
     def evaluate(self, config: Config, cubin: bytes, compiled: Resources, launch: Launch) -> Measurement:
         family = get_family(config.family)
+        if launch.arch is not None and not runs_on(launch.arch, self.device["arch"]):
+            return Measurement(Status.INVALID, f"the kernel is compiled for {launch.arch}, which runs only on GPUs "
+                                               f"of that architecture; this one is {self.device['arch']}")
         ws = self._workspace(family.kernel, config.problem, config.dtype)
         try:
             with warnings.catch_warnings():
@@ -199,6 +202,8 @@ class GpuWorker:
         refusal = self._launch_limits(func, launch, grid, resources)
         if refusal:
             return Measurement(Status.INVALID, refusal, resources=resources)
+        if launch.extended:
+            return self._evaluate_extended(cubin, launch, ws, resources)
         func.prepare(ws.signature)
         args = ws.arguments()
 
@@ -211,6 +216,40 @@ class GpuWorker:
                 raise
 
         return self._verify_and_time(run, ws, resources)
+
+    def _evaluate_extended(self, cubin: bytes, launch: Launch, ws: Workspace, resources: Resources) -> Measurement:
+        """A launch with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`): the maps encoded on this
+        workspace's buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx."""
+        from tuner.backends.pycuda import hopper
+        from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields
+
+        buffers = {b.name: b for b in ws.kernel.arguments if isinstance(b, Buffer)}
+        try:
+            maps = [hopper.TensorMapBuffer(tensor_map_fields(spec, buffers[spec.buffer].shape(ws.problem),
+                                                             buffers[spec.buffer].dtype_of(ws.dtype)),
+                                           int(ws.device[spec.buffer]))
+                    for spec in launch.tensor_maps]
+        except TensorMapRefused as exc:
+            return Measurement(Status.INVALID, str(exc), resources=resources)
+        except hopper.DriverError as exc:
+            return Measurement(Status.INVALID, f"the driver refused a tensor map: {exc}", resources=resources)
+        values = [int(ws.device[a.name]) if isinstance(a, Buffer) else a.value(ws.problem) for a in ws.kernel.arguments]
+        block_parameters = hopper.parameters(maps, ws.signature, values)
+        kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
+        grid = hopper.launch_grid(kernel, launch, self.device["multiprocessors"])
+
+        def run() -> None:
+            try:
+                kernel.launch(grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, block_parameters)
+            except hopper.DriverError as exc:
+                if exc.code in hopper.LAUNCH_REFUSALS:
+                    raise LaunchRejected(f"the driver refused the launch: {exc}") from exc
+                raise Fatal(str(exc)) from exc
+
+        try:
+            return self._verify_and_time(run, ws, resources)
+        finally:
+            kernel.close()
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement:
         from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher

@@ -1,0 +1,217 @@
+"""Hopper's tensor-core path: TMA copies, warpgroup MMA (``wgmma``), a producer and consumer warpgroups.
+
+C (M×N, float32) = A (M×K) · B (K×N) in bfloat16, float16 or tf32, all row-major, on sm_90a.
+
+Each block computes BM×BN tiles of C. Its first warpgroup is the producer: one thread issues the Tensor Memory
+Accelerator's copies of each BK-deep slice of A (one BK×BM box) and B (boxes of 128 bytes × BK rows) into one of
+STAGES shared-memory stages, with the 128-byte swizzle (16-byte chunks of each 128-byte row permuted by the row's
+index mod 8, so that the tensor cores read them without bank conflicts). A full barrier per stage counts the bytes
+in; the CONSUMERS warpgroups after it wait there, multiply the stage with ``wgmma.mma_async`` into accumulators in
+registers, and each of their warps arrives on the stage's empty barrier, which the producer waits on before it fills
+the stage again. Out-of-bounds parts of a box arrive as zeros (TMA fills them), and the stores of C are guarded, so
+any M, N, K is computed, as long as a tensor map can describe A and B: their rows must be multiples of 16 bytes
+(K and N multiples of 8 in the 16-bit dtypes, of 4 in tf32; otherwise the launch is refused as invalid, naming the
+buffer: a copy of the inputs padded by the host would be work outside the kernel's timing).
+
+Layouts (the wgmma descriptor's fields, PTX ISA "Matrix Descriptor Format"):
+
+- 16-bit dtypes: each consumer owns BM/CONSUMERS rows of the tile, in 64-row slabs: ``m64nBNk16`` with A K-major
+  (rows of BK = 64 elements, 128 bytes; 8-row groups 1024 bytes apart: stride byte offset 1024; the k-step of 16
+  elements advances the start address by 32 bytes) and B N-major (transposed: each 64-column box is BK rows of 128
+  bytes; leading byte offset = the box's size, between 64-column groups; stride byte offset 1024, between 8-row
+  groups of k; a k-step advances 16 rows, 2048 bytes).
+- tf32: wgmma reads TF32 operands from shared memory K-major only, and B is N-major. The consumers compute Cᵀ
+  instead: Cᵀ = Bᵀ·Aᵀ with Bᵀ as the wgmma's A, loaded from the swizzled B tile into registers (``m64nBMk8``, A
+  from registers), and the K-major A tile as the wgmma's B. Each consumer owns BN/CONSUMERS columns of C.
+
+The accumulators of a 64-row slab take N/2 registers per thread (N the wgmma's N), so a consumer's share of the
+tile is bounded by its registers: 255 per thread with one consumer (256 threads, one block per SM), 168 with two
+(384 threads), or 232 when the warpgroups trade registers with ``setmaxnreg`` (REGALLOC: the producer drops to 40).
+
+Clusters (CLUSTER blocks along M, launched with the cluster-dimension attribute): the blocks of a cluster compute
+tiles one above the other, which need the same slices of B; each block loads every CLUSTER-th box of B and the TMA
+multicasts it into every block of the cluster, so B crosses from L2 once per cluster. A block's consumer warps then
+arrive on the empty barriers of every block of the cluster (a stage is refilled only when all have read it).
+
+Schedule: work units are clusters of tiles, taken in groups of GROUP units along M, column by column within a group
+(grouped raster order: the tiles in flight share panels of A and B in L2). PERSISTENT=1 launches one block per SM,
+each walking units in steps of the grid, so that the producer loads the next tile while the consumers store the
+last; PERSISTENT=0 launches one block per unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tuner.config import DTYPE_BYTES, Problem
+from tuner.kernels.family import Constraint, Family, Parameter, Params, ceil_div
+from tuner.kernels.tensor_maps import TensorMap
+
+SWIZZLE_BYTES = 128
+"""The swizzle span: one row of a box, and of a k-slice of A (BK·element size)."""
+SLAB = 64
+"""Rows of one wgmma (its M)."""
+ALIGNMENT_SLACK = 1024
+"""Dynamic shared memory beyond the stages: their base is rounded up to the swizzle's 1024-byte period."""
+MAX_WGMMA_N = 256
+REGISTERS_PER_SM = 65536
+PRODUCER_REGISTERS = 40
+CONSUMER_REGISTERS = 232
+"""Registers per thread after ``setmaxnreg``: 128·40 + 256·232 fits the SM's 65536 registers."""
+REGISTERS_BESIDE_ACCUMULATORS = 40
+"""Descriptors, addresses, indices and loop state beside the accumulators (ptxas reports of this template)."""
+TF32_FRAGMENT_REGISTERS = 16
+"""tf32 only: one stage's A fragments per 64-row slab (4 k-steps × 4 registers)."""
+
+
+def _p(params: Params, name: str) -> int:
+    return int(params[name])
+
+
+def is_tf32(dtype: str) -> bool:
+    return dtype == "tf32"
+
+
+def threads(params: Params) -> int:
+    return 128 * (1 + _p(params, "CONSUMERS"))
+
+
+def wgmma_n(params: Params, dtype: str) -> int:
+    """The N of the consumers' wgmma: the tile's columns, or for tf32 (Cᵀ) its rows."""
+    return _p(params, "BM") if is_tf32(dtype) else _p(params, "BN")
+
+
+def consumer_share(params: Params, dtype: str) -> int:
+    """Rows (tf32: columns) of the tile one consumer warpgroup computes, in 64-row slabs."""
+    split = _p(params, "BN") if is_tf32(dtype) else _p(params, "BM")
+    return split // _p(params, "CONSUMERS")
+
+
+def accumulators(params: Params, dtype: str) -> int:
+    """Accumulator registers per consumer thread: N/2 per 64-row slab."""
+    return consumer_share(params, dtype) // SLAB * wgmma_n(params, dtype) // 2
+
+
+def estimated_registers(params: Params, dtype: str) -> int:
+    fragments = TF32_FRAGMENT_REGISTERS * consumer_share(params, dtype) // SLAB if is_tf32(dtype) else 0
+    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS
+
+
+def register_budget(params: Params) -> int:
+    """Registers a consumer thread may use: what setmaxnreg grants, else an equal share of the SM's (at most 255)."""
+    if _p(params, "REGALLOC"):
+        return CONSUMER_REGISTERS
+    return min(255, REGISTERS_PER_SM // threads(params) // 8 * 8)
+
+
+def box_columns(size: int) -> int:
+    """Elements in one 128-byte row of a box."""
+    return SWIZZLE_BYTES // size
+
+
+def stage_bytes(params: Params, size: int) -> int:
+    return (_p(params, "BM") + _p(params, "BN")) * _p(params, "BK") * size
+
+
+def shared_bytes(params: Params, size: int) -> int:
+    return _p(params, "STAGES") * stage_bytes(params, size) + ALIGNMENT_SLACK
+
+
+def tensor_maps(params: Params, size: int) -> tuple[TensorMap, ...]:
+    """A in BK×BM boxes (a k-slice of the tile's rows), B in boxes of one 128-byte row × BK rows."""
+    BM, BK = _p(params, "BM"), _p(params, "BK")
+    return TensorMap("A", (BK, BM), SWIZZLE_BYTES), TensorMap("B", (box_columns(size), BK), SWIZZLE_BYTES)
+
+
+def units(params: Params, problem: Problem) -> int:
+    """Work units: clusters of CLUSTER tiles along M, times the tiles along N."""
+    tiles_m = ceil_div(problem.M, _p(params, "BM"))
+    return ceil_div(tiles_m, _p(params, "CLUSTER")) * ceil_div(problem.N, _p(params, "BN"))
+
+
+def grid(params: Params, problem: Problem) -> tuple[int, int, int]:
+    """One block per tile of every unit (a persistent launch takes as many of them as the SMs hold)."""
+    return (units(params, problem) * _p(params, "CLUSTER"), 1, 1)
+
+
+def global_bytes(params: Params, problem: Problem, size: int) -> int:
+    """Each tile row reads its rows of A once per tile column, each tile column its columns of B once per tile row
+    (once per cluster from L2, but from memory once per tile either way); C is written once, in float32."""
+    M, N, K = problem.M, problem.N, problem.K
+    BM, BN = _p(params, "BM"), _p(params, "BN")
+    return size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) + DTYPE_BYTES["float32"] * M * N
+
+
+def extra_intensities(params: Params, size: int) -> dict[str, float]:
+    """FLOP per byte a block copies into shared memory, and per byte it takes from L2 when B is multicast."""
+    BM, BN, cluster = _p(params, "BM"), _p(params, "BN"), _p(params, "CLUSTER")
+    return {
+        "block_intensity": 2 * BM * BN / ((BM + BN) * size),
+        "l2_intensity": 2 * BM * BN / ((BM + BN / cluster) * size),
+    }
+
+
+def _positive(params: Params) -> bool:
+    return all(_p(params, n) >= 1 for n in ("BM", "BN", "BK", "STAGES", "CONSUMERS", "CLUSTER", "GROUP"))
+
+
+def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str], bool]:
+    return lambda p, d: not _positive(p) or check(p, d)
+
+
+def _slabs_split(params: Params, dtype: str) -> bool:
+    split = _p(params, "BN") if is_tf32(dtype) else _p(params, "BM")
+    return split % (SLAB * _p(params, "CONSUMERS")) == 0
+
+
+CONSTRAINTS = (
+    Constraint("BM, BN, BK, STAGES, CONSUMERS, CLUSTER and GROUP ≥ 1", lambda p, d: _positive(p), precondition=True),
+    Constraint("BK·element size = 128 bytes (BK 64 in bfloat16 and float16, 32 in tf32): a k-slice row of A is one "
+               "row of the 128-byte swizzle the descriptors describe",
+               lambda p, d: _p(p, "BK") * DTYPE_BYTES[d] == SWIZZLE_BYTES),
+    Constraint("BM and BN multiples of 64, at most 256: whole 64-row wgmma slabs, 128-byte boxes of B, TMA boxes "
+               "and wgmma's N of at most 256",
+               lambda p, d: all(_p(p, n) % SLAB == 0 and _p(p, n) <= MAX_WGMMA_N for n in ("BM", "BN"))),
+    Constraint("CONSUMERS 1 or 2 (consumer warpgroups)", lambda p, d: _p(p, "CONSUMERS") in (1, 2)),
+    Constraint("each consumer warpgroup owns whole 64-row slabs: BM (tf32: BN, C is computed transposed) a "
+               "multiple of 64·CONSUMERS", _if_positive(_slabs_split)),
+    Constraint("the accumulators and the rest fit a consumer thread's registers: 255 with one consumer, 168 with "
+               "two, 232 with setmaxnreg (REGALLOC=1)",
+               _if_positive(lambda p, d: estimated_registers(p, d) <= register_budget(p))),
+    Constraint("STAGES ≥ 2 (a stage fills while another is multiplied)", lambda p, d: _p(p, "STAGES") >= 2),
+    Constraint("CLUSTER 1, 2 or 4 (blocks along M sharing B by multicast; portable clusters have at most 8)",
+               lambda p, d: _p(p, "CLUSTER") in (1, 2, 4)),
+    Constraint("PERSISTENT and REGALLOC 0 or 1",
+               lambda p, d: _p(p, "PERSISTENT") in (0, 1) and _p(p, "REGALLOC") in (0, 1)),
+    Constraint("REGALLOC=1 needs two consumer warpgroups (with one, each thread has 255 registers already)",
+               lambda p, d: not _p(p, "REGALLOC") or _p(p, "CONSUMERS") == 2),
+)
+
+FAMILY = Family(
+    name="wgmma",
+    description="Hopper TMA + wgmma: a producer warpgroup, consumer warpgroups, mbarrier stages, clusters",
+    parameters=(
+        Parameter("BM", "rows of C per block tile (multiple of 64)", (128,)),
+        Parameter("BN", "columns of C per block tile (multiple of 64; the wgmma's N for 16-bit dtypes)", (128, 256)),
+        Parameter("BK", "depth of a slice: 128 bytes of A's row (64 for 16-bit dtypes, 32 for tf32)", (32, 64)),
+        Parameter("STAGES", "shared-memory stages the producer fills ahead", (4,)),
+        Parameter("CONSUMERS", "consumer warpgroups (each owns BM/CONSUMERS rows; tf32: BN/CONSUMERS columns)", (2,)),
+        Parameter("CLUSTER", "blocks of a cluster along M, sharing B through TMA multicast (1: no cluster)", (1, 2)),
+        Parameter("PERSISTENT", "1: one block per SM walking the tiles; 0: one block per tile (cluster of tiles)",
+                  (0, 1)),
+        Parameter("GROUP", "raster: units (clusters of tiles) along M taken together, column by column", (8,)),
+        Parameter("REGALLOC", "1: setmaxnreg moves registers from the producer (40) to the consumers (232)", (1,)),
+    ),
+    dtypes=("bfloat16", "float16", "tf32"),
+    arch="sm_90a",
+    block=lambda p: (threads(p), 1, 1),
+    grid=grid,
+    cluster=lambda p: (_p(p, "CLUSTER"), 1, 1),
+    tensor_maps=tensor_maps,
+    resident_blocks=lambda p: 1 if _p(p, "PERSISTENT") else 0,
+    shared_bytes=shared_bytes,
+    dynamic_shared=True,
+    global_bytes=global_bytes,
+    extra_intensities=extra_intensities,
+    constraints=CONSTRAINTS,
+)

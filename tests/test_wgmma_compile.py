@@ -1,0 +1,60 @@
+"""Every configuration of the wgmma family's default space, and those the GPU tests run, compile for sm_90a without
+spilling, into the instructions the design relies on: HGMMA (wgmma), UTMALDG (TMA copies; .MULTICAST in clusters),
+the register trade (USETMAXREG) where asked, and no local memory (LDL/STL)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from benchmarks.kernel_anatomy import disassemble
+from tests.wgmma_configs import GPU_PARAMETERS
+from tuner.compile.nvcc import compile_configs
+from tuner.config import Config, Problem
+from tuner.kernels.discovery import get_family
+from tuner.kernels.targets import target
+from tuner.space import violations
+
+ARCH = "sm_90a"
+
+
+def default_space() -> list[Config]:
+    family = get_family("wgmma")
+    names = family.parameter_names
+    configs = []
+    for dtype in family.dtypes:
+        for values in itertools.product(*(p.default for p in family.parameters)):
+            params = dict(zip(names, values, strict=True))
+            if not violations(family, params, dtype, target(ARCH)):
+                configs.append(Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params))
+    return configs
+
+
+CONFIGS = default_space() + [Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params)
+                             for dtype, params in GPU_PARAMETERS]
+
+
+@pytest.fixture(scope="module")
+def compiled(nvcc):
+    return compile_configs(CONFIGS, ARCH, ("-O3",))
+
+
+def test_the_default_space_holds_configurations_of_every_dtype():
+    assert {c.dtype for c in default_space()} == {"bfloat16", "float16", "tf32"}
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.dtype}-" + "-".join(f"{v}" for _, v in c.params))
+def test_compiles_to_wgmma_and_tma_without_spills(compiled, config):
+    result = compiled[config]
+    assert result.ok, result.log
+    r = result.resources
+    assert (r.local_bytes, r.spill_store_bytes, r.spill_load_bytes) == (0, 0, 0), result.log
+    assert "C7508" not in result.log, "ptxas ignored setmaxnreg"
+    sass = disassemble(result.binary)
+    params = config.param_dict
+    assert "HGMMA.64x" in sass and ("TF32" in sass) == (config.dtype == "tf32")
+    assert "UTMALDG.2D" in sass
+    assert ("UTMALDG.2D.MULTICAST" in sass) == (params["CLUSTER"] > 1)
+    assert ("USETMAXREG" in sass) == bool(params["REGALLOC"])
+    assert "LDL" not in sass and "STL" not in sass

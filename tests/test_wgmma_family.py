@@ -1,0 +1,147 @@
+"""The wgmma family's static logic: its rules, launch geometry, tensor maps and cost model (no GPU, no compiler)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel_templates import wgmma
+from tuner.compile.nvcc import arch_options
+from tuner.config import Config, Problem
+from tuner.kernels.discovery import get_family
+from tuner.kernels.render import Launch, launch, render
+from tuner.kernels.targets import runs_on, target
+from tuner.kernels.tensor_maps import TensorMap, TensorMapRefused, tensor_map_fields
+from tuner.space import violations
+
+FAST = dict(BM=128, BN=256, BK=64, STAGES=4, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, GROUP=8, REGALLOC=1)
+MINIMAL = dict(BM=64, BN=128, BK=64, STAGES=4, CONSUMERS=1, CLUSTER=1, PERSISTENT=0, GROUP=1, REGALLOC=0)
+HOPPER = target("sm_90a")
+
+
+def broken(params: dict, dtype: str = "bfloat16", arch: str = "sm_90a") -> list[str]:
+    return violations(get_family("wgmma"), params, dtype, target(arch))
+
+
+def test_the_fast_and_the_minimal_configurations_are_valid_in_every_dtype():
+    for dtype in ("bfloat16", "float16"):
+        assert broken(FAST, dtype) == [] and broken(MINIMAL, dtype) == []
+    assert broken({**FAST, "BK": 32, "BM": 256, "BN": 128}, "tf32") == []
+    assert broken({**MINIMAL, "BK": 32}, "tf32") == []
+
+
+def test_the_family_needs_the_sm_90a_target():
+    reasons = broken(FAST, arch="sm_90")
+    assert any("needs compile.arch sm_90a" in r for r in reasons)
+    assert get_family("wgmma").dtypes == ("bfloat16", "float16", "tf32")
+
+
+@pytest.mark.parametrize(("change", "dtype", "words"), [
+    ({"BK": 32}, "bfloat16", "128 bytes"),
+    ({"BK": 64}, "tf32", "128 bytes"),
+    ({"BN": 96}, "bfloat16", "multiples of 64"),
+    ({"BM": 320}, "bfloat16", "at most 256"),
+    ({"BM": 64}, "bfloat16", "whole 64-row slabs"),           # two consumers cannot split 64 rows
+    ({"CONSUMERS": 3}, "bfloat16", "CONSUMERS 1 or 2"),
+    ({"STAGES": 5}, "bfloat16", "shared memory per block"),  # 5 × 48 KB of stages exceed the 227 KB opt-in
+    ({"STAGES": 1}, "bfloat16", "STAGES ≥ 2"),
+    ({"CLUSTER": 3}, "bfloat16", "CLUSTER 1, 2 or 4"),
+    ({"CONSUMERS": 1, "REGALLOC": 1, "BM": 64}, "bfloat16", "REGALLOC=1 needs two"),
+    ({"BK": 32, "BM": 256, "BN": 256}, "tf32", "registers"),    # 2 slabs of m64n256 per consumer: 256 accumulators
+    ({"REGALLOC": 0, "BK": 32}, "tf32", "registers"),           # 128 accumulators + fragments past 168
+])
+def test_rules_name_what_breaks(change, dtype, words):
+    reasons = broken({**FAST, **change}, dtype)
+    assert any(words in r for r in reasons), reasons
+
+
+def test_one_consumer_with_a_whole_tile_of_accumulators_is_refused():
+    # 128×256 with one consumer: two m64n256 slabs, 256 accumulator registers per thread (ptxas spills them).
+    assert any("registers" in r for r in broken({**MINIMAL, "BM": 128, "BN": 256}))
+    assert broken({**MINIMAL, "BM": 64, "BN": 256}) == []
+
+
+def test_register_estimates_follow_the_slabs():
+    assert wgmma.accumulators(FAST, "bfloat16") == 128        # one m64n256 slab per consumer
+    assert wgmma.accumulators({**FAST, "BM": 256, "BN": 128}, "bfloat16") == 128  # two m64n128 slabs
+    tf32 = {**FAST, "BK": 32, "BM": 128, "BN": 256}
+    assert wgmma.wgmma_n(tf32, "tf32") == 128 and wgmma.consumer_share(tf32, "tf32") == 128
+    assert wgmma.estimated_registers(tf32, "tf32") == 128 + 32 + wgmma.REGISTERS_BESIDE_ACCUMULATORS
+    assert wgmma.register_budget(FAST) == 232
+    assert wgmma.register_budget({**FAST, "REGALLOC": 0}) == 168
+    assert wgmma.register_budget(MINIMAL) == 255
+
+
+def test_launch_geometry():
+    config = Config.make(Problem(1000, 3000, 2000), "wgmma", "bfloat16", FAST)
+    geometry = launch(config)
+    # 8 tiles along M make 4 clusters of 2, times 12 tiles along N: 48 units, 96 blocks.
+    assert geometry.block == (384, 1, 1) and geometry.grid == (96, 1, 1) and geometry.cluster == (2, 1, 1)
+    assert geometry.dynamic_shared_bytes == 4 * (128 + 256) * 64 * 2 + 1024
+    assert geometry.resident_blocks_per_sm == 1 and geometry.arch == "sm_90a" and geometry.extended
+    assert geometry.tensor_maps == (TensorMap("A", (64, 128)), TensorMap("B", (64, 64)))
+    tf32 = launch(Config.make(Problem(1000, 3000, 2000), "wgmma", "tf32", {**MINIMAL, "BK": 32}))
+    assert tf32.tensor_maps == (TensorMap("A", (32, 64)), TensorMap("B", (32, 32))) and tf32.cluster == (1, 1, 1)
+    assert tf32.block == (256, 1, 1) and tf32.resident_blocks_per_sm == 0 and tf32.grid == (16 * 24, 1, 1)
+
+
+def test_a_persistent_grid_takes_whole_clusters():
+    plain = Launch("k", (384, 1, 1), (1000, 1, 1), 0, resident_blocks_per_sm=1)
+    assert plain.grid_on(132) == (132, 1, 1) and not plain.extended
+    clustered = Launch("k", (384, 1, 1), (1000, 1, 1), 0, resident_blocks_per_sm=1, cluster=(4, 1, 1))
+    assert clustered.grid_on(134) == (132, 1, 1) and clustered.grid_on(None) == (1000, 1, 1)
+    assert Launch("k", (384, 1, 1), (6, 1, 1), 0, resident_blocks_per_sm=1, cluster=(2, 1, 1)).grid_on(132) == (6, 1, 1)
+
+
+def test_tensor_map_fields():
+    fields = tensor_map_fields(TensorMap("A", (64, 128)), (4096, 2048), "bfloat16")
+    assert fields.dims == (2048, 4096) and fields.strides == (4096,) and fields.box == (64, 128)
+    assert (fields.data_type, fields.swizzle, fields.element_strides) == (9, 3, (1, 1))
+    assert tensor_map_fields(TensorMap("B", (64, 64)), (777, 3000), "float16").data_type == 6
+    tf32 = tensor_map_fields(TensorMap("B", (32, 32)), (2000, 3000), "tf32")
+    assert tf32.data_type == 7 and tf32.strides == (12000,)
+
+
+def test_rows_that_are_not_whole_16_bytes_are_refused_with_the_buffer_named():
+    with pytest.raises(TensorMapRefused, match=r"buffer A \(1000×777 bfloat16\) has rows of 1554 bytes.*multiple of 8"):
+        tensor_map_fields(TensorMap("A", (64, 128)), (1000, 777), "bfloat16")
+    with pytest.raises(TensorMapRefused, match="multiple of 4 tf32 elements"):
+        tensor_map_fields(TensorMap("A", (32, 128)), (1000, 777), "tf32")
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    (TensorMap("A", (64, 512)), "1 to 256"),
+    (TensorMap("A", (128, 64)), "at most 128"),      # 256 bytes of bfloat16 under a 128-byte swizzle
+    (TensorMap("A", (4, 64)), "multiple of 16"),      # 8 bytes
+    (TensorMap("A", (64, 64), swizzle=96), "not one of"),
+])
+def test_boxes_the_driver_refuses_are_refused_first(spec, words):
+    with pytest.raises(TensorMapRefused, match=words):
+        tensor_map_fields(spec, (4096, 4096), "bfloat16")
+
+
+def test_architecture_specific_targets():
+    assert arch_options("sm_90a") == ["-gencode=arch=compute_90a,code=sm_90a"]
+    assert arch_options("sm_90") == ["-arch=sm_90"]
+    assert runs_on("sm_90a", "sm_90") and not runs_on("sm_90a", "sm_80") and runs_on("sm_80", "sm_80")
+
+
+def test_cost_model():
+    problem = Problem(4096, 4096, 4096)
+    s = 2
+    assert wgmma.global_bytes(FAST, problem, s) == s * (4096 * 4096 * 16 + 4096 * 4096 * 32) + 4 * 4096 * 4096
+    intensities = wgmma.extra_intensities(FAST, s)
+    assert intensities["block_intensity"] == pytest.approx(2 * 128 * 256 / (384 * 2))
+    assert intensities["l2_intensity"] == pytest.approx(2 * 128 * 256 / ((128 + 128) * 2))
+    assert wgmma.units(FAST, Problem(4096, 4096, 4096)) == 16 * 16
+
+
+def test_the_template_uses_the_layout_the_emulation_checks():
+    """tests/test_wgmma_layout.py emulates these descriptors and fragment offsets; keep them in step."""
+    bf16 = render(Config.make(Problem(256, 256, 256), "wgmma", "bfloat16", FAST))
+    assert "descriptor(stage_a + (consumer * 64 + s * 64) * 128 + kk * 32, 16, 1024)" in bf16
+    assert "descriptor(stage_b + kk * 16 * 128, B_BOX_BYTES, 1024)" in bf16
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in bf16 and "0, 1;" in bf16
+    tf32 = render(Config.make(Problem(256, 256, 256), "wgmma", "tf32", {**FAST, "BK": 32, "BM": 256, "BN": 128}))
+    assert "descriptor(stage_a + kk * 32, 16, 1024)" in tf32
+    assert "load_shared(stage_b + fragment_offset[s][r] + kk * 8 * 128)" in tf32
+    assert "m64n256k8.f32.tf32.tf32" in tf32
