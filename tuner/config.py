@@ -6,10 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Element size in bytes and the C type of each supported dtype.
-DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4}
-DTYPE_CTYPE: dict[str, str] = {"float32": "float", "float64": "double", "int32": "int"}
-DTYPES: tuple[str, ...] = tuple(DTYPE_BYTES)
+# Element size in bytes and the C type of each dtype a kernel can be rendered for; tf32 is float32 storage with
+# TF32 tensor-core math, and the 16-bit floats are cuda_bf16.h's and cuda_fp16.h's types.
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "tf32": 4, "bfloat16": 2, "float16": 2}
+DTYPE_CTYPE: dict[str, str] = {"float32": "float", "float64": "double", "int32": "int", "tf32": "float",
+                               "bfloat16": "__nv_bfloat16", "float16": "__half"}
+# The C type of the output C (the accumulator): float for the tensor-core dtypes of fewer than 64 bits.
+DTYPE_ACC_CTYPE: dict[str, str] = {**DTYPE_CTYPE, "tf32": "float", "bfloat16": "float", "float16": "float"}
+# The dtypes the measuring pipeline (inputs, verification, baseline) handles end to end.
+DTYPES: tuple[str, ...] = ("float32", "float64", "int32")
 MATMUL_DIMS: tuple[str, ...] = ("M", "N", "K")
 
 ParamValue = int | str | bool

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jinja2
 
-from tuner.config import DTYPE_CTYPE, Config
+from tuner.config import DTYPE_ACC_CTYPE, DTYPE_CTYPE, Config
 from tuner.kernels.discovery import get_family, template_hash
 from tuner.kernels.family import Dim3
 
@@ -62,7 +62,8 @@ def _rendered(config: Config, digest: str) -> str:
     assert family.folder is not None  # discovery places every family
     template = _environment(family.folder).get_template(family.template_file)
     return template.render(header=header, dtype=config.dtype, ctype=DTYPE_CTYPE[config.dtype],
-                           element_bytes=config.element_bytes, **config.param_dict)
+                           acc_ctype=DTYPE_ACC_CTYPE[config.dtype], element_bytes=config.element_bytes,
+                           **config.param_dict)
 
 
 def launch(config: Config) -> Launch:
