@@ -31,11 +31,12 @@ CHUNK = 16
 """Bytes of one cp.async copy and of one ldmatrix row."""
 BANK_LINE = 128
 """Bytes of shared memory one access serves without conflicts (32 banks of 4 bytes)."""
-REGISTERS_BESIDE_TILE = {2: 56, 4: 12, 8: 4}
+REGISTERS_BESIDE_TILE = {2: 56, 4: 16, 8: 12}
 """Registers beside the accumulators, fragments and copies, by element size: addresses (the 16-bit types keep
 ldmatrix addresses of A per k-step and of B per pair of n8 tiles), indices and loop state. Fitted to ptxas's
-reports (nvcc 13.0, sm_90) of 128 tile shapes around the register budget: with these, no shape the rule accepts
-spills, and it turns down 3 16-bit shapes of 64×64 warp tiles (254-255 registers) that just fit."""
+reports (nvcc 13.0, sm_90) of 280 configurations around the register budget: none that the rule accepts spills,
+and it turns down 13 that just fit (3 16-bit ones with 64×64 warp tiles at 254-255 registers, 2 tf32 ones, 8
+float64 ones of two or four warps)."""
 SIZES = ("BM", "BN", "BK", "WM", "WN")
 
 
@@ -147,7 +148,7 @@ def _power_of_two(value: int) -> bool:
 def _copies_integral(params: Params, size: int) -> bool:
     chunk = CHUNK // size
     BM, BN, BK, t = _p(params, "BM"), _p(params, "BN"), _p(params, "BK"), threads(params)
-    return (BM * BK // chunk) % t == 0 and (BK * BN // chunk) % t == 0
+    return t == 0 or (BM * BK // chunk) % t == 0 and (BK * BN // chunk) % t == 0
 
 
 def _scalar_rows_fill_lines(params: Params, size: int) -> bool:
@@ -174,6 +175,8 @@ CONSTRAINTS = (
                lambda p, d: _p(p, "WM") % MMA_M == 0 and _p(p, "WN") % (2 * MMA_N) == 0),
     Constraint("BM divisible by WM and BN by WN (whole warp tiles)",
                _if_positive(lambda p, d: _p(p, "BM") % _p(p, "WM") == 0 and _p(p, "BN") % _p(p, "WN") == 0)),
+    Constraint("at least 4 warps a block (one for each scheduler of an SM; fewer leave tensor cores idle and give "
+               "each thread more copies, which spill)", _if_positive(lambda p, d: warps(p) >= 4)),
     Constraint("BK 2·MMA_K or 4·MMA_K (an even number of k-steps per slice, as the fragments alternate between two "
                "register sets; deeper slices unroll into more fragment loads in flight than registers hold)",
                _if_positive(lambda p, d: _p(p, "BK") in (2 * _p(p, "MMA_K"), 4 * _p(p, "MMA_K")))),
