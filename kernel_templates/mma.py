@@ -31,12 +31,14 @@ CHUNK = 16
 """Bytes of one cp.async copy and of one ldmatrix row."""
 BANK_LINE = 128
 """Bytes of shared memory one access serves without conflicts (32 banks of 4 bytes)."""
-REGISTERS_BESIDE_TILE = {2: 56, 4: 16, 8: 12}
+REGISTERS_BESIDE_TILE = {2: 56, 4: 44, 8: 12}
 """Registers beside the accumulators, fragments and copies, by element size: addresses (the 16-bit types keep
 ldmatrix addresses of A per k-step and of B per pair of n8 tiles), indices and loop state. Fitted to ptxas's
-reports (nvcc 13.0, sm_90) of 280 configurations around the register budget: none that the rule accepts spills,
-and it turns down 13 that just fit (3 16-bit ones with 64×64 warp tiles at 254-255 registers, 2 tf32 ones, 8
-float64 ones of two or four warps)."""
+reports (nvcc 13.0, sm_90): no float64 configuration of the default space spills (all 73 with GROUP_M 8
+compiled; GROUP_M only orders the blocks and leaves the report unchanged), nor any tf32, bfloat16 or float16 one
+whose estimate comes within 40 registers of the budget (and 36 others drawn at random). It turns down a few
+shapes that just fit: 64×64 warp tiles at 252-255 registers, 16-bit ones of 128×128 blocks with 64-deep
+slices and tf32 ones of 4 warps with 32-deep slices (one of which spilled)."""
 SIZES = ("BM", "BN", "BK", "WM", "WN")
 
 
