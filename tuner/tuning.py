@@ -179,10 +179,14 @@ def _write_report(out: Path, progress: Progress) -> None:
 def _count(experiment: Experiment, backend: Backend, table: Table, progress: Progress) -> dict[str, Any]:
     """Read the hardware counters the experiment asks for (measure.counters), after the search and outside its
     timed samples; what was read, or why not, as the run records it."""
-    from tuner.counters.collect import count_configurations
+    from tuner.counters.collect import CountersNote, count_configurations
 
-    note = count_configurations(table.frame(), table.out, backend.counters(), experiment.measure.counters,
-                                progress.note, f"the {backend.name} backend reads no hardware counters")
+    setting = experiment.measure.counters
+    try:
+        note = count_configurations(table.frame(), table.out, backend.counters(), setting, progress.note,
+                                    f"the {backend.name} backend reads no hardware counters")
+    except Exception as exc:  # counters are a reading beside the results: they must never cost them
+        note = CountersNote(setting, reasons=(f"{type(exc).__name__}: {' '.join(str(exc).split())}",))
     if note.setting != "none":
         progress.note(f"counters: {note.text()}")
     return note.to_dict()

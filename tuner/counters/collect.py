@@ -58,7 +58,7 @@ class CountersNote:
         """One line: how many were counted and how, or why none were."""
         if self.setting == "none":
             return "not read (measure.counters: none; python -m tuner profile RUN_FOLDER reads them)"
-        if self.asked == 0:
+        if self.asked == 0 and not self.reasons:
             return "none read: no successful configuration to count"
         have = self.counted + self.before
         earlier = f", {self.before} of them before" if self.before else ""

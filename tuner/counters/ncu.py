@@ -43,8 +43,9 @@ SESSION_TIMEOUT_S = 300.0
 """A session's time limit: this, plus PER_KERNEL_TIMEOUT_S for each kernel it profiles."""
 PER_KERNEL_TIMEOUT_S = 30.0
 POLL_S = 0.5
-RETRIES = 3
-"""Sessions retried without the metrics a failed one named (when the metric list could not be checked first)."""
+RETRIES = 6
+"""Sessions retried without the metrics a failed one named (when the metric list could not be checked first: each
+of the tensor pipe's names may be unknown to the GPU)."""
 PERMISSION = "ERR_NVGPUCTRPERM"
 _PASSES = re.compile(r'==PROF== Profiling "[^"]*".*?(\d+) pass', re.IGNORECASE)
 _METRIC_LINE = re.compile(r"^\s*\"?([a-z0-9]+__[A-Za-z0-9_]+)\"?(?:[\s,]|$)")
@@ -158,6 +159,11 @@ class Session:
     """The metrics the session collected."""
 
 
+def passes_of(output: str) -> tuple[int, ...]:
+    """The replay passes of each kernel a session profiled, from its ``==PROF== Profiling`` lines."""
+    return tuple(int(count) for count in _PASSES.findall(output))
+
+
 def named_in(metric: str, output: str) -> bool:
     """Whether ``output`` names the metric (its base name as a whole word: not a longer metric it begins)."""
     return re.search(rf"\b{re.escape(base_name(metric))}\b", output) is not None
@@ -208,7 +214,7 @@ def _session(ncu: str, metrics: Sequence[str], folder: Path, kernels: int, env: 
                     progress(count)
                     seen = count
     output = done.stdout + done.stderr
-    passes = tuple(int(m) for m in _PASSES.findall(output))
+    passes = passes_of(output)
     rep = report.with_suffix(".ncu-rep")
     raw = ""
     if rep.is_file():

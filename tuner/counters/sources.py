@@ -53,6 +53,10 @@ class Counted:
     rows: list[dict[str, Any]] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     how: str = ""
+    page: str = ""
+    """Nsight Compute's raw CSV page of the session, where one ran."""
+    order: tuple[str, ...] = ()
+    """The configuration keys the session launched, in launch order (the page's kernels, one each)."""
 
 
 class CounterSource(Protocol):
@@ -107,7 +111,8 @@ class NcuCounters:
                 return Counted(reasons=[*reasons, str(exc)])
             manifest = Manifest.read(folder / MANIFEST_FILE)
         rows, more = session_rows(session, manifest, kernels, version, lacking)
-        return Counted(rows, [*reasons, *more], describe_conditions(version, session.passes))
+        return Counted(rows, [*reasons, *more], describe_conditions(version, session.passes), session.raw_csv,
+                       tuple(kernels[k.index].config.key for k in manifest.started))
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

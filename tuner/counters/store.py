@@ -115,7 +115,7 @@ def join(df: pd.DataFrame, counters: pd.DataFrame) -> pd.DataFrame:
     base = df.drop(columns=[c for c in RESULT_COLUMNS if c in df.columns])
     if counters.empty or base.empty or "config_key" not in base:
         return base
-    picked = counters[[*KEY, *MEASURED]].drop_duplicates(list(KEY), keep="last")
+    picked = _typed(counters.copy())[[*KEY, *MEASURED]].drop_duplicates(list(KEY), keep="last")
     keys = pd.DataFrame({"config_key": base["config_key"].astype("string"),
                          "gpu_name": base.get("gpu_name", pd.Series(pd.NA, index=base.index)).astype("string")})
     found = keys.merge(picked, on=list(KEY), how="left")

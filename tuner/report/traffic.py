@@ -3,7 +3,6 @@ where the seeds' bytes per FLOP land on the GPU; and how the counters were read,
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
