@@ -133,3 +133,10 @@ def test_the_note_in_words():
     note = CountersNote("all", 4, 2, 2, (), "ncu", 1.5)
     assert note.text() == "4 configurations counted (every successful configuration, 2 of them before) by ncu"
     assert CountersNote.from_dict(note.to_dict()) == note
+
+
+def test_counters_read_on_another_gpu_model_are_said_not_to_join(tmp_path):
+    source = _Source(Counted([_counted(_key("s1", 5), gpu="NVIDIA A100-SXM4-40GB")], [], "ncu"))
+    note = count_configurations(_table(), tmp_path, source, "best", best=1)
+    assert note.reasons == ("counted on NVIDIA A100-SXM4-40GB, not on the NVIDIA H100 80GB HBM3 that measured the "
+                            "run: the results table joins counters of the GPU model that measured a row only",)

@@ -127,3 +127,18 @@ def test_a_run_without_counters_says_why(tmp_path):
     assert hierarchical_plan(run) == {} and traffic_tables(run) == [] and landing_text(run) == []
     assert counters_notes(run) == ["Counters of the last run: not read (measure.counters: none; python -m tuner "
                                    "profile RUN_FOLDER reads them)"]
+
+
+def test_one_figure_per_problem_where_several_were_counted(tmp_path):
+    from dataclasses import replace
+
+    from tuner.config import Problem
+
+    experiment = seed_experiment("all")
+    experiment = replace(experiment, problems=(experiment.problems[0], Problem(512, 512, 512)))
+    tuner.run(experiment, backend=CountedBackend(), out=tmp_path, quiet=True, report=False)
+    # the page counts the 1024³ kernels only: the 512³ ones are asked and said not counted
+    run = load_run(tmp_path)
+    assert list(hierarchical_plan(run)) == ["roofline_hierarchical_float32_1024x1024x1024.png"]
+    note = run.metadata["runs"][-1]["counters"]
+    assert (note["asked"], note["counted"]) == (6, 3)

@@ -43,6 +43,8 @@ code_bytes             machine code of a C kernel's library (its .text section)
 vectorized_loops       loops the C compiler reports as vectorized (GCC)
 device_s               seconds the device spent verifying and timing this configuration
 gpu_name, gpu_uuid     the device that measured the row (from its environment; a replayed row: the recording's)
+dram_bytes, l2_bytes …  the hardware counters of a counted configuration (joined from the folder's counters.parquet
+                       when the table is saved; tuner.counters.store lists them)
 =====================  ==========================================================================
 
 cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the

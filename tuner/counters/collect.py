@@ -121,5 +121,17 @@ def count_configurations(df: pd.DataFrame, folder: str | Path, source: CounterSo
     started = time.perf_counter()
     counted = source.count([results.config_of_row(row) for row in todo.to_dict("records")], say)
     store.merge(folder, counted.rows)
-    return CountersNote(setting, len(rows), len(counted.rows), note.before, tuple(counted.reasons), counted.how,
+    return CountersNote(setting, len(rows), len(counted.rows), note.before,
+                        (*counted.reasons, *_elsewhere(counted.rows, todo)), counted.how,
                         round(time.perf_counter() - started, 3), best)
+
+
+def _elsewhere(rows: list[dict[str, Any]], asked: pd.DataFrame) -> list[str]:
+    """A reason where the counters were read on another GPU model than the one that measured the configurations
+    (the results table joins the counters of the same model only)."""
+    measured = set(asked["gpu_name"].dropna().astype(str)) if "gpu_name" in asked else set()
+    counted_on = {str(row.get("gpu_name")) for row in rows} - measured
+    if not counted_on or not measured:
+        return []
+    return [f"counted on {', '.join(sorted(counted_on))}, not on the {', '.join(sorted(measured))} that measured "
+            f"the run: the results table joins counters of the GPU model that measured a row only"]

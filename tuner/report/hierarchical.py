@@ -157,10 +157,10 @@ def hierarchical_figure(run: Run, dtype: str, problem: str) -> Figure:
 
 
 def hierarchical_plan(run: Run) -> dict[str, Draw]:
-    """roofline_hierarchical.png, or one per dtype and problem (roofline_hierarchical_<dtype>_<problem>.png) when
-    several have counted kernels; none without counters."""
+    """roofline_hierarchical.png for a run of one problem and dtype, else one per dtype and problem with counted
+    kernels (roofline_hierarchical_<dtype>_<problem>.png); none without counters."""
     slices = hierarchical_slices(run)
-    if len(slices) == 1:
+    if len(slices) == 1 and len(run.slices()) == 1:
         return {HIERARCHICAL_PNG: functools.partial(hierarchical_figure, dtype=slices[0][0], problem=slices[0][1])}
     return {f"roofline_hierarchical_{dtype}_{problem}.png": functools.partial(hierarchical_figure, dtype=dtype,
                                                                                problem=problem)
