@@ -19,7 +19,7 @@ from tuner.counters.ncu import (
     parse_metric_names,
     passes_of,
 )
-from tuner.counters.ncu_csv import BASE_UNITS, number, parse_ncu_raw, scaled, unit_factor
+from tuner.counters.ncu_csv import BASE_UNITS, count, number, parse_ncu_raw, scaled, unit_factor
 from tuner.counters.sources import session_rows
 from tuner.errors import TunerError
 from tuner.kernels.render import launch
@@ -209,3 +209,16 @@ def test_results_that_cannot_be_matched_are_not_kept():
     assert rows == [] and "'transpose' is not the launched 'matmul'" in reasons[-1]
     rows, reasons = session_rows(Session("", (), f"==ERROR== {PERMISSION} - denied", 1, ()), ok, _kernels(), "x")
     assert rows == [] and PERMISSION in reasons[-1]
+
+
+def test_counted_quantities_take_their_units_prefix():
+    (kernel,) = parse_ncu_raw('"ID","a","b","c"\n"","Minst","inst",""\n"0","1.5","2,000","7"\n')
+    assert [count(kernel, name) for name in ("a", "b", "c", "d")] == [1.5e6, 2000.0, 7.0, None]
+
+
+def test_a_page_without_an_essential_metric_places_no_kernel():
+    manifest = Manifest(DEVICE, tuple(Launched(i, c.key, "ok") for i, c in enumerate(SEED_CONFIGS)))
+    page = SYNTHETIC_PAGE.read_text().replace('"l1tex__t_bytes.sum"', '"l1tex__t_requests.sum"')
+    rows, reasons = session_rows(Session(page, (), "", 0, ()), manifest, _kernels(), "2025.3.0.0")
+    assert rows == [] and reasons == ["the GPU lacks the metric(s) l1tex__t_bytes.sum that place a kernel on the "
+                                      "hierarchical roofline (Nsight Compute 2025.3.0.0)"]

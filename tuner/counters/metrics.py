@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tuner.counters.ncu_csv import RawMetrics, number, scaled
+from tuner.counters.ncu_csv import RawMetrics, count, scaled
 
 DRAM_BYTES = "dram__bytes.sum"
 DRAM_PARTS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
@@ -103,14 +103,14 @@ class Counts:
         if dram is None:
             parts = [scaled(metrics, name, "byte") for name in DRAM_PARTS]
             dram = None if None in parts else sum(p for p in parts if p is not None)
-        flop_counts = {name: number(metrics, name) for name in FLOP_INSTRUCTIONS if name in metrics}
-        tensor = [v for name in TENSOR_INSTRUCTIONS if (v := number(metrics, name)) is not None]
+        flop_counts = {name: count(metrics, name) for name in FLOP_INSTRUCTIONS if name in metrics}
+        tensor = [v for name in TENSOR_INSTRUCTIONS if (v := count(metrics, name)) is not None]
         return cls(
             dram_bytes=dram,
             l2_bytes=scaled(metrics, L2_BYTES, "byte"),
             l1_bytes=scaled(metrics, L1_BYTES, "byte"),
             requested_bytes=scaled(metrics, REQUESTED_BYTES, "byte"),
-            shared_wavefronts=number(metrics, SHARED_WAVEFRONTS),
+            shared_wavefronts=count(metrics, SHARED_WAVEFRONTS),
             cuda_core_flops=(None if not flop_counts or None in flop_counts.values()
                              else sum(FLOP_INSTRUCTIONS[n] * (v or 0.0) for n, v in flop_counts.items())),
             tensor_instructions=max(tensor) if tensor else None,

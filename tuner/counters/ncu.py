@@ -29,12 +29,14 @@ from pathlib import Path
 from tuner import atomic_file
 from tuner.counters.job import MANIFEST_FILE, launched_count
 from tuner.counters.metrics import base_name
-from tuner.lifetime import run_tied
+from tuner.lifetime import kill_running_commands, run_tied
 from tuner.settings import cache_root
 
 NCU_ENV = "TUNER_NCU"
 """An environment variable naming the ncu executable to use (else ncu on PATH, beside nvcc, or in the toolkit)."""
 TOOLKIT_BIN = Path("/usr/local/cuda/bin")
+REPORT = "counters"
+"""The session's report file, in the job's folder (ncu adds .ncu-rep)."""
 CLOCK_CONTROL = "none"
 CACHE_CONTROL = "all"
 REPLAY_MODE = "kernel"
@@ -186,6 +188,7 @@ def run_session(ncu: str, metrics: Sequence[str], folder: Path, kernels: int, en
     wanted = list(metrics)
     for _ in range(RETRIES + 1):
         (folder / MANIFEST_FILE).unlink(missing_ok=True)
+        (folder / REPORT).with_suffix(".ncu-rep").unlink(missing_ok=True)
         session = _session(ncu, wanted, folder, kernels, env, progress)
         if session.raw_csv or session.returncode == 0:
             return session
@@ -198,12 +201,13 @@ def run_session(ncu: str, metrics: Sequence[str], folder: Path, kernels: int, en
 
 def _session(ncu: str, metrics: Sequence[str], folder: Path, kernels: int, env: dict[str, str],
              progress: Callable[[int], None] | None) -> Session:
-    report = folder / "counters"
+    report = folder / REPORT
     command = profile_command(ncu, metrics, report, child_program(folder))
     timeout = SESSION_TIMEOUT_S + PER_KERNEL_TIMEOUT_S * kernels
-    with ThreadPoolExecutor(1, thread_name_prefix="tuner-ncu") as pool:
-        running = pool.submit(_run, command, timeout, env)
-        seen = -1
+    pool = ThreadPoolExecutor(1, thread_name_prefix="tuner-ncu")
+    running = pool.submit(_run, command, timeout, env)
+    seen = -1
+    try:
         while True:
             try:
                 done = running.result(timeout=POLL_S)
@@ -213,13 +217,22 @@ def _session(ncu: str, metrics: Sequence[str], folder: Path, kernels: int, env: 
                 if progress is not None and count != seen:
                     progress(count)
                     seen = count
+    except BaseException:  # interrupted: the profiler and its process go, and the waiting thread with them
+        kill_running_commands()
+        raise
+    finally:
+        pool.shutdown(wait=False)
     output = done.stdout + done.stderr
-    passes = passes_of(output)
     rep = report.with_suffix(".ncu-rep")
-    raw = ""
-    if rep.is_file():
-        exported = _run([ncu, "--import", str(rep), "--csv", "--page", "raw"], QUERY_TIMEOUT_S)
-        if exported.returncode != 0:
-            raise NcuUnavailable(f"ncu --import failed: {failure_reason(exported.stdout + exported.stderr)}")
-        raw = exported.stdout if '"ID"' in exported.stdout else ""
-    return Session(raw, passes, output, done.returncode, tuple(metrics))
+    return Session(export_raw(ncu, rep) if rep.is_file() else "", passes_of(output), output, done.returncode,
+                   tuple(metrics))
+
+
+def export_raw(ncu: str, report: Path) -> str:
+    """A report's raw page as CSV, every value in its base unit where this ncu can print them so (else as it
+    scales them); "" where it holds no kernel."""
+    for units in (["--print-units", "base"], []):
+        exported = _run([ncu, "--import", str(report), "--csv", "--page", "raw", *units], QUERY_TIMEOUT_S)
+        if exported.returncode == 0:
+            return exported.stdout if '"ID"' in exported.stdout else ""
+    raise NcuUnavailable(f"ncu --import failed: {failure_reason(exported.stdout + exported.stderr)}")

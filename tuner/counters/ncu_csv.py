@@ -20,6 +20,7 @@ RawMetrics: TypeAlias = dict[str, tuple[str, str]]
 
 PREFIXES = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 BASE_UNITS = {"second": ("second", "s"), "hertz": ("hz", "Hz", "cycle/second", "cycle/s"), "byte": ("byte", "B")}
+COUNT_UNITS = ("inst", "sector", "request", "wavefront", "warp", "cycle")
 
 
 def parse_ncu_raw(text: str) -> list[RawMetrics]:
@@ -70,6 +71,17 @@ def scaled(metrics: RawMetrics, name: str, to: str) -> float | None:
     value = number(metrics, name)
     factor = unit_factor(metrics[name][1], BASE_UNITS[to]) if value is not None else None
     return None if factor is None or value is None else value * factor
+
+
+def count(metrics: RawMetrics, name: str) -> float | None:
+    """A counted quantity (instructions, wavefronts, sectors), with whatever prefix ncu chose for its unit
+    (``Minst``); None where the report lacks it."""
+    value = number(metrics, name)
+    if value is None:
+        return None
+    unit = metrics[name][1]
+    prefix = next((unit[: -len(base)] for base in COUNT_UNITS if unit.endswith(base)), "")
+    return value * PREFIXES.get(prefix, 1.0)
 
 
 def first_of(metrics: RawMetrics, *names: str) -> float | None:

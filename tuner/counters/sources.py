@@ -44,6 +44,7 @@ from tuner.settings import CompileSettings
 
 Say = Callable[[str], None]
 PROGRESS_INTERVAL_S = 5.0
+LOG_CHARS = 4000
 
 
 @dataclass
@@ -57,6 +58,8 @@ class Counted:
     """Nsight Compute's raw CSV page of the session, where one ran."""
     order: tuple[str, ...] = ()
     """The configuration keys the session launched, in launch order (the page's kernels, one each)."""
+    log: str = ""
+    """The end of what Nsight Compute and the profiled process printed."""
 
 
 class CounterSource(Protocol):
@@ -93,7 +96,7 @@ class NcuCounters:
             known = known_metrics(ncu, self.device_name)
         except NcuUnavailable as exc:
             return Counted(reasons=[str(exc)])
-        metrics, lacking = available(WANTED, known) if known is not None else (list(WANTED), [])
+        metrics = available(WANTED, known)[0] if known is not None else list(WANTED)
         missing = missing_essentials(set(metrics))
         if missing:
             return Counted(reasons=[f"the GPU lacks the metric(s) {', '.join(missing)} that place a kernel on the "
@@ -110,9 +113,10 @@ class NcuCounters:
             except NcuUnavailable as exc:
                 return Counted(reasons=[*reasons, str(exc)])
             manifest = Manifest.read(folder / MANIFEST_FILE)
+        lacking = [m for m in WANTED if m not in session.metrics]
         rows, more = session_rows(session, manifest, kernels, version, lacking)
         return Counted(rows, [*reasons, *more], describe_conditions(version, session.passes), session.raw_csv,
-                       tuple(kernels[k.index].config.key for k in manifest.started))
+                       tuple(kernels[k.index].config.key for k in manifest.started), session.output[-LOG_CHARS:])
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -155,6 +159,10 @@ def session_rows(session: Session, manifest: Manifest, kernels: Sequence[JobKern
         profiled = parse_ncu_raw(session.raw_csv)
     except TunerError as exc:
         return [], [*reasons, str(exc)]
+    missing = missing_essentials(set(profiled[0]))
+    if missing:
+        return [], [*reasons, f"the GPU lacks the metric(s) {', '.join(missing)} that place a kernel on the "
+                              f"hierarchical roofline (Nsight Compute {version})"]
     launched = manifest.ran if len(profiled) == len(manifest.ran) else manifest.started
     if len(profiled) != len(launched):
         return [], [*reasons, f"Nsight Compute profiled {len(profiled)} kernels of the {len(manifest.ran)} "
