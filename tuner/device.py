@@ -454,9 +454,9 @@ def format_summary(info: dict[str, Any]) -> str:
         lines.append(f"  (bandwidth: {d['memory_clock_mhz']:.0f} MHz × {d['memory_bus_width_bits']} bit × 2 (double "
                      f"data rate: both clock edges) / 8 bit per byte = {theoretical['bandwidth_gbs']:.0f} GB/s{check})")
     if theoretical.get("l1_bandwidth_gbs"):
-        per_clock = memory_ceilings.BYTES_PER_SM_CLOCK[d["compute_capability"]]
-        lines.append(f"  (L1 and shared memory: {d['multiprocessors']} SMs × {per_clock} B per clock (32 banks × "
-                     f"{per_clock // 32} B) × {d['sm_clock_mhz']:.0f} MHz; NVIDIA publishes no L2 bandwidth)")
+        lines.append(f"  (L1 and shared memory: {d['multiprocessors']} SMs × {memory_ceilings.bytes_per_sm_clock(d)} B "
+                     f"per clock ({memory_ceilings.BANKS} banks × {memory_ceilings.BANK_BYTES} B) × "
+                     f"{d['sm_clock_mhz']:.0f} MHz; NVIDIA publishes no L2 bandwidth)")
     ceilings = info["ceilings"]
     clocks = [f"{name.removeprefix('fma_')} {t['sm_clock_mhz_before']:.0f}→{t['sm_clock_mhz_after']:.0f}"
               for name, t in ceilings.get("details", {}).items()

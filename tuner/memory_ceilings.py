@@ -3,8 +3,8 @@
 Measured with the kernels of ``tuner/ceiling_kernels/cache_levels.cu`` (16-byte loads from a working set the
 level holds, ``LEVEL_BLOCKS_PER_SM`` blocks of ``LEVEL_THREADS`` threads per SM, bytes loaded / median time, hot:
 no flush) beside DRAM's streaming copy, and theoretical where a figure can be derived: shared memory and the L1
-serve 32 banks × 4 bytes = 128 bytes per clock per SM (the CUDA programming guide's banks, the bandwidth of the
-L1/shared data path of sm_70 and later), so SMs × 128 B × the SM clock. NVIDIA publishes no L2 bandwidth for
+serve 32 banks × 4 bytes = 128 bytes per clock per SM (the CUDA programming guide's banks, compute capability 5.0
+and later), so SMs × 128 B × the SM clock. NVIDIA publishes no L2 bandwidth for
 these GPUs; its theoretical figure is left unknown.
 
 Peaks (GB/s) in the device's peaks dict: ``l2_bandwidth_gbs``, ``l1_bandwidth_gbs``, ``shared_bandwidth_gbs``
@@ -25,12 +25,15 @@ if TYPE_CHECKING:
 LEVEL_KEYS = {"l2": "l2_bandwidth_gbs", "l1": "l1_bandwidth_gbs", "shared": "shared_bandwidth_gbs"}
 LEVEL_LABELS = {"l2_bandwidth_gbs": "L2 bandwidth", "l1_bandwidth_gbs": "L1 bandwidth (global loads, hits)",
                 "shared_bandwidth_gbs": "shared-memory bandwidth"}
-BYTES_PER_SM_CLOCK = {"7.0": 128, "7.5": 64, "8.0": 128, "8.6": 128, "8.9": 128, "9.0": 128}
-"""L1/shared-memory bytes per clock per SM: 32 banks of 4 bytes (64 on sm_75, whose data path is half as wide)."""
+BANKS = 32
+BANK_BYTES = 4
+"""Shared memory's banks and the bytes each serves per clock (compute capability 5.0 and later, the CUDA
+programming guide): 128 bytes per clock per SM, the width of the L1/shared data path."""
 LEVEL_BLOCKS_PER_SM = 8
 LEVEL_THREADS = 256
-WINDOW = 1024
-"""float4 elements each block reads in the L1 and shared-memory kernels (16 KiB)."""
+WINDOW = 512
+"""float4 elements each block reads in the L1 and shared-memory kernels (8 KiB: eight blocks of an SM hold 64 KiB,
+which the L1 keeps whatever share of it shared memory takes)."""
 ITERATIONS = {"l2": 2048, "l1": 8192, "shared": 8192}
 KERNELS = {"l2": "l2_reads", "l1": "l1_reads", "shared": "shared_reads"}
 METHOD = (f"L2, L1, shared memory: {LEVEL_BLOCKS_PER_SM} blocks of {LEVEL_THREADS} threads per SM, 16-byte loads "
@@ -38,9 +41,18 @@ METHOD = (f"L2, L1, shared memory: {LEVEL_BLOCKS_PER_SM} blocks of {LEVEL_THREAD
           f"shared: ld.shared over {WINDOW * 16 // 1024} KiB per block), bytes loaded / median time")
 
 
+def bytes_per_sm_clock(device: dict[str, Any]) -> int | None:
+    """What shared memory and the L1 serve per clock per SM, where the compute capability says (5.0 and later)."""
+    try:
+        major = int(str(device.get("compute_capability")).split(".")[0])
+    except ValueError:
+        return None
+    return BANKS * BANK_BYTES if major >= 5 else None
+
+
 def theoretical(device: dict[str, Any]) -> dict[str, float | None]:
     """Theoretical GB/s of each level (None where unknown)."""
-    per_clock = BYTES_PER_SM_CLOCK.get(str(device.get("compute_capability")))
+    per_clock = bytes_per_sm_clock(device)
     sms, clock = device.get("multiprocessors"), device.get("sm_clock_mhz")
     on_chip = sms * per_clock * clock / 1e3 if per_clock and sms and clock else None
     return {"l2_bandwidth_gbs": None, "l1_bandwidth_gbs": on_chip, "shared_bandwidth_gbs": on_chip}

@@ -9,7 +9,7 @@
 // shared_reads: ld.shared.v4 over WINDOW float4 of shared memory, each warp reading 512 consecutive bytes per
 //           load (no bank conflicts).
 #ifndef WINDOW
-#define WINDOW 1024
+#define WINDOW 512
 #endif
 
 __device__ __forceinline__ void add(float4& acc, const float4 v)
