@@ -14,7 +14,6 @@ from tuner.counters.job import JobKernel, Launched, Manifest
 from tuner.counters.ncu import Session
 from tuner.counters.sources import Counted, describe_conditions, session_rows
 from tuner.experiment import Experiment
-from tuner.kernels.render import launch
 from tuner.space import KernelSpec
 
 DATA = Path(__file__).parent / "data"
@@ -53,7 +52,7 @@ class PageCounters:
 
     def count(self, configs: Sequence[Config], say: Any = None) -> Counted:
         self.asked.append([c.key for c in configs])
-        kernels = [JobKernel(c, Path("unused.cubin"), launch(c)) for c in SEED_CONFIGS]
+        kernels = [JobKernel(c, Path("unused.cubin")) for c in SEED_CONFIGS]
         manifest = Manifest({"name": ENVIRONMENT["device"]["name"], "uuid": "GPU-test"},
                             tuple(Launched(i, c.key, status) for i, (c, status) in
                                   enumerate(zip(SEED_CONFIGS, self.statuses, strict=True))))

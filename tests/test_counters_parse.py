@@ -22,7 +22,6 @@ from tuner.counters.ncu import (
 from tuner.counters.ncu_csv import BASE_UNITS, count, number, parse_ncu_raw, scaled, unit_factor
 from tuner.counters.sources import session_rows
 from tuner.errors import TunerError
-from tuner.kernels.render import launch
 
 MNK = 1024**3
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1"}
@@ -141,7 +140,7 @@ def test_replay_passes_are_read_from_the_profilers_lines():
 
 
 def test_a_job_reads_back_as_written(tmp_path):
-    kernels = tuple(JobKernel(c, tmp_path / f"{i}.cubin", launch(c)) for i, c in enumerate(SEED_CONFIGS))
+    kernels = tuple(JobKernel(c, tmp_path / f"{i}.cubin") for i, c in enumerate(SEED_CONFIGS))
     job = Job(kernels, ("/families",), 7)
     assert Job.read(job.write(tmp_path)) == job
 
@@ -168,7 +167,7 @@ def test_the_manifest_says_what_ran_and_what_crashed(tmp_path):
 
 
 def _kernels() -> list[JobKernel]:
-    return [JobKernel(c, Path("k.cubin"), launch(c)) for c in SEED_CONFIGS]
+    return [JobKernel(c, Path("k.cubin")) for c in SEED_CONFIGS]
 
 
 def _session(passes: tuple[int, ...] = (2, 2, 2)) -> Session:

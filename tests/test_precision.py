@@ -113,3 +113,13 @@ def test_a_16_bit_accumulator_is_wrong(dtype):
         acc = (acc.astype(np.float64) + np.outer(A64[:, k], B64[k, :])).astype(np.float16)
     verdict = check(acc.astype(np.float32), Full(A64 @ B64), "float32", tolerance(dtype, problem))
     assert not verdict.ok
+
+
+@pytest.mark.parametrize("dtype", list(PRECISIONS))
+def test_host_types_make_scalars_and_arrays(dtype):
+    """The measuring workers build scalar arguments and views with these types."""
+    from tuner.verify import NUMPY_DTYPES
+
+    kind = NUMPY_DTYPES[dtype]
+    assert float(kind(3)) == 3.0
+    assert np.zeros(8, np.uint8).view(kind).size * np.dtype(kind).itemsize == 8

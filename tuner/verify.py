@@ -29,8 +29,8 @@ FLOAT_POISON_WORD = 0xFFFFFFFF
 """All bits set: a NaN as float32 and, word-pairs together, as float64."""
 INT_MAGNITUDE = 4
 
-NUMPY_DTYPES: dict[str, np.dtype] = {name: numpy_dtype(name) for name in PRECISIONS}
-"""Each dtype's element type in host memory (tf32 is float32; bfloat16 is ml_dtypes')."""
+NUMPY_DTYPES: dict[str, type[np.generic]] = {name: numpy_dtype(name).type for name in PRECISIONS}
+"""Each dtype's element type in host memory, as a numpy scalar type (tf32 is float32; bfloat16 is ml_dtypes')."""
 
 
 def poison_word(dtype: str) -> int:
@@ -40,7 +40,7 @@ def poison_word(dtype: str) -> int:
 
 def poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """A host array of ``shape`` holding the poison."""
-    words = np.full(math.prod(shape) * NUMPY_DTYPES[dtype].itemsize // 4, poison_word(dtype), np.uint32)
+    words = np.full(math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize // 4, poison_word(dtype), np.uint32)
     return words.view(NUMPY_DTYPES[dtype]).reshape(shape)
 
 

@@ -1,7 +1,8 @@
 """What the profiled process is asked to launch (the job) and what it says it launched (the manifest).
 
-The job is a JSON file: the family folders to load, the input seed, and each kernel's configuration, cubin file
-and launch geometry, in launch order. The manifest is a file of JSON lines the profiled process appends to as it
+The job is a JSON file: the family folders to load, the input seed, and each kernel's configuration and cubin file,
+in launch order (the profiled process takes each launch's geometry from the configuration's family, as the
+measuring worker does). The manifest is a file of JSON lines the profiled process appends to as it
 goes: its device first, then ``launching`` before each launch and the outcome after it (``ok``, ``wrong``,
 ``refused`` for a launch the driver turned down before it ran). A process that dies leaves a kernel with no
 outcome: the one that killed it.
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from tuner import results
 from tuner.config import Config
-from tuner.kernels.render import Launch
+from tuner.kernels.render import Launch, launch
 
 JOB_FILE = "job.json"
 MANIFEST_FILE = "manifest.jsonl"
@@ -29,7 +30,10 @@ LAUNCHED = ("ok", "wrong")
 class JobKernel:
     config: Config
     cubin: Path
-    launch: Launch
+
+    @property
+    def launch(self) -> Launch:
+        return launch(self.config)
 
 
 @dataclass(frozen=True)
@@ -42,22 +46,16 @@ class Job:
         path = folder / JOB_FILE
         path.write_text(json.dumps({
             "family_dirs": list(self.family_dirs), "input_seed": self.input_seed,
-            "kernels": [{"config": results.config_to_dict(k.config), "cubin": str(k.cubin), "launch": asdict(k.launch)}
-                        for k in self.kernels],
+            "kernels": [{"config": results.config_to_dict(k.config), "cubin": str(k.cubin)} for k in self.kernels],
         }, indent=1))
         return path
 
     @classmethod
     def read(cls, path: Path) -> Job:
         data = json.loads(path.read_text())
-        kernels = []
-        for entry in data["kernels"]:
-            launch = entry["launch"]
-            block, grid = (tuple(int(v) for v in launch[name]) for name in ("block", "grid"))
-            kernels.append(JobKernel(results.config_from_dict(entry["config"]), Path(entry["cubin"]), Launch(
-                str(launch["kernel_name"]), (block[0], block[1], block[2]), (grid[0], grid[1], grid[2]),
-                int(launch["dynamic_shared_bytes"]), int(launch.get("resident_blocks_per_sm", 0)))))
-        return cls(tuple(kernels), tuple(data.get("family_dirs", ())), int(data.get("input_seed", 0)))
+        kernels = tuple(JobKernel(results.config_from_dict(entry["config"]), Path(entry["cubin"]))
+                        for entry in data["kernels"])
+        return cls(kernels, tuple(data.get("family_dirs", ())), int(data.get("input_seed", 0)))
 
 
 class ManifestWriter:

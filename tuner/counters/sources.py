@@ -134,7 +134,7 @@ class NcuCounters:
                     reasons.append(f"{config.key}: a {get_family(config.family).target} kernel has no GPU counters")
                     continue
                 compiled = compile_source(render(config), self.compile.arch, self.compile.options)
-                geometry = launch(config)
+                launch(config)  # a configuration the family cannot launch is said so here
             except (TunerError, ValueError) as exc:
                 reasons.append(f"{config.key}: {one_line(str(exc), 160)}")
                 continue
@@ -143,7 +143,7 @@ class NcuCounters:
                 continue
             cubin = folder / f"{hashlib.sha256(compiled.binary).hexdigest()[:20]}.cubin"
             cubin.write_bytes(compiled.binary)
-            kernels.append(JobKernel(config, cubin, geometry))
+            kernels.append(JobKernel(config, cubin))
         return kernels, reasons
 
 
