@@ -101,7 +101,9 @@ def l1_cut(device_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "counters_time_ms": row["counters_time_ms"], "naive_model_over_t": goal,
             "l1_over_goal": row["l1_bytes"] / goal if goal else None,
         })
-    session = {"how": counted.how, "page": counted.page, "order": list(counted.order)}
+    by_key = {c.key: c for c in configs}
+    session = {"how": counted.how, "page": counted.page,
+               "order": [results.config_to_dict(by_key[key]) for key in counted.order]}
     return table, session
 
 

@@ -31,32 +31,36 @@ COUNTED_ENVIRONMENT: dict[str, Any] = {
 }
 
 
-def seed_experiment(counters: str = "all") -> Experiment:
+def seed_experiment(counters: str = "all", problem: Problem = PROBLEM,
+                    widths: tuple[int, ...] = (16, 32)) -> Experiment:
     from dataclasses import replace
 
     from tuner.settings import MeasureSettings
 
-    return Experiment(name="seeds", problems=(PROBLEM,),
+    return Experiment(name="seeds", problems=(problem,),
                       kernels=(KernelSpec("naive", {"BLOCK_X": (16,), "BLOCK_Y": (16,)}, ("float32",)),
-                               KernelSpec("tiled", {"TILE_WIDTH": (16, 32)}, ("float32",))),
+                               KernelSpec("tiled", {"TILE_WIDTH": widths}, ("float32",))),
                       measure=replace(MeasureSettings(), counters=counters))
 
 
 class PageCounters:
-    """Counts the seed configurations from the raw page, as if a session had profiled them in its order."""
+    """Counts configurations from a raw page, as if a session had profiled its kernels (``configs``, in its
+    order) on the scripted device."""
 
-    def __init__(self, page: Path = SYNTHETIC_PAGE, statuses: Sequence[str] = ("ok", "ok", "ok")):
+    def __init__(self, page: Path = SYNTHETIC_PAGE, statuses: Sequence[str] | None = None,
+                 configs: Sequence[Config] = SEED_CONFIGS):
         self.page = page
-        self.statuses = statuses
+        self.configs = tuple(configs)
+        self.statuses = tuple(statuses or ("ok",) * len(self.configs))
         self.asked: list[list[str]] = []
 
     def count(self, configs: Sequence[Config], say: Any = None) -> Counted:
         self.asked.append([c.key for c in configs])
-        kernels = [JobKernel(c, Path("unused.cubin")) for c in SEED_CONFIGS]
+        kernels = [JobKernel(c, Path("unused.cubin")) for c in self.configs]
         manifest = Manifest({"name": ENVIRONMENT["device"]["name"], "uuid": "GPU-test"},
                             tuple(Launched(i, c.key, status) for i, (c, status) in
-                                  enumerate(zip(SEED_CONFIGS, self.statuses, strict=True))))
-        session = Session(self.page.read_text(), (2, 2, 2), "", 0, ())
+                                  enumerate(zip(self.configs, self.statuses, strict=True))))
+        session = Session(self.page.read_text(), (2,) * len(self.configs), "", 0, ())
         rows, reasons = session_rows(session, manifest, kernels, "2025.3.0.0")
         wanted = {c.key for c in configs}
         return Counted([r for r in rows if r["config_key"] in wanted], reasons, describe_conditions("2025.3.0.0",

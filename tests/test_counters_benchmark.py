@@ -52,5 +52,6 @@ def test_the_benchmark_reports_both_goals_and_saves_the_fixture(tmp_path, monkey
     assert len(record["l1_cut"]) == 4
     saved = json.loads((tmp_path / "fixture" / f"{stem.name.replace('counters', 'ncu_raw_counters')}.json")
                        .read_text())
-    assert saved["kernels"][0].endswith("naive/float32/BLOCK_X=16,BLOCK_Y=16")
+    assert saved["kernels"][0] == {"sizes": {"M": 4096, "N": 4096, "K": 4096}, "family": "naive", "dtype": "float32",
+                                   "params": {"BLOCK_X": 16, "BLOCK_Y": 16}}
     assert (tmp_path / "kept" / "metadata.json").is_file()
