@@ -21,8 +21,6 @@ Writes ``DIR/kernel_anatomy_<gpu>.txt`` and ``.json``.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import re
 import shutil
 import subprocess
@@ -40,6 +38,8 @@ from benchmarks.vs_cublas import best_configs  # noqa: E402
 from tuner import results  # noqa: E402
 from tuner.compile.nvcc import compile_source, find_nvcc  # noqa: E402
 from tuner.config import Config  # noqa: E402
+from tuner.counters.ncu import CLOCK_CONTROL, NcuUnavailable, find_ncu  # noqa: E402
+from tuner.counters.ncu_csv import RawMetrics, first_of, number, parse_ncu_raw, scaled  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels import matmul
 from tuner.kernels.render import launch, render  # noqa: E402
@@ -170,56 +170,6 @@ def disassemble(cubin: bytes) -> str:
 
 # --- Nsight Compute ---------------------------------------------------------------------------------------------
 
-def parse_ncu_raw(text: str) -> dict[str, tuple[str, str]]:
-    """Metric → (value, unit) of the first kernel in ``ncu --csv --page raw`` output (header, units, rows)."""
-    rows = list(csv.reader(io.StringIO(text[text.index('"ID"'):] if '"ID"' in text else text)))
-    if len(rows) < 3:
-        raise TunerError("Nsight Compute's report has no profiled kernel in it")
-    header, units, values = rows[0], rows[1], rows[2]
-    return {name: (value, unit) for name, unit, value in zip(header, units, values, strict=False)}
-
-
-def number(metrics: dict[str, tuple[str, str]], name: str) -> float | None:
-    """A metric as a float (ncu writes thousands with commas), None where the report lacks it."""
-    if name not in metrics:
-        return None
-    try:
-        return float(metrics[name][0].replace(",", ""))
-    except ValueError:
-        return None
-
-
-PREFIXES = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "m": 1e-3, "u": 1e-6, "n": 1e-9}
-BASE_UNITS = {"second": ("second", "s"), "hertz": ("hz", "Hz", "cycle/second", "cycle/s"), "byte": ("byte", "B")}
-
-
-def unit_factor(unit: str, bases: tuple[str, ...]) -> float | None:
-    """What a value in ``unit`` is multiplied by to be in the first of ``bases``; None for another unit."""
-    for base in bases:
-        if "/" in base:
-            if "/" not in unit or unit.split("/", 1)[0] != base.split("/", 1)[0]:
-                continue
-            per = unit_factor(unit.split("/", 1)[1], (base.split("/", 1)[1],))
-            if per:
-                return 1 / per
-        elif unit.endswith(base) and unit[: len(unit) - len(base)] in PREFIXES:
-            return PREFIXES[unit[: len(unit) - len(base)]]
-    return None
-
-
-def scaled(metrics: dict[str, tuple[str, str]], name: str, to: str) -> float | None:
-    """A metric in seconds, hertz or bytes (``to``), whatever prefix ncu chose for it (``msecond``,
-    ``Ghz``, ``cycle/nsecond``, ``Mbyte``); None where the report lacks it or has another unit."""
-    value = number(metrics, name)
-    factor = unit_factor(metrics[name][1], BASE_UNITS[to]) if value is not None else None
-    return None if factor is None else value * factor
-
-
-def first_of(metrics: dict[str, tuple[str, str]], *names: str) -> float | None:
-    """The first of several names for a figure that the report has (names differ between ncu versions)."""
-    return next((v for n in names if (v := number(metrics, n)) is not None), None)
-
-
 def kept(name: str) -> bool:
     """Whether the record keeps a raw metric: not the per-SM extremes, the shares of elapsed cycles that
     duplicate those of active ones, or the device's attributes, which the metadata has."""
@@ -227,7 +177,7 @@ def kept(name: str) -> bool:
                 or name.startswith("device__attribute"))
 
 
-def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dict[str, Any]:
+def counters_summary(metrics: RawMetrics, config: Config) -> dict[str, Any]:
     """The figures the report prints, from one kernel's raw metrics."""
     seconds = scaled(metrics, "gpu__time_duration.sum", "second")
     conflicts = sum(number(metrics, f"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{op}.sum") or 0
@@ -261,15 +211,16 @@ def counters_summary(metrics: dict[str, tuple[str, str]], config: Config) -> dic
     }
 
 
-def profile(config: Config, run_dir: Path, folder: Path) -> dict[str, tuple[str, str]]:
+def profile(config: Config, run_dir: Path, folder: Path) -> RawMetrics:
     """Profile one launch of ``config`` with Nsight Compute and return its raw metrics."""
-    ncu = shutil.which("ncu")
-    if ncu is None:
-        raise TunerError("hardware counters need Nsight Compute's ncu on PATH; install it with the CUDA toolkit, "
-                         "or pass --no-counters for the compiler's report and the disassembly alone")
+    try:
+        ncu = find_ncu()
+    except NcuUnavailable as exc:
+        raise TunerError(f"hardware counters need Nsight Compute: {exc}; or pass --no-counters for the compiler's "
+                         "report and the disassembly alone") from None
     report = folder / f"{config.dtype}_{config.problem.label}"
     kernel = launch(config).kernel_name
-    command = [ncu, "--clock-control", "none", "--target-processes", "all", "--kernel-name", kernel,
+    command = [ncu, "--clock-control", CLOCK_CONTROL, "--target-processes", "all", "--kernel-name", kernel,
                "--launch-skip", str(PROFILED_LAUNCH), "--launch-count", "1",
                "--export", str(report), "--force-overwrite",
                *[arg for s in NCU_SECTIONS for arg in ("--section", s)],
@@ -282,7 +233,7 @@ def profile(config: Config, run_dir: Path, folder: Path) -> dict[str, tuple[str,
                               capture_output=True, text=True, check=False)
     if exported.returncode != 0:
         raise TunerError(f"ncu --import failed with status {exported.returncode}: {exported.stderr.strip()}")
-    return parse_ncu_raw(exported.stdout)
+    return parse_ncu_raw(exported.stdout)[0]
 
 
 def launch_one(run_dir: Path, key: str) -> int:

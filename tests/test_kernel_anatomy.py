@@ -5,18 +5,16 @@ from pathlib import Path
 import pytest
 
 from benchmarks.kernel_anatomy import (
-    BASE_UNITS,
     Instruction,
     counters_summary,
     describe,
     hot_loops,
     kept,
     loops,
-    parse_ncu_raw,
     parse_sass,
-    unit_factor,
 )
 from tuner.config import Config, Problem
+from tuner.counters.ncu_csv import parse_ncu_raw
 
 DATA = Path(__file__).parent / "data"
 
@@ -39,7 +37,8 @@ def tiled_sass():
 @pytest.fixture(scope="module")
 def ncu_metrics():
     """Part of Nsight Compute's raw page for REGBLOCK_F64 on an H100 (the record of kernel_anatomy_h100)."""
-    return parse_ncu_raw("==PROF== Disconnected\n" + (DATA / "ncu_raw_regblock_float64.csv").read_text())
+    (metrics,) = parse_ncu_raw("==PROF== Disconnected\n" + (DATA / "ncu_raw_regblock_float64.csv").read_text())
+    return metrics
 
 
 def test_the_k_loop_of_the_tiled_kernel_is_found_with_its_mix(tiled_sass):
@@ -82,16 +81,6 @@ def test_no_loop_means_no_hot_loop():
     assert hot_loops([Instruction(0, "DFMA", "R0, R2, R4, R0"), Instruction(16, "EXIT", "")], "DFMA") == []
 
 
-@pytest.mark.parametrize(("unit", "to", "factor"), [
-    ("ms", "second", 1e-3), ("usecond", "second", 1e-6), ("Ghz", "hertz", 1e9), ("cycle/nsecond", "hertz", 1e9),
-    ("cycle/ns", "hertz", 1e9), ("inst/cycle", "hertz", None),
-    ("Mbyte", "byte", 1e6), ("GB", "byte", 1e9), ("sector", "byte", None), ("%", "second", None),
-])
-def test_units_convert_whatever_prefix_ncu_chose(unit, to, factor):
-    found = unit_factor(unit, BASE_UNITS[to])
-    assert found is None if factor is None else found == pytest.approx(factor)
-
-
 def test_the_summary_of_a_real_record(ncu_metrics):
     c = counters_summary(ncu_metrics, REGBLOCK_F64)
     assert c["duration_ms"] == pytest.approx(5.1352)
@@ -118,13 +107,6 @@ def test_missing_counters_read_as_unknown_not_zero(ncu_metrics):
                                              "local_bytes": 0, "dynamic_shared_bytes": 133120, "threads": 256}}))
     assert "DRAM — GB" in text and "local memory — B" in text and "— TFLOP/s" in text
     assert "math_pipe_throttle 1.09" in text
-
-
-def test_a_report_without_a_kernel_is_an_error():
-    from tuner.errors import TunerError
-
-    with pytest.raises(TunerError, match="no profiled kernel"):
-        parse_ncu_raw('"ID","Kernel Name"\n"",""\n')
 
 
 def test_the_record_keeps_totals_and_drops_per_sm_extremes():

@@ -42,7 +42,18 @@ def _run(args: argparse.Namespace) -> int:
         heartbeat=args.heartbeat,
         replay_pace=args.replay_pace,
         objective=args.objective,
+        counters=args.counters,
     )
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from tuner.counters.profile_command import profile_folder
+
+    setting = "all" if args.all else "best"
+    note = profile_folder(args.run_dir, setting, args.best, tuple(args.config), tuple(args.templates),
+                          report=not args.no_report, quiet=args.quiet)
+    print(f"counters: {note.text()}")
     return 0
 
 
@@ -89,6 +100,7 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from tuner.experiment import SAMPLERS
+    from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
     from tuner.strategies.catalog import DEFAULT
 
     parser = argparse.ArgumentParser(
@@ -134,6 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "shared --storage (default 10; a worker silent for four is dead)")
     run.add_argument("--replay-pace", type=float, metavar="FACTOR", help="with --backend replay: each answer "
                      "takes its recorded device time times FACTOR")
+    run.add_argument("--counters", choices=COUNTERS_CHOICES, help="hardware counters read after the search "
+                     f"(measure.counters): none, best (the fastest {COUNTERS_BEST} of each study) or all")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the figures and report.html at the end "
@@ -143,6 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="regenerate the report of a run folder (no GPU needed)")
     report.add_argument("run_dir", help="a run's output folder")
     report.set_defaults(handler=_report)
+
+    profile = commands.add_parser("profile", help="add hardware counters (Nsight Compute) to a finished run folder")
+    profile.add_argument("run_dir", help="a run's output folder")
+    which = profile.add_mutually_exclusive_group()
+    which.add_argument("--best", type=int, default=COUNTERS_BEST, metavar="N",
+                       help=f"the fastest N successful configurations of each study (default {COUNTERS_BEST})")
+    which.add_argument("--all", action="store_true", help="every successful configuration")
+    which.add_argument("--config", action="append", default=[], metavar="KEY",
+                       help="a configuration by its config_key (may be repeated)")
+    _templates_option(profile)
+    profile.add_argument("--no-report", action="store_true", help="do not write the report again")
+    profile.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    profile.set_defaults(handler=_profile)
 
     compare = commands.add_parser("compare", help="score search strategies on recorded spaces (no GPU needed)")
     compare.add_argument("spaces", nargs="+", metavar="SPACE", help="a Kernel Tuner cache or T4 file, a run folder, "

@@ -10,11 +10,14 @@ Theoretical peaks:
   5120-bit bus: 2619e6 × 5120 × 2 / 8 = 3.35 TB/s, NVIDIA's figure.
 
 - tensor cores: SMs × dense operations per SM per clock (``TENSOR_FLOPS_PER_SM_CLOCK``) × SM clock.
+- the L1 cache and shared memory: SMs × 128 bytes per clock × SM clock; the L2: unknown
+  (:mod:`tuner.memory_ceilings`).
 
 Measured ceilings (``tuner/ceiling_kernels``): a streaming copy for bandwidth (bytes read + written per
 median time), multiply-add chains per dtype for the CUDA cores' operations per second, and mma.sync chains on
-register fragments per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), each
-timed by ``tuner.measure``.
+register fragments per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), and 16-byte
+loads from working sets the L2, the L1 and shared memory hold (:mod:`tuner.memory_ceilings`), each timed by
+``tuner.measure``.
 They are cached per device (name + UUID + driver) as JSON under ``$TUNER_CACHE_DIR`` or ``~/.cache/tuner``.
 """
 
@@ -27,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuner import memory_ceilings
 from tuner.ceilings_cache import read_cached, write_cached
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
@@ -76,7 +80,7 @@ CEILINGS_METHOD = (
     f"fma: {FMA_BLOCKS_PER_SM} blocks of {FMA_THREADS} threads per SM, {FMA_CHAINS} independent chains × "
     f"{FMA_ITERATIONS} multiply-adds per thread, 2 operations each / median time; mma: {MMA_BLOCKS_PER_SM} blocks "
     f"of {MMA_THREADS} threads per SM, {MMA_CHAINS} independent mma.sync chains × {MMA_ITERATIONS} per warp on "
-    f"register fragments, 2·m·n·k operations each / median time; hot (no flush), "
+    f"register fragments, 2·m·n·k operations each / median time; {memory_ceilings.METHOD}; hot (no flush), "
     f"{CEILING_SETTINGS.min_samples}-{CEILING_SETTINGS.max_samples} samples"
 )
 
@@ -94,6 +98,7 @@ def theoretical_peaks(device: dict[str, Any]) -> dict[str, float | None]:
         peaks[peak_key(dtype, "tensor")] = sms * per_clock * clock / 1e3 if sms and clock else None
     memory_clock, bus = device.get("memory_clock_mhz"), device.get("memory_bus_width_bits")
     peaks["bandwidth_gbs"] = memory_clock * bus * 2 / 8 / 1e3 if memory_clock and bus else None
+    peaks.update(memory_ceilings.theoretical(device))
     return peaks
 
 
@@ -300,6 +305,11 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = Fals
             operations, timing = _mma_ceiling(device, dtype, timer)
             measured[peak_key(dtype, "tensor")] = operations / (timing.median_ms * 1e-3) / 1e9
             details[f"mma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+    levels, level_details = memory_ceilings.measure(device, timer, CEILING_SETTINGS,
+                                                    lambda file, prefix, name: _kernel(file, prefix, name, arch),
+                                                    progress)
+    measured.update(levels)
+    details.update(level_details)
     return {"measured": measured, "details": details}
 
 
@@ -330,7 +340,7 @@ def _timing_details(timing: Timing) -> dict[str, Any]:
 
 def _complete(cached: dict[str, Any], device: dict[str, Any]) -> bool:
     measured = (cached.get("peaks") or {}).get("measured") or {}
-    wanted = [f"{d}_gflops" for d in CEILING_DTYPES] + ["bandwidth_gbs"]
+    wanted = [f"{d}_gflops" for d in CEILING_DTYPES] + ["bandwidth_gbs", *memory_ceilings.LEVEL_KEYS.values()]
     if device.get("compute_capability") in TENSOR_FLOPS_PER_SM_CLOCK:
         wanted += [peak_key(d, "tensor") for d in TENSOR_DTYPES]
     return all(k in measured for k in wanted)
@@ -416,6 +426,8 @@ def format_summary(info: dict[str, Any]) -> str:
     ]
     rows = [("float32 multiply-add", "float32_gflops", "FLOP/s"), ("float64 multiply-add", "float64_gflops", "FLOP/s"),
             ("int32 multiply-add", "int32_gflops", "OP/s"), ("DRAM bandwidth", "bandwidth_gbs", "B/s")]
+    rows += [(label.split(" (")[0], key, "B/s") for key, label in memory_ceilings.LEVEL_LABELS.items()
+             if key in measured or theoretical.get(key)]
     rows += [(f"{dtype} tensor (mma.sync)", peak_key(dtype, "tensor"), "FLOP/s") for dtype in TENSOR_DTYPES
              if peak_key(dtype, "tensor") in measured or theoretical.get(peak_key(dtype, "tensor"))]
     for label, key, unit in rows:
@@ -441,6 +453,10 @@ def format_summary(info: dict[str, Any]) -> str:
         check = f"; NVIDIA publishes {published / 1e3:.2f} TB/s for this GPU" if published else ""
         lines.append(f"  (bandwidth: {d['memory_clock_mhz']:.0f} MHz × {d['memory_bus_width_bits']} bit × 2 (double "
                      f"data rate: both clock edges) / 8 bit per byte = {theoretical['bandwidth_gbs']:.0f} GB/s{check})")
+    if theoretical.get("l1_bandwidth_gbs"):
+        lines.append(f"  (L1 and shared memory: {d['multiprocessors']} SMs × {memory_ceilings.bytes_per_sm_clock(d)} B "
+                     f"per clock ({memory_ceilings.BANKS} banks × {memory_ceilings.BANK_BYTES} B) × "
+                     f"{d['sm_clock_mhz']:.0f} MHz; NVIDIA publishes no L2 bandwidth)")
     ceilings = info["ceilings"]
     clocks = [f"{name.removeprefix('fma_')} {t['sm_clock_mhz_before']:.0f}→{t['sm_clock_mhz_after']:.0f}"
               for name, t in ceilings.get("details", {}).items()

@@ -21,7 +21,7 @@ from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
-from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
+from tuner.settings import COUNTERS_CHOICES, CompileSettings, MeasureSettings, SearchSettings
 from tuner.space import KernelSpec, count_valid
 from tuner.strategies.catalog import NAMES
 from tuner.yaml_document import Document, FieldPath, read_document
@@ -320,6 +320,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "verify": v.boolean,
         "input_seed": lambda x, p: v.integer(x, p, minimum=0),
         "energy": v.boolean,
+        "counters": lambda x, p: v.choice(x, p, COUNTERS_CHOICES),
     })
     if measure.max_samples < measure.min_samples:
         raise document.error(("measure", "max_samples"),

@@ -29,6 +29,7 @@ from optuna.trial import TrialState
 from tuner import results
 from tuner.backends.protocol import Backend
 from tuner.config import Config
+from tuner.counters import store as counters_store
 from tuner.errors import TunerError
 from tuner.experiment import Experiment
 from tuner.measurement import Measurement
@@ -294,7 +295,7 @@ class Table:
     def frame(self) -> pd.DataFrame:
         df = results.to_frame(self.rows)
         order = df["wall_offset_s"].fillna(-math.inf)
-        return df.iloc[order.argsort(kind="stable")].reset_index(drop=True)
+        return counters_store.join_folder(df.iloc[order.argsort(kind="stable")].reset_index(drop=True), self.out)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -304,6 +305,7 @@ class Table:
             "storage": self.storage,
             "environments": self.ledger.environments,
             "runs": self.ledger.runs,
+            "counters": counters_store.conditions(counters_store.load(self.out)),
         }
 
     def save(self) -> pd.DataFrame:

@@ -187,4 +187,7 @@ def print_summary(result: RunResult, stream: TextIO | None = None, width: int | 
     elif run.get("device_busy_s") is not None:
         print(f"{device} busy: {run['device_busy_s']:.1f} s of recorded device time (replayed in "
               f"{duration(run['wall_s'])})", file=stream)
+    counters = run.get("counters") or {}
+    if counters.get("text") and counters.get("setting") != "none":
+        print(wrapped(f"counters: {counters['text']}", width or terminal_width(), hanging="  "), file=stream)
     print(f"results: {result.out}", file=stream)

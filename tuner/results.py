@@ -44,6 +44,8 @@ vectorized_loops       loops the C compiler reports as vectorized (GCC)
 device_s               seconds the device spent verifying and timing this configuration
 gpu_name, gpu_uuid     the device that measured the row (from its environment; a replayed row: the recording's)
 energy_j, power_w …    one launch's energy and how it was measured, where it was (tuner.energy.columns)
+dram_bytes, l2_bytes …  the hardware counters of a counted configuration (joined from the folder's counters.parquet
+                       when the table is saved; tuner.counters.store lists them)
 =====================  ==========================================================================
 
 cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the

@@ -15,6 +15,9 @@ STORAGE_FILE = "study.log"
 this process alone writes (the folder's lock sees to that), one appended line per change."""
 SQLITE_STORAGE_FILE = "study.db"
 """The folder's own storage as earlier versions kept it (SQLite): a folder that holds one goes on with it."""
+COUNTERS_CHOICES = ("none", "best", "all")
+COUNTERS_BEST = 3
+"""Configurations of each study whose counters ``counters: best`` reads: the fastest this many."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class MeasureSettings:
     input_seed: int = 0
     energy: bool = False
     """Measure one launch's energy after the timed samples (tuner.energy); on whenever the objective needs it."""
+    counters: str = "best"
+    """Hardware counters read after the search, outside the timed samples (tuner.counters): none, best (the
+    fastest COUNTERS_BEST configurations of each study) or all (every successful configuration)."""
 
 
 @dataclass(frozen=True)

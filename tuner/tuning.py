@@ -15,12 +15,15 @@ saved every few seconds and at the end) and ``metadata.json``::
      "runs": [{"started_utc", "finished_utc", "backend", "sampler", "objective", "trials", "timeout_s", "seed",
                "transfer",
                "gpu_busy_fraction", "device_busy_s", "wall_s", "evaluations", "interrupted", "error",
-               "recording"}, ...]}
+               "recording", "counters"}, ...],
+     "counters": {how the folder's counters.parquet was read (tuner.counters.store.conditions)}}
 
 The runs and environments live in the storage too (user attributes of the study ``<experiment>/runs``), so
 the folder can always be rebuilt from it. ``wall_s`` is the wall time of the search (after the backend has
 described its device) and ``gpu_busy_fraction`` the backend's device time over it; a replayed run has no
-fraction (its ``device_busy_s`` is the recorded device time of what it replayed).
+fraction (its ``device_busy_s`` is the recorded device time of what it replayed). After the search the hardware
+counters that ``measure.counters`` asks for are read (:mod:`tuner.counters`); ``counters`` says what was read and
+how, or why not, and how long it took (not part of ``wall_s``).
 
 Running the same command again continues the same studies. Ctrl-C abandons the evaluation in progress,
 saves everything, writes the report and re-raises KeyboardInterrupt after printing the command that continues.
@@ -65,6 +68,7 @@ from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
 from tuner.run_backends import default_backend, open_backends
+from tuner.settings import COUNTERS_CHOICES
 from tuner.storage import (
     HEARTBEAT_INTERVAL_S,
     check_storage_url,
@@ -112,7 +116,7 @@ def _settings(experiment: Experiment, trials: int | None, timeout: float | None,
     return sampler, Budget(trials, timeout), seed
 
 
-def _lock(out: Path) -> int:
+def lock_folder(out: Path) -> int:
     """Create the output folder and hold a lock on it (one run per folder): its file descriptor."""
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -176,6 +180,22 @@ def _write_report(out: Path, progress: Progress) -> None:
 # --- the run ----------------------------------------------------------------------------------------------
 
 
+def _count(experiment: Experiment, backend: Backend, table: Table, progress: Progress) -> dict[str, Any]:
+    """Read the hardware counters the experiment asks for (measure.counters), after the search and outside its
+    timed samples; what was read, or why not, as the run records it."""
+    from tuner.counters.collect import CountersNote, count_configurations
+
+    setting = experiment.measure.counters
+    try:
+        note = count_configurations(table.frame(), table.out, backend.counters(), setting, progress.note,
+                                    f"the {backend.name} backend reads no hardware counters")
+    except Exception as exc:  # counters are a reading beside the results: they must never cost them
+        note = CountersNote(setting, reasons=(f"{type(exc).__name__}: {' '.join(str(exc).split())}",))
+    if note.setting != "none":
+        progress.note(f"counters: {note.text()}")
+    return note.to_dict()
+
+
 def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: Table, progress: Progress) -> None:
     if not space.baseline or space.dtype not in BASELINE_DTYPES or "baseline" in study.user_attrs:
         return
@@ -209,6 +229,7 @@ def run(
     heartbeat: int | None = None,
     replay_pace: float | None = None,
     objective: str | Sequence[str] | None = None,
+    counters: str | None = None,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -229,7 +250,9 @@ def run(
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
     slows the replay backend to its recorded device times times the factor. ``objective`` ("time", "energy",
     "edp", or ("time", "energy")) overrides the experiment's ``search.objective``
-    (:mod:`tuner.energy.objective`); an objective with energy measures it, on a backend that can.
+    (:mod:`tuner.energy.objective`); an objective with energy measures it, on a backend that can. ``counters``
+    ("none", "best", "all") overrides ``measure.counters``: the hardware counters read after the search
+    (tuner.counters).
     ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
     ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
     the end.
@@ -248,6 +271,10 @@ def run(
         if isinstance(transfer, bool) or not isinstance(transfer, int) or transfer < 0:
             raise TunerError(f"--transfer must be a whole number ≥ 0, not {transfer!r}")
         experiment = dataclasses.replace(experiment, search=dataclasses.replace(experiment.search, transfer=transfer))
+    if counters is not None:
+        if counters not in COUNTERS_CHOICES:
+            raise TunerError(f"--counters takes one of {', '.join(COUNTERS_CHOICES)}, not {counters!r}")
+        experiment = dataclasses.replace(experiment, measure=dataclasses.replace(experiment.measure, counters=counters))
     out_dir = _output_folder(out, experiment)
     given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
     url = storage if isinstance(storage, str) else own_storage_url(out_dir)
@@ -261,7 +288,7 @@ def run(
     chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None)
     try:
         check_energy(chosen, goal)
-        lock = _lock(out_dir)
+        lock = lock_folder(out_dir)
         try:
             store = given or _open_storage(url, out_dir)
             try:
@@ -271,7 +298,7 @@ def run(
                           "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
                           "transfer": transfer,
                           "storage": storage if isinstance(storage, str) else None, "out": out_dir, "gpus": gpus,
-                          "heartbeat": heartbeat, "replay-pace": replay_pace}
+                          "heartbeat": heartbeat, "replay-pace": replay_pace, "counters": counters}
                 with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
                         _liveness(storage, experiment, len(chosen), heartbeat_s) as liveness:
                     place = Place(out_dir, label, previous, liveness)
@@ -419,6 +446,8 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         }
         ledger.start_run(run_record)
         clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
+        searched: float | None = None
+        counted: dict[str, Any] | None = None
         try:
             order = list(studies.items())
             fresh = {at for at, (_, study) in enumerate(order) if not study.get_trials(deepcopy=False)}
@@ -457,16 +486,18 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
 
                 search_on_each(backends, search)
                 table.save()
+            searched = time.monotonic()
+            counted = _count(experiment, backend, table, progress)
         except KeyboardInterrupt:
             interrupted = True
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             raise
         finally:
-            wall = time.monotonic() - clock
+            wall = (searched if searched is not None else time.monotonic()) - clock
             busy = sum(b.busy_seconds for b in backends)
             run_record.update({
-                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": table.added,
+                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": table.added, "counters": counted,
                 "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
                 "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall / len(backends), 4),
             })

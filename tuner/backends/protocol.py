@@ -4,12 +4,12 @@ Every backend evaluates configurations (:class:`Evaluates`) and describes where 
 can do is declared by the answers of the capability protocols every backend implements: a vendor baseline
 (``baseline`` answers None where there is none), a recording it replays (``recording`` answers None for a
 live device) and the configurations it can answer (``recorded_configs``: None for a device, which measures any),
-the device time it spent (``busy_seconds``) and whether it can give the energy of a launch (``energy_unavailable``
-answers why not, or None). :class:`BackendBase` gives the "cannot" answers,
-so a backend of one's own implements only what it can. A backend that measures in another process may also
-``submit`` a configuration (start it and answer later, :class:`Pending`), so that the search records one
-evaluation while the device measures the next, and take the hint ``prepare(problem, dtype)`` (make the first
-study's inputs while the run sets up its storage).
+the device time it spent (``busy_seconds``), whether it can give the energy of a launch (``energy_unavailable``
+answers why not, or None) and where its hardware counters come from (``counters``). :class:`BackendBase` gives
+the "cannot" answers, so a backend of one's own implements only what it can. A backend that measures in another
+process may also ``submit`` a configuration (start it and answer later, :class:`Pending`), so that the search
+records one evaluation while the device measures the next, and take the hint ``prepare(problem, dtype)`` (make
+the first study's inputs while the run sets up its storage).
 """
 
 from __future__ import annotations
@@ -17,10 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.config import Config, Problem
 from tuner.measurement import Measurement
+
+if TYPE_CHECKING:
+    from tuner.counters.sources import CounterSource
 
 LOOKAHEAD = 8
 """Valid configurations a search asks ahead of the one being measured (the current one included), unless the
@@ -119,7 +122,14 @@ class MeasuresEnergy(Protocol):
         ...
 
 
-class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, MeasuresEnergy, Protocol):
+class ReadsCounters(Protocol):
+    def counters(self) -> CounterSource | None:
+        """Where the hardware counters of this backend's configurations come from (tuner.counters.sources:
+        Nsight Compute on the GPU, a recording's); None where it reads none."""
+        ...
+
+
+class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, MeasuresEnergy, ReadsCounters, Protocol):
     """Everything the run asks of a backend."""
 
 
@@ -145,6 +155,8 @@ class BackendBase:
 
     def energy_unavailable(self) -> str | None:
         return f"the {getattr(self, 'name', 'chosen')} backend measures no energy"
+    def counters(self) -> CounterSource | None:
+        return None
 
     def close(self) -> None:
         return None

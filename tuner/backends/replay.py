@@ -10,10 +10,12 @@ search holds only what that search visited).
 Rows keep the environment they were measured in: ``environment_id(config)`` is the recorded row's
 ``metadata_id`` and ``recording().environments`` the recorded environments; ``metadata()`` is the one most rows
 share (and the environment of statically invalid configurations, which no backend sees).
-``busy_seconds`` adds each replayed row's recorded device time (``device_s``), so a replayed run reports the
-GPU time its choices cost on the recording's device. ``pace`` (``--replay-pace``) makes each answer take that
-recorded time times the factor in wall time (1: as long as the device took; 0, the default: at once), so that a
-replay lasts as a measured run would, e.g. to watch or interrupt several workers sharing a study.
+``counters()`` answers the recording's counters (its ``counters.parquet``) for the configurations a replayed run
+asks them of, as they were read. ``busy_seconds`` adds each replayed row's recorded device time (``device_s``), so a
+replayed run reports the GPU time its choices cost on the recording's device. ``pace`` (``--replay-pace``) makes
+each answer take that recorded time times the factor in wall time (1: as long as the device took; 0, the default:
+at once), so that a replay lasts as a measured run would, e.g. to watch or interrupt several workers sharing a
+study.
 
 The default recording of the ``fermi_like`` experiment is ``experiments/data/fermi_like_h100`` (a brute-force
 run recorded on an H100): ``--backend replay`` without ``--replay`` uses it.
@@ -32,6 +34,7 @@ import pyarrow
 from tuner import results
 from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config, Problem
+from tuner.counters.sources import RecordedCounters
 from tuner.energy.columns import energy_from_row
 from tuner.errors import TunerError
 from tuner.measurement import Measurement
@@ -110,6 +113,10 @@ class ReplayBackend(BackendBase):
                 except (KeyError, TypeError, ValueError):  # a row of a family no longer known, say
                     continue
         return self._configs
+
+    def counters(self) -> RecordedCounters:
+        """The recording's counters (its counters.parquet), replayed as they were read."""
+        return RecordedCounters(self.path)
 
     def environment_id(self, config: Config) -> str:
         """The environment of the recorded row (the main one for what never reached a device)."""

@@ -23,6 +23,7 @@ from tuner import atomic_file
 from tuner.lifetime import die_with_parent, name_starter
 from tuner.report.bandwidth import bandwidth_plan
 from tuner.report.convergence import convergence_figure
+from tuner.report.hierarchical import hierarchical_plan
 from tuner.report.html import Image, render_html
 from tuner.report.importances import DEADLINE_S, METHOD, TOP_TRIALS, importances_figure, param_importances
 from tuner.report.parameters import parameter_plan
@@ -34,7 +35,7 @@ __all__ = ["REPORT_PARTS", "PartTime", "default_jobs", "start_drawing_processes"
 
 REPORT_HTML = "report.html"
 DPI = 120
-REPORT_PARTS = ("load", "roofline", "convergence", "parameters", "energy", "importances", "html")
+REPORT_PARTS = ("load", "roofline", "counters", "convergence", "parameters", "energy", "importances", "html")
 """The parts of a report, in the order they are made; ``write_report`` can time each."""
 IMPORTANCES_PNG = "importances.png"
 PARALLEL_FROM_CORES = 4
@@ -79,6 +80,7 @@ class Planned:
 def _plan(run: Run) -> list[Planned]:
     planned = [Planned("roofline", name, draw) for plan in (roofline_plan(run), bandwidth_plan(run))
                for name, draw in plan.items()]
+    planned += [Planned("counters", name, draw) for name, draw in hierarchical_plan(run).items()]
     if not run.kernels.empty:
         planned.append(Planned("convergence", "convergence.png", convergence_figure))
     planned += [Planned("parameters", name, draw) for name, draw in parameter_plan(run).items()]
@@ -88,6 +90,12 @@ def _plan(run: Run) -> list[Planned]:
 
 def _caption(name: str) -> tuple[str, str]:
     """The title and caption of a figure, by its file name."""
+    if name.startswith("roofline_hierarchical"):
+        scope = name.removeprefix("roofline_hierarchical").removesuffix(".png").strip("_").replace("_", ", ")
+        return (f"Hierarchical roofline{', ' + scope if scope else ''}", "Each counted kernel at the intensities "
+                "its counters give at DRAM (circle), the L2 (square) and the L1 (triangle), joined by a line, at its "
+                "counted FLOP/s; the hollow diamond is its analytical point (the no-cache model). Lines are the "
+                "levels' measured bandwidth roofs under the measured compute peak.")
     if name == "roofline.png" or name.startswith("roofline_"):
         scope = "overview" if name == "roofline.png" else name.removeprefix("roofline_").removesuffix(".png")
         return (f"Roofline, {scope.replace('_', ', ')}", "Log-log: achieved GFLOP/s against analytical intensity; "
@@ -231,8 +239,8 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
     if timings is not None:
         timings.update(took)
 
-    images: dict[str, list[Image]] = {"roofline": [], "convergence": [], "parameters": [], "energy": [],
-                                      "importances": []}
+    images: dict[str, list[Image]] = {"roofline": [], "counters": [], "convergence": [], "parameters": [],
+                                      "energy": [], "importances": []}
     if not run.kernels.empty and not any(item.part == "energy" for item in planned):
         notes["energy"] = ["This run measured no energy (measure.energy was off, or its device has no energy "
                            "counter): nothing to draw."]

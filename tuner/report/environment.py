@@ -7,13 +7,15 @@ from typing import Any
 import yaml
 
 from tuner.config import PLAIN_DTYPES
+from tuner.memory_ceilings import LEVEL_LABELS
 from tuner.peaks import TENSOR_DTYPES
 from tuner.peaks import key as peak_key
 from tuner.report.formatting import fixed, number, percent
 from tuner.report.run_folder import Run
 from tuner.report.tables import Table
 
-PEAK_KEYS = (*(peak_key(d) for d in PLAIN_DTYPES), *(peak_key(d, "tensor") for d in TENSOR_DTYPES), "bandwidth_gbs")
+PEAK_KEYS = (*(peak_key(d) for d in PLAIN_DTYPES), *(peak_key(d, "tensor") for d in TENSOR_DTYPES), "bandwidth_gbs",
+             *LEVEL_LABELS)
 
 
 def _description(run: Run) -> str:
@@ -140,8 +142,8 @@ def ceilings_table(env: dict[str, Any]) -> Table:
         if key not in theoretical and key not in measured:
             continue
         unit = "GB/s" if key.endswith("_gbs") else ("GOP/s" if key.startswith("int32") else "GFLOP/s")
-        name = (key.removesuffix("_gflops").removesuffix("_gbs").replace("bandwidth", "DRAM bandwidth")
-                .replace("_tensor", " tensor cores"))
+        name = LEVEL_LABELS.get(key) or (key.removesuffix("_gflops").removesuffix("_gbs")
+                                         .replace("bandwidth", "DRAM bandwidth").replace("_tensor", " tensor cores"))
         t, m = theoretical.get(key), measured.get(key)
         ratio = m / t if isinstance(t, int | float) and isinstance(m, int | float) and t else None
         table.rows.append([f"{name} ({unit})", number(t), number(m), percent(ratio, 0, scale=100)])

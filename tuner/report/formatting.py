@@ -10,7 +10,7 @@ import pandas as pd
 from tuner import results
 
 
-def _finite(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -20,7 +20,7 @@ def _finite(value: Any) -> float | None:
 
 def number(value: Any) -> str:
     """A rate as people read it: 37.5, 599, 1,000, 52,300 (— when unknown)."""
-    v = _finite(value)
+    v = finite(value)
     if v is None:
         return "—"
     if abs(v) >= 100:
@@ -30,17 +30,17 @@ def number(value: Any) -> str:
 
 def percent(value: Any, digits: int = 1, scale: float = 1.0) -> str:
     """``value × scale`` as a percentage (scale 100 for a fraction)."""
-    v = _finite(value)
+    v = finite(value)
     return "—" if v is None else f"{v * scale:.{digits}f} %"
 
 
 def fixed(value: Any, digits: int) -> str:
-    v = _finite(value)
+    v = finite(value)
     return "—" if v is None else f"{v:,.{digits}f}"
 
 
 def integer(value: Any) -> str:
-    v = _finite(value)
+    v = finite(value)
     return "—" if v is None else f"{v:,.0f}"
 
 

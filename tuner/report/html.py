@@ -13,6 +13,7 @@ import jinja2
 
 import tuner.report.environment as environment
 import tuner.report.tables as tables
+import tuner.report.traffic as traffic
 from tuner.report.pareto import front_tables
 from tuner.report.run_folder import Run
 from tuner.report.source import best_sources
@@ -47,7 +48,7 @@ def _environment() -> jinja2.Environment:
 
 
 def render_html(run: Run, images: dict[str, list[Image]], notes: dict[str, list[str]]) -> str:
-    """The page. ``images``: section name (roofline, convergence, parameters, importances) -> figures;
+    """The page. ``images``: section name (roofline, counters, convergence, parameters, importances) -> figures;
     ``notes``: section name -> what was left out there and why."""
     envs = run.environments
     context = {
@@ -60,6 +61,9 @@ def render_html(run: Run, images: dict[str, list[Image]], notes: dict[str, list[
         "images": images,
         "notes": notes,
         "bounds": tables.predicted_vs_achieved(run),
+        "traffic": traffic.traffic_tables(run),
+        "landing": traffic.landing_text(run),
+        "counter_notes": traffic.counters_notes(run),
         "top": tables.top_configurations(run),
         "fronts": front_tables(run),
         "statuses": tables.status_counts(run),

@@ -20,6 +20,7 @@ import pyarrow
 
 from tuner import results
 from tuner.config import DTYPES
+from tuner.counters import store as counters_store
 from tuner.energy.objective import Objective, recorded_objective
 from tuner.errors import TunerError
 from tuner.experiment import parse_machine_models
@@ -239,7 +240,7 @@ def load_run(run_dir: str | Path) -> Run:
         raise TunerError(f"{path}: this folder has no {results.RESULTS_PARQUET}, so there is nothing to report; "
                          f"pass the output folder of `python -m tuner run`")
     try:
-        df = results.load_table(path)
+        df = counters_store.join_folder(results.load_table(path), path)  # counters read since the table was saved
     except (OSError, ValueError, pyarrow.ArrowException) as exc:
         raise TunerError(f"{table} cannot be read: {exc}") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]

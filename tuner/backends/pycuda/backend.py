@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.backends.measuring_worker import MeasuringWorker
 from tuner.backends.protocol import LOOKAHEAD, BackendBase, Done, Pending
@@ -30,6 +30,9 @@ from tuner.kernels.render import launch as launch_geometry
 from tuner.measurement import Measurement, Status
 from tuner.metadata import environment
 from tuner.settings import CompileSettings, MeasureSettings
+
+if TYPE_CHECKING:
+    from tuner.counters.sources import NcuCounters
 
 START_TIMEOUT_S = 180.0
 """Starting a worker: Python, PyCUDA, the context, the timing helpers."""
@@ -139,6 +142,13 @@ class PycudaBackend(BackendBase):
         if self._device is None or remeasure:
             self._device = self.worker.describe(remeasure)
         return self._device
+
+    def counters(self) -> NcuCounters:
+        """Nsight Compute on this backend's GPU, with its compile settings and inputs (tuner.counters)."""
+        from tuner.counters.sources import NcuCounters
+
+        return NcuCounters(self.compile, self.measure.input_seed, self.gpu, family_dirs(),
+                           str(self.device()["device"].get("name") or ""))
 
     def metadata(self) -> dict[str, Any]:
         if self._environment is None:
