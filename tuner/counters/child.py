@@ -60,6 +60,8 @@ class Launcher:
 
     def run(self, index: int, kernel: JobKernel, manifest: ManifestWriter) -> bool:
         """Launch one kernel; False when the context is lost and nothing more can run."""
+        if kernel.launch.extended:
+            return self._run_extended(index, kernel, manifest)
         from tuner.kernels.targets import STATIC_SHARED_LIMIT
 
         cuda, launch, key = self.cuda, kernel.launch, kernel.config.key
@@ -86,6 +88,38 @@ class Launcher:
         except cuda.Error as exc:
             manifest.outcome(index, key, "crashed", f"{type(exc).__name__}: {exc}")
             return False
+        verdict = workspace.check()
+        manifest.outcome(index, key, "ok" if verdict.ok else "wrong", verdict.reason or "")
+        return True
+
+
+    def _run_extended(self, index: int, kernel: JobKernel, manifest: ManifestWriter) -> bool:
+        """A cluster or tensor-map launch, through the GPU worker's own launcher."""
+        from tuner.backends.pycuda import hopper
+        from tuner.backends.pycuda.worker import ExtendedLaunch, LaunchRejected
+        from tuner.backends.worker_process import Fatal
+        from tuner.kernels.tensor_maps import TensorMapRefused
+
+        key, workspace = kernel.config.key, self._workspace(kernel)
+        try:
+            launcher = ExtendedLaunch(kernel.cubin.read_bytes(), kernel.launch, workspace, self.multiprocessors)
+        except (TensorMapRefused, hopper.DriverError) as exc:
+            manifest.outcome(index, key, "refused", str(exc))
+            return True
+        try:
+            workspace.prepare_outputs()
+            self.cuda.Context.synchronize()
+            manifest.launching(index, key)
+            launcher.run()
+            self.cuda.Context.synchronize()
+        except LaunchRejected as exc:
+            manifest.outcome(index, key, "refused", str(exc))
+            return True
+        except (Fatal, self.cuda.Error) as exc:
+            manifest.outcome(index, key, "crashed", f"{type(exc).__name__}: {exc}")
+            return False
+        finally:
+            launcher.close()
         verdict = workspace.check()
         manifest.outcome(index, key, "ok" if verdict.ok else "wrong", verdict.reason or "")
         return True

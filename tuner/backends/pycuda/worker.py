@@ -153,6 +153,39 @@ class Workspace:
         self.host_bytes.clear()
 
 
+class ExtendedLaunch:
+    """A kernel launched with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`) on a workspace: the maps
+    encoded on its buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx. Raises
+    TensorMapRefused (a buffer TMA cannot describe) or hopper.DriverError (a map the driver refuses)."""
+
+    def __init__(self, cubin: bytes, launch: Launch, ws: Workspace, multiprocessors: int | None):
+        from tuner.backends.pycuda import hopper
+        from tuner.kernels.tensor_maps import tensor_map_fields
+
+        self.hopper, self.launch = hopper, launch
+        buffers = {b.name: b for b in ws.kernel.arguments if isinstance(b, Buffer)}
+        maps = [hopper.TensorMapBuffer(tensor_map_fields(spec, buffers[spec.buffer].shape(ws.problem),
+                                                         buffers[spec.buffer].dtype_of(ws.dtype)),
+                                       int(ws.device[spec.buffer]))
+                for spec in launch.tensor_maps]
+        values = [int(ws.device[a.name]) if isinstance(a, Buffer) else a.value(ws.problem) for a in ws.kernel.arguments]
+        self.parameters = hopper.parameters(maps, ws.signature, values)
+        self.kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
+        self.grid = hopper.launch_grid(self.kernel, launch, multiprocessors)
+
+    def run(self) -> None:
+        launch = self.launch
+        try:
+            self.kernel.launch(self.grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, self.parameters)
+        except self.hopper.DriverError as exc:
+            if exc.code in self.hopper.LAUNCH_REFUSALS:
+                raise LaunchRejected(f"the driver refused the launch: {exc}") from exc
+            raise Fatal(str(exc)) from exc
+
+    def close(self) -> None:
+        self.kernel.close()
+
+
 class GpuWorker:
     def __init__(self, served: Served, measure: MeasureSettings, compile_settings: CompileSettings,
                  family_dirs: tuple[Path, ...]):
@@ -221,35 +254,18 @@ class GpuWorker:
         """A launch with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`): the maps encoded on this
         workspace's buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx."""
         from tuner.backends.pycuda import hopper
-        from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields
+        from tuner.kernels.tensor_maps import TensorMapRefused
 
-        buffers = {b.name: b for b in ws.kernel.arguments if isinstance(b, Buffer)}
         try:
-            maps = [hopper.TensorMapBuffer(tensor_map_fields(spec, buffers[spec.buffer].shape(ws.problem),
-                                                             buffers[spec.buffer].dtype_of(ws.dtype)),
-                                           int(ws.device[spec.buffer]))
-                    for spec in launch.tensor_maps]
+            launcher = ExtendedLaunch(cubin, launch, ws, self.device["multiprocessors"])
         except TensorMapRefused as exc:
             return Measurement(Status.INVALID, str(exc), resources=resources)
         except hopper.DriverError as exc:
             return Measurement(Status.INVALID, f"the driver refused a tensor map: {exc}", resources=resources)
-        values = [int(ws.device[a.name]) if isinstance(a, Buffer) else a.value(ws.problem) for a in ws.kernel.arguments]
-        block_parameters = hopper.parameters(maps, ws.signature, values)
-        kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
-        grid = hopper.launch_grid(kernel, launch, self.device["multiprocessors"])
-
-        def run() -> None:
-            try:
-                kernel.launch(grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, block_parameters)
-            except hopper.DriverError as exc:
-                if exc.code in hopper.LAUNCH_REFUSALS:
-                    raise LaunchRejected(f"the driver refused the launch: {exc}") from exc
-                raise Fatal(str(exc)) from exc
-
         try:
-            return self._verify_and_time(run, ws, resources)
+            return self._verify_and_time(launcher.run, ws, resources)
         finally:
-            kernel.close()
+            launcher.close()
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement:
         from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
