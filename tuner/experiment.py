@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.errors import ExperimentError, TunerError
@@ -20,13 +21,14 @@ from tuner.model import MachineModel
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
-from tuner.space import KernelSpec, count_valid
+from tuner.space import KernelSpec, count_valid, size_refusal
 from tuner.strategies.catalog import NAMES
 from tuner.yaml_document import Document, FieldPath, read_document
 
 SAMPLERS = NAMES
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
+MAX_EXPERIMENT_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,9 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
         values[param.name] = v.values(given[param.name], vpath, partial(_value, v, param=param))
     dtypes = v.values(given.get("dtype", [family.dtypes[0]]), (*ppath, "dtype"),
                       lambda x, p: _dtype(v, x, p, family.dtypes))
+    refusal = size_refusal(values, dtypes)
+    if refusal is not None:
+        raise v.r.error(ppath, refusal)
     spec = KernelSpec(name, values, dtypes, arch)
     total, valid, reasons = count_valid(spec)
     if valid == 0:
@@ -201,6 +206,9 @@ def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file
                         f"two recordings are named '{name}' ({recordings[name]} and {recording}); name one with "
                         f"'name:'")
     dtype = _dtype(v, m.get("dtype", "float32"), (*path, "dtype"), DTYPES)
+    refusal = size_refusal(space.values, (dtype,))
+    if refusal is not None:
+        raise v.r.error(where, f"the recording's parameters {refusal}")
     use_recorded_family(recorded_family(space, name, dtype, recording))
     return KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
 
@@ -415,10 +423,12 @@ def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.
     ``template_dirs``: folders of kernel families beyond those the file names."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = input_file.read_text(path, MAX_EXPERIMENT_BYTES)
     except FileNotFoundError:
         raise ExperimentError(file, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ExperimentError(file, "", f"cannot be read ({input_file.reason(exc)})") from None
+    except UnicodeDecodeError as exc:
         raise ExperimentError(file, "", f"cannot be read ({exc})") from None
     return parse_experiment(text, file, template_dirs)
 
@@ -472,6 +482,9 @@ def check_experiment(experiment: Experiment) -> None:
             if dtype not in family.dtypes:
                 raise fail(f"kernels[{i}].parameters.dtype", f"'{spec.family}' does not support '{dtype}'; it "
                                                              f"supports {', '.join(family.dtypes)}")
+        refusal = size_refusal(spec.values, spec.dtypes)
+        if refusal is not None:
+            raise fail(f"kernels[{i}].parameters", refusal)
         total, valid, reasons = count_valid(spec)
         if valid == 0:
             why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())

@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 from optuna.trial import FrozenTrial
 
-from tuner import atomic_file
+from tuner import atomic_file, input_file
 from tuner.config import DTYPE_BYTES, MATMUL_DIMS, Config, ParamValue, Problem
 from tuner.errors import TunerError
 from tuner.kernels import matmul
@@ -102,6 +102,7 @@ INTEGER_COLUMNS: frozenset[str] = frozenset({
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 METADATA_JSON = "metadata.json"
+MAX_METADATA_BYTES = 64 * 2**20
 BASELINE_FAMILY = "cublas"
 BASELINE = "baseline"  # the study and sampler names of cuBLAS rows
 
@@ -488,17 +489,29 @@ def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None
 
 
 def load_table(path: str | Path) -> pd.DataFrame:
-    """The results table of a run folder, or of a results.parquet file."""
+    """The results table of a run folder, or of a results.parquet file (only a regular file: InputFileError for a
+    FIFO or a device)."""
     path = Path(path)
-    return pd.read_parquet(path / RESULTS_PARQUET if path.is_dir() else path)
+    table = path / RESULTS_PARQUET if path.is_dir() else path
+    why = input_file.not_regular(table)
+    if why is not None:
+        raise input_file.InputFileError(f"{table} {why}")
+    return pd.read_parquet(table)
 
 
 def load_metadata(path: str | Path) -> Any:
     """The parsed metadata.json beside a results table ({} where there is none); not necessarily a mapping.
-    Raises ValueError (json.JSONDecodeError) when the file is not JSON."""
+    Raises ValueError (json.JSONDecodeError) when the file is not JSON or nests too deeply to be read, OSError
+    where it cannot be read, is no regular file or is larger than MAX_METADATA_BYTES."""
     path = Path(path)
     meta_file = (path if path.is_dir() else path.parent) / METADATA_JSON
-    return json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    if not meta_file.exists():
+        return {}
+    text = input_file.read_text(meta_file, MAX_METADATA_BYTES)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{meta_file} nests its values too deeply to be read") from None
 
 
 def load(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:

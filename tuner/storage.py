@@ -41,6 +41,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import TunerError
+from tuner.input_file import not_regular
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
@@ -139,6 +140,7 @@ def check_storage_url(url: str) -> None:
         if not path.name or not path.parent.is_dir():
             raise TunerError(f"the journal storage '{url}' names no file in an existing folder; give the log "
                              f"file's path, such as {JOURNAL_SCHEME}/shared/path/study.log (its folder must exist)")
+        _check_regular(path, url)
         return
     try:
         parsed = database_url(url)
@@ -146,10 +148,20 @@ def check_storage_url(url: str) -> None:
     except Exception as exc:  # SQLAlchemy raises several kinds; all mean the URL cannot be used
         raise TunerError(f"cannot open the Optuna storage '{shown(url)}' ({_first_line(exc)}); give a storage URL "
                          f"such as {EXAMPLES}") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not _in_memory(parsed):
+        _check_regular(Path(parsed.database), url)
     if _in_memory(parsed):
         raise TunerError(f"the Optuna storage '{url}' is an in-memory SQLite database, which is gone when the process "
                          f"ends, and a run's results must outlive it: give a file URL such as {EXAMPLE_URL} (or no "
                          f"--storage, for the output folder's own storage)")
+
+
+def _check_regular(path: Path, url: str) -> None:
+    """Refuse a storage file that exists and is no regular file (a FIFO would block, a device never end)."""
+    why = not_regular(path)
+    if why is not None:
+        raise TunerError(f"the Optuna storage '{shown(url)}': {path} {why}; a storage file must be a regular file "
+                         f"(or not exist yet)")
 
 
 def _in_memory(url: URL) -> bool:
