@@ -24,6 +24,7 @@ from tuner.kernels.discovery import families
 from tuner.recorded import load
 from tuner.space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space
 
+
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(discovery, "_dirs", ())

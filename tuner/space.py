@@ -27,7 +27,6 @@ from tuner.rule_table import RuleTable, tabulate
 from tuner.settings import CompileSettings
 from tuner.space_configs import ConfigSequence, union
 
-
 MAX_COMBINATIONS = 1_000_000
 """The most combinations (dtypes × parameter values) one kernel entry may list: its space is built as arrays over
 all of them, and a rule that reads every parameter is evaluated for each (a few seconds for a million)."""

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from tuner.compare.comparison import (
     DEFAULT_BUDGETS,
     DEFAULT_RUNS,

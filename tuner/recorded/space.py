@@ -58,8 +58,8 @@ class RecordedSpace:
                 raise TunerError(f"{self.source}: parameter '{name}': {refusal}")
         bad = np.flatnonzero((self.status == Status.OK.value) & ~(self.time_ms > 0))
         if len(bad):
-            values = ", ".join(f"{name}={value}" for name, value in self.params_of(int(bad[0])).items())
-            raise TunerError(f"{self.source}: the configuration {values} is recorded as ok "
+            config = ", ".join(f"{name}={value}" for name, value in self.params_of(int(bad[0])).items())
+            raise TunerError(f"{self.source}: the configuration {config} is recorded as ok "
                              f"with a time of {self.time_ms[bad[0]]:g} ms; an ok time must be positive (its "
                              f"performance is work over time)")
 
