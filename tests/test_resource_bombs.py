@@ -20,17 +20,10 @@ from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
 from tuner.experiment import Experiment, check_experiment, load_experiment
 from tuner.kernels import discovery
-from tuner.kernels.discovery import families
 from tuner.recorded import load
 from tuner.space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space
 
-
-@pytest.fixture(autouse=True)
-def fresh_registry(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(discovery, "_dirs", ())
-    families.cache_clear()
-    yield
-    families.cache_clear()
+pytestmark = pytest.mark.usefixtures("fresh_registry")
 
 
 def _wide_family(tmp_path: Path, parameters: int = 20, values: int = 20) -> Path:

@@ -14,8 +14,9 @@ from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.errors import ExperimentError, TunerError
+from tuner.family_trial import family_mistake
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
-from tuner.kernels.family import Family, Parameter
+from tuner.kernels.family import Family, FamilyError, Parameter
 from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.recorded.family import recorded_family, recording_name
@@ -169,7 +170,10 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
     if refusal is not None:
         raise v.r.error(ppath, refusal)
     spec = KernelSpec(name, values, dtypes, arch)
-    total, valid, reasons = count_valid(spec)
+    try:
+        total, valid, reasons = count_valid(spec)
+    except FamilyError as exc:
+        raise v.r.error(ppath, str(exc)) from None
     if valid == 0:
         why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
         raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
@@ -335,6 +339,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     folders = _template_dirs(v, top.get("template_dirs", []), file)
     try:
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
+        families()  # a family that cannot be loaded is a mistake of the folders named here
     except TunerError as exc:
         raise document.error(("template_dirs",), str(exc)) from None
     recordings: dict[str, Path] = {}
@@ -346,6 +351,10 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         for spec in kernels:
             _check_index_range(v, problem, families()[spec.family], ("problems", i))
             _check_recorded_problem(v, problem, spec, ("problems", i))
+    for i, spec in enumerate(kernels):
+        mistake = family_mistake(spec, problems)
+        if mistake is not None:
+            raise document.error(("kernels", i, "template"), mistake)
     return Experiment(
         name=_name(v, top["name"]),
         description=v.text(top["description"], ("description",)) if "description" in top else "",
@@ -436,6 +445,17 @@ def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.
 BUILT_IN_PYTHON = "<Experiment built in Python>"
 
 
+def check_name(experiment: Experiment) -> None:
+    """ExperimentError where the experiment's name cannot name its output folder (also for an experiment read from
+    a file and then given another name in Python)."""
+    file = experiment.path or BUILT_IN_PYTHON
+    if not isinstance(experiment.name, str) or not experiment.name.strip():
+        raise ExperimentError(file, "name", "an experiment needs a name (non-empty text)")
+    refusal = name_refusal(experiment.name)
+    if refusal:
+        raise ExperimentError(file, "name", refusal)
+
+
 def check_experiment(experiment: Experiment) -> None:
     """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
     family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown sampler or a budget below 1."""
@@ -444,11 +464,7 @@ def check_experiment(experiment: Experiment) -> None:
     def fail(field_: str, message: str) -> ExperimentError:
         return ExperimentError(file, field_, message)
 
-    if not isinstance(experiment.name, str) or not experiment.name.strip():
-        raise fail("name", "an experiment needs a name (non-empty text)")
-    refusal = name_refusal(experiment.name)
-    if refusal:
-        raise fail("name", refusal)
+    check_name(experiment)
     try:
         check_nvcc_options(experiment.compile.options)
     except OptionError as exc:
@@ -485,11 +501,18 @@ def check_experiment(experiment: Experiment) -> None:
         refusal = size_refusal(spec.values, spec.dtypes)
         if refusal is not None:
             raise fail(f"kernels[{i}].parameters", refusal)
-        total, valid, reasons = count_valid(spec)
+        try:
+            total, valid, reasons = count_valid(spec)
+        except FamilyError as exc:
+            raise fail(f"kernels[{i}].parameters", str(exc)) from None
         if valid == 0:
             why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
             raise fail(f"kernels[{i}].parameters", f"no combination of these values satisfies the family's "
                                                    f"constraints (all {total} rejected: {why})")
+    for i, spec in enumerate(experiment.kernels):
+        mistake = family_mistake(spec, experiment.problems)
+        if mistake is not None:
+            raise fail(f"kernels[{i}].template", mistake)
     if experiment.search.sampler not in SAMPLERS:
         raise fail("search.sampler", f"unknown sampler '{experiment.search.sampler}'; choose one of "
                                      f"{', '.join(SAMPLERS)}")

@@ -58,6 +58,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -466,6 +467,29 @@ def best_rows(df: pd.DataFrame) -> pd.DataFrame:
     return best.sort_values(["M", "N", "K", "dtype"]).reset_index(drop=True)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _defused(cell: Any) -> Any:
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell a spreadsheet would take for a formula (one starting with =, +, -, @, a tab
+    or a carriage return, other than a plain number) written after an apostrophe, which spreadsheets read as
+    "text follows" (results.csv only; results.parquet keeps the text as it is)."""
+    text = [c for c in df.columns if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object]
+    if not text:
+        return df
+    safe = df.copy()
+    for column in text:
+        safe[column] = safe[column].map(_defused, na_action="ignore")
+    return safe
+
+
 def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None:
     """Write results.parquet, results.csv and metadata.json, each replaced atomically.
 
@@ -476,7 +500,7 @@ def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None
         folder.mkdir(parents=True, exist_ok=True)
         for name, write in (
             (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
-            (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
+            (RESULTS_CSV, lambda p: spreadsheet_safe(df).to_csv(p, index=False)),
             (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
         ):
             atomic_file.replace_with(folder / name, write)

@@ -23,7 +23,7 @@ from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Params
 from tuner.kernels.targets import Target, target
-from tuner.rule_table import RuleTable, tabulate
+from tuner.rule_table import RuleFailed, RuleTable, tabulate
 from tuner.settings import CompileSettings
 from tuner.space_configs import ConfigSequence, union
 
@@ -215,11 +215,20 @@ def build_entry_space(family: Family, names: tuple[str, ...], values: tuple[tupl
     mask = np.zeros(shape, dtype=bool)
     tables: tuple[RuleTable, ...] = ()
     if mask.size:
-        tables = tuple(tabulate(rule.holds, names, values, dtypes) for rule in family_rules)
+        tables = tuple(_tabulated(family, rule, names, values, dtypes) for rule in family_rules)
         mask[...] = True
         for table in tables:
             mask &= table.spread(len(shape))
     return EntrySpace(family, names, values, dtypes, family_rules, tables, mask.reshape(-1))
+
+
+def _tabulated(family: Family, rule: Constraint, names: tuple[str, ...],
+               values: tuple[tuple[ParamValue, ...], ...], dtypes: tuple[str, ...]) -> RuleTable:
+    try:
+        return tabulate(rule.holds, names, values, dtypes)
+    except RuleFailed as failed:
+        read = ", ".join(f"{k}={v}" for k, v in failed.values.items()) or "its first values"
+        raise family.mistake(f"the rule '{rule.description}'", failed.error, read) from None
 
 
 @lru_cache(maxsize=16)

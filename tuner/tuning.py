@@ -41,7 +41,6 @@ import signal
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,7 @@ from tuner import results
 from tuner.backends.protocol import Backend
 from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.errors import TunerError
-from tuner.experiment import Experiment, check_experiment, load_experiment
+from tuner.experiment import Experiment, check_experiment, check_name, load_experiment
 from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
 from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
@@ -61,6 +60,7 @@ from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
 from tuner.results import BASELINE, RunResult
 from tuner.run_backends import default_backend, open_backends
+from tuner.settings import STORAGE_FILE
 from tuner.storage import (
     HEARTBEAT_INTERVAL_S,
     check_storage_url,
@@ -234,6 +234,8 @@ def run(
         experiment = load_experiment(experiment)
     elif experiment.path is None:
         check_experiment(experiment)
+    else:
+        check_name(experiment)
     use_family_dirs(experiment.template_dirs)
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     if transfer is not None:
@@ -251,7 +253,9 @@ def run(
     if backend is None:
         backend = default_backend(experiment, replay)
     chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None)
+    created = not out_dir.exists()
     try:
+        _check_replayable(experiment, chosen[0])
         lock = _lock(out_dir)
         try:
             store = given or _open_storage(url, out_dir)
@@ -273,9 +277,41 @@ def run(
                     close_storage(store)
         finally:
             os.close(lock)
+    except BaseException:
+        if created:
+            _remove_if_unused(out_dir)
+        raise
     finally:
         for one in reversed(chosen):
             one.close()
+
+
+def _remove_if_unused(folder: Path) -> None:
+    """Remove the output folder a failed run created where it holds nothing (a storage that could not be opened,
+    say), or only an empty journal."""
+    try:
+        entries = list(folder.iterdir())
+        if all(e.name == STORAGE_FILE and e.is_file() and not e.is_symlink() and e.stat().st_size == 0
+               for e in entries):
+            for entry in entries:
+                entry.unlink()
+            folder.rmdir()
+    except OSError:  # whatever cannot be removed stays
+        return
+
+
+def _check_replayable(experiment: Experiment, backend: Backend) -> None:
+    """Refuse a recording that holds no configuration of one of the experiment's studies (of another experiment,
+    say), before anything is written: such a study would end at once with nothing in it."""
+    recording, answerable = backend.recording(), backend.recorded_configs()
+    if recording is None or answerable is None:
+        return
+    for space in study_spaces(experiment, answerable):
+        if len(space.valid) == 0:
+            raise TunerError(f"the recording {recording.path} holds no valid configuration of the study "
+                             f"{space.name} (it holds {len(answerable)} configurations, of other problems, dtypes or "
+                             f"kernels), so there is nothing to replay there: replay a recording of this "
+                             f"experiment's problems, dtypes and kernels")
 
 
 def _heartbeat(seconds: int | None) -> int:
@@ -337,12 +373,16 @@ def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
-def _worker_seed(seed: int, liveness: Liveness) -> int:
-    """The seed of this process's samplers: the run's, unless other processes share the studies, where each
-    process's strategy must propose (and replay its own proposals) apart from the others'."""
-    if isinstance(liveness, SoleWorker | ThisProcess):
-        return seed
-    return seed + zlib.crc32(this_worker().encode()) % 1_000_003
+WORKER_SEED_STEP = 1000
+"""The seeds of the workers sharing a storage lie this far apart (a worker's further GPUs take the seeds after its
+own)."""
+
+
+def worker_seed(seed: int, liveness: Liveness) -> int:
+    """The seed of this process's samplers: the run's, offset by ``WORKER_SEED_STEP`` for each live worker that
+    joined the shared storage before this one, so that workers sharing studies propose apart from one another and
+    a worker alone in a storage proposes what it would without one (reproducibly, whatever its host or process)."""
+    return seed + WORKER_SEED_STEP * liveness.rank if isinstance(liveness, WorkerRegistry) else seed
 
 
 def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> StudySearch:
@@ -391,7 +431,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         ledger = Ledger(store, experiment.name)
         ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
                                                                                    strict=True)))
-        own_seed = _worker_seed(seed, place.liveness)
+        own_seed = worker_seed(seed, place.liveness)
         studies = {space: open_study(store, space, choice, own_seed, place.liveness) for space in spaces}
         table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
