@@ -310,6 +310,18 @@ class Table:
             if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
                 self.save()
 
+    def replace_baseline(self, record: Record) -> None:
+        """Add a baseline's row in place of an earlier one of the same problem and dtype."""
+        with self.lock:
+            self.rows = [row for row in self.rows
+                         if not (row.get("study") == BASELINE and row.get("config_key") == record.config.key)]
+        self.add(record)
+
+    def rows_of(self, study: str) -> list[dict[str, Any]]:
+        """The rows of one study, as they are now."""
+        with self.lock:
+            return [row for row in self.rows if row.get("study") == study]
+
     def keep(self, rows: list[dict[str, Any]]) -> None:
         self.kept.extend(rows)
         self.rows.extend(rows)

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tuner.machine_load import Load
+
 
 class Status(StrEnum):
     OK = "ok"
@@ -64,6 +66,8 @@ class Measurement:
     """Verification error: ‖C − ref‖ / ‖ref‖ for floats, count of differing elements for int32."""
     compile_time_s: float | None = None
     resources: Resources = field(default_factory=Resources)
+    load: Load | None = None
+    """What other processes did while it was verified and timed (None: not watched, or recorded before)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -80,4 +84,5 @@ class Measurement:
             error=data.get("error"),
             compile_time_s=data.get("compile_time_s"),
             resources=Resources(**(data.get("resources") or {})),
+            load=Load.from_dict(data.get("load")),
         )

@@ -50,6 +50,7 @@ import optuna
 
 from tuner import results
 from tuner.backends.protocol import Backend
+from tuner.baseline import measure_again_if_load_changed, measure_baseline
 from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.errors import TunerError
 from tuner.experiment import Experiment, check_experiment, check_name, load_experiment
@@ -58,7 +59,7 @@ from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
-from tuner.results import BASELINE, RunResult
+from tuner.results import RunResult
 from tuner.run_backends import default_backend, open_backends
 from tuner.settings import STORAGE_FILE
 from tuner.storage import (
@@ -84,9 +85,6 @@ from tuner.study import (
 )
 from tuner.transfer import transfer_best
 from tuner.workers import WorkerRegistry
-
-BASELINE_DTYPES = ("float32", "float64")
-
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
 
@@ -170,20 +168,6 @@ def _write_report(out: Path, progress: Progress) -> None:
 
 
 # --- the run ----------------------------------------------------------------------------------------------
-
-
-def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: Table, progress: Progress) -> None:
-    if not space.baseline or space.dtype not in BASELINE_DTYPES or "baseline" in study.user_attrs:
-        return
-    progress.note(f"{space.name}: measuring the vendor baseline ({space.baseline})")
-    busy_before = backend.busy_seconds
-    measurement = backend.baseline(space.problem, space.dtype)
-    if measurement is None:
-        return
-    config = results.baseline_config(space.problem, space.dtype)
-    record = table.record(BASELINE, -1, BASELINE, config, measurement, backend.busy_seconds - busy_before)
-    study.set_user_attr("baseline", record.attrs())
-    table.add(record)
 
 
 def run(
@@ -470,12 +454,13 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                     # what the study before found since this one was prepared
                     _transfer(order, position, experiment.search.transfer, budget, fresh)
                     one.prepare()  # the compilers start while the baseline is measured
-                    _baseline(space, study, backend, table, progress)
+                    measure_baseline(space, study, backend, table, progress)
                     one.run()
+                    measure_again_if_load_changed(space, study, backend, table, progress)
                     table.save()
                     continue
                 _transfer(order, position, experiment.search.transfer, budget, fresh)
-                _baseline(space, study, backend, table, progress)
+                measure_baseline(space, study, backend, table, progress)
                 # each further GPU's search asks through a study object of its own, with its own sampler
                 own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness)
                                 for index in range(1, len(backends)))]
@@ -486,6 +471,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                                 progress if index == 0 else Progress(quiet=True), place.liveness, callbacks).run()
 
                 search_on_each(backends, search)
+                measure_again_if_load_changed(space, study, backend, table, progress)
                 table.save()
         except KeyboardInterrupt:
             interrupted = True
