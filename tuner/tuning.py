@@ -1,10 +1,8 @@
 """A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
 
 ``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float64, when the backend offers
-``baseline``; kept in the study's user attribute ``baseline`` so a resumed run does not measure it again), then
-searches the study
-(:mod:`tuner.study`).
+vendor baseline (:mod:`tuner.baseline`: cuBLAS on the GPU, numpy's BLAS on the CPU; once, and again where the load
+changed), then searches the study (:mod:`tuner.study`).
 
 Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.log`` (unless ``storage``
 names another), ``results.parquet`` and ``results.csv`` (:mod:`tuner.results`, rebuilt from the storage and
