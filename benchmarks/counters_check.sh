@@ -42,7 +42,7 @@ if [ -d "$RUNS/fermi_like" ]; then
     python3 - "$RUNS/fermi_like" <<'PY'
 import sys, pandas as pd
 df = pd.read_parquet(f"{sys.argv[1]}/results.parquet")
-ok = df[(df["family"] != "cublas") & (df["status"] == "ok")]
+ok = df[(~df["family"].isin(["baseline", "cublas"])) & (df["status"] == "ok")]
 cols = ["problem", "family", "p_BLOCK_X", "p_BLOCK_Y", "p_TILE_WIDTH", "gflops", "intensity", "intensity_l1",
         "intensity_l2", "intensity_dram", "l1_vs_model", "requested_vs_model", "flops_vs_model"]
 print(ok[[c for c in cols if c in ok]].sort_values(["problem", "family", "gflops"]).to_string(index=False))

@@ -10,6 +10,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
+def fresh_registry(monkeypatch: pytest.MonkeyPatch):
+    """The package's own families only, and the process left as it was found (for tests that add folders)."""
+    from tuner.kernels import discovery
+
+    monkeypatch.setattr(discovery, "_dirs", ())
+    discovery.families.cache_clear()
+    yield
+    discovery.families.cache_clear()
+
+
+@pytest.fixture
 def root() -> Path:
     return ROOT
 

@@ -40,13 +40,13 @@ def test_an_experiment_built_in_python_runs_with_callbacks_and_no_summary(tmp_pa
     assert [e.evaluated for e in seen] == [1, 2, 3, 4, 5]
     assert {e.study for e in seen} == {"notebook/256x256x256/float32"}
     assert seen[-1].best == max(((e.value, e.config) for e in seen if e.value), key=lambda b: b[0])
-    assert [e.config.key for e in seen] == result.df.loc[result.df["family"] != "cublas", "config_key"].tolist()
+    assert [e.config.key for e in seen] == result.df.loc[result.df["family"] != "baseline", "config_key"].tolist()
 
 
 def test_an_optuna_sampler_object_and_a_strategy_class_are_strategies(tmp_path):
     by_object = tuner.run(small_experiment(), backend=ScriptedBackend(), sampler=optuna.samplers.RandomSampler(seed=1),
                           trials=4, out=tmp_path / "a", quiet=True, report=False)
-    assert set(by_object.df.loc[by_object.df["family"] != "cublas", "sampler"]) == {"RandomSampler"}
+    assert set(by_object.df.loc[by_object.df["family"] != "baseline", "sampler"]) == {"RandomSampler"}
 
     class Descending(RandomSearch):
         name = "descending"
@@ -57,7 +57,7 @@ def test_an_optuna_sampler_object_and_a_strategy_class_are_strategies(tmp_path):
 
     by_class = tuner.run(small_experiment(), backend=ScriptedBackend(), sampler=Descending, trials=3,
                          out=tmp_path / "b", quiet=True, report=False)
-    kernels = by_class.df[by_class.df["family"] != "cublas"]
+    kernels = by_class.df[by_class.df["family"] != "baseline"]
     assert set(kernels["sampler"]) == {"descending"} and kernels["config_key"].is_unique and len(kernels) == 3
 
 

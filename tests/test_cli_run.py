@@ -77,4 +77,4 @@ def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, mo
     assert f"python -m tuner run {FERMI} --backend pycuda --sampler grid --out {out}" in err
     df, metadata = results.load(out)
     assert metadata["runs"][-1]["interrupted"] is True
-    assert len(df[df["family"] != "cublas"]) == 3
+    assert len(df[df["family"] != "baseline"]) == 3

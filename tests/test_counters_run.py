@@ -21,6 +21,7 @@ from tuner.counters.ncu import NCU_ENV
 from tuner.counters.sources import NcuCounters
 from tuner.errors import TunerError
 from tuner.experiment import parse_experiment
+from tuner.results import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 HERE = Path(__file__).parent
@@ -40,13 +41,13 @@ def counted_folder(tmp_path_factory) -> Path:
 
 def test_a_run_reads_the_counters_after_its_search_and_joins_them(counted_folder):
     df = pd.read_parquet(counted_folder / "results.parquet")
-    kernels = df[df["family"] != "cublas"].set_index("config_key")
+    kernels = df[df["family"] != BASELINE_FAMILY].set_index("config_key")
     naive = kernels.loc[SEED_CONFIGS[0].key]
     assert naive["l1_bytes"] == pytest.approx(4.299162e9) and naive["flops_counted"] == 2 * 1024**3
     assert naive["intensity_l1"] == pytest.approx(2 * 1024**3 / 4.299162e9)
     assert naive["requested_vs_model"] == pytest.approx(1.0, rel=1e-3)
     assert kernels["l2_bytes"].notna().all()
-    assert df[df["family"] == "cublas"]["l1_bytes"].isna().all()
+    assert df[df["family"] == BASELINE_FAMILY]["l1_bytes"].isna().all()
     assert len(store.load(counted_folder)) == 3
     metadata = json.loads((counted_folder / "metadata.json").read_text())
     assert metadata["counters"]["clock_control"] == ["none"] and metadata["counters"]["cache_control"] == ["all"]
@@ -67,7 +68,7 @@ def test_a_run_again_counts_nothing_twice_and_a_rebuilt_table_keeps_the_counters
     source = PageCounters()
     again = _counted_run(counted_folder, backend=CountedBackend(source))
     assert source.asked == []
-    assert again.df.loc[again.df["family"] != "cublas", "l1_bytes"].notna().all()
+    assert again.df.loc[again.df["family"] != BASELINE_FAMILY, "l1_bytes"].notna().all()
     note = again.metadata["runs"][-1]["counters"]
     assert (note["counted"], note["before"]) == (0, 3)
 
@@ -106,7 +107,7 @@ def test_a_replay_of_a_recording_with_counters_replays_them(counted_folder, tmp_
     replayed = store.load(tmp_path).set_index("config_key")
     assert sorted(replayed.index) == sorted(recorded.index)
     assert replayed.loc[SEED_CONFIGS[1].key, "raw_metrics"] == recorded.loc[SEED_CONFIGS[1].key, "raw_metrics"]
-    assert result.df.loc[result.df["family"] != "cublas", "intensity_l2"].notna().all()
+    assert result.df.loc[result.df["family"] != BASELINE_FAMILY, "intensity_l2"].notna().all()
     assert "replayed from the recording's counters" in result.metadata["runs"][-1]["counters"]["text"]
 
 
@@ -202,7 +203,7 @@ def test_profile_adds_counters_to_a_finished_folder(fake_ncu, nvcc, tmp_path, ca
     note = profile_folder(tmp_path, "all", report=True, quiet=True)
     assert (note.asked, note.counted) == (3, 3)
     df = pd.read_parquet(tmp_path / "results.parquet")
-    assert df.loc[df["family"] != "cublas", "l1_bytes"].notna().all()
+    assert df.loc[df["family"] != BASELINE_FAMILY, "l1_bytes"].notna().all()
     assert json.loads((tmp_path / "metadata.json").read_text())["counters"]["configurations"] == 3
     assert (tmp_path / "roofline_hierarchical.png").is_file()
     assert profile_folder(tmp_path, "all", report=False, quiet=True).before == 3

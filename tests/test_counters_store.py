@@ -12,6 +12,7 @@ from tuner.config import Config, Problem
 from tuner.counters import store
 from tuner.counters.collect import CountersNote, chosen, count_configurations
 from tuner.counters.sources import Counted
+from tuner.results import BASELINE_FAMILY
 
 GPU = "NVIDIA H100 80GB HBM3"
 
@@ -83,7 +84,8 @@ def _table() -> pd.DataFrame:
                          "dtype": "float32", "status": "ok", "performance": float(i), "gflops": 1.0,
                          **problem.as_dict(), "p_BLOCK_X": i, "p_BLOCK_Y": 8, "gpu_name": GPU})
     rows.append({**rows[0], "config_key": "failed", "status": "wrong", "performance": None})
-    rows.append({**rows[0], "config_key": "64x64x64/cublas/float32/", "family": "cublas", "performance": 99.0})
+    rows.append({**rows[0], "config_key": f"64x64x64/{BASELINE_FAMILY}/float32/", "family": BASELINE_FAMILY,
+                 "performance": 99.0})
     return pd.DataFrame(rows)
 
 
@@ -92,7 +94,7 @@ def test_best_takes_the_fastest_of_each_study_and_all_every_successful_kernel():
     assert list(best["config_key"]) == [_key("s1", 5), _key("s2", 5), _key("s1", 4), _key("s2", 4)]
     assert len(chosen(_table(), "all")) == 10
     assert chosen(_table(), "none").empty
-    named = chosen(_table(), "best", keys=[_key("s2", 1), "64x64x64/cublas/float32/"])
+    named = chosen(_table(), "best", keys=[_key("s2", 1), f"64x64x64/{BASELINE_FAMILY}/float32/"])
     assert list(named["config_key"]) == [_key("s2", 1)]
 
 

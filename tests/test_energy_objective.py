@@ -16,6 +16,7 @@ from tuner.energy.values import missing_energy, per_joule, reported
 from tuner.errors import ExperimentError
 from tuner.experiment import check_experiment, parse_experiment
 from tuner.measurement import Measurement, Status
+from tuner.results import BASELINE_FAMILY
 from tuner.settings import SearchSettings
 
 TILED16 = Config.make(PROBLEM, "tiled", "float32", {"TILE_WIDTH": 16})
@@ -82,7 +83,7 @@ def test_the_front_runs_from_the_fastest_to_the_most_efficient_with_its_knee_bet
     front = pareto_front(df)
     assert [configuration(row) for _, row in front.iterrows()] == FRONT
     assert configuration(front.loc[knee(front)]) == KNEE
-    found, = study_fronts(df)
+    found, = study_fronts(df, BASELINE_FAMILY)
     assert (configuration(df.loc[found.fastest]), configuration(df.loc[found.efficient]),
             configuration(df.loc[found.knee])) == (FASTEST, EFFICIENT, KNEE)
     assert found.points == 7  # ok with an energy: not the crashed one, nor the one whose energy is missing

@@ -130,6 +130,13 @@ CASES = [
     ("merge of a number", SQUARE.replace("<<: *square", "<<: 3"), "problems[1].<<", "takes a mapping"),
     ("merge of a list of numbers", SQUARE.replace("<<: *square", "<<: [*square, 3]"), "problems[1].<<",
      "takes a mapping"),
+    ("octal size", VALID.replace("M: 64", "M: 0100"), "problems[0].M", "YAML reads as an octal number (64)"),
+    ("negative octal size", VALID.replace("K: 64", "K: -010"), "problems[0].K", "an octal number (-8)"),
+    ("base-60 size", VALID.replace("M: 64", "M: 1:04"), "problems[0].M", "YAML reads as a base-60 number (64)"),
+    ("base-60 number with a fraction", VALID + "measure: {max_time_s: 1:30.5}\n", "measure.max_time_s",
+     "base-60 number (90.5)"),
+    ("octal parameter value", VALID.replace("[8, 16]", "[010, 16]"), "kernels[0].parameters.TILE_WIDTH[0]",
+     "an octal number (8)"),
     ("merged key unknown in its new place", SQUARE.replace("  - template: tiled", "  - {<<: *square, template: "
                                                            "tiled}"), "kernels[0].M", "unknown key 'M'"),
 ]
@@ -236,7 +243,7 @@ def test_twenty_thousand_parameter_values_load_and_a_repeat_among_them_is_found(
 @pytest.mark.parametrize("case", ["unparseable", "top-level list", "unknown parameter", "zero size",
                                   "unknown template", "unknown dtype", "impossible constraints", "billion laughs",
                                   "alias inside its own anchor", "NUL character", "merge of a number",
-                                  "nesting far too deep to compose"])
+                                  "nesting far too deep to compose", "octal size", "base-60 size"])
 def test_cli_exits_2_with_one_paragraph(tmp_path, case):
     text = dict((c[0], c[1]) for c in CASES)[case]
     path = tmp_path / "exp.yaml"
@@ -269,6 +276,14 @@ def test_space_refuses_a_tile_width_of_zero_before_compiling(tmp_path):
     assert result.stderr.strip().splitlines() == [
         f"error: {path}, line 7: field 'kernels[0].parameters': no combination of these values satisfies the "
         f"family's constraints (all 1 rejected: 1 rejected by 'TILE_WIDTH ≥ 1')"]
+
+
+def test_quoted_and_plain_numbers_read_as_written(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(VALID.replace("M: 64", "M: 100").replace("[8, 16]", "[8, 0x10]") + "description: '0100 1:04'\n")
+    experiment = load_experiment(path)
+    assert experiment.problems[0].M == 100 and experiment.kernels[0].values["TILE_WIDTH"] == (8, 16)
+    assert experiment.description == "0100 1:04"
 
 
 def test_cli_missing_experiment_file(tmp_path):

@@ -261,7 +261,7 @@ def test_roofline_axes_are_log_and_say_the_model(run_folder, written):
 
 def test_roofline_plots_one_point_per_ok_evaluation(run_folder, written):
     run = load_run(run_folder)
-    kernels_ok = run.df[(run.df["family"] != "cublas") & (run.df["status"] == "ok")]
+    kernels_ok = run.df[(run.df["family"] != "baseline") & (run.df["status"] == "ok")]
     assert len(kernels_ok) > 0
     assert _points(roofline_figure(run), "evaluations") == len(kernels_ok)
     for dtype, problem in run.slices():
@@ -310,7 +310,7 @@ def test_roofline_marks_best_and_cublas(run_folder, written):
     assert ring.get_offsets()[0][1] == pytest.approx(best)
     assert any(t.startswith("best: ") for t in _texts(fig, "best-label"))
     baselines = run.baselines[(run.baselines["problem"] == problem) & (run.baselines["dtype"] == dtype)]
-    assert _points(fig, "cublas") == len(baselines)
+    assert _points(fig, "baseline") == len(baselines)
 
 
 def test_per_problem_rooflines_exist_when_several(run_folder, written):
@@ -573,7 +573,7 @@ def test_cli_report_prints_the_paths(fixture_folder):
 def test_minimal_metadata_and_no_baseline(tmp_path, fixture_folder):
     """No cuBLAS rows, no measured ceilings, no machine models, int32 only: a report all the same."""
     df, metadata = results.load(fixture_folder)
-    df = df[df["family"] != "cublas"].copy()
+    df = df[df["family"] != "baseline"].copy()
     df["dtype"] = "int32"
     df["config_key"] = df["config_key"].str.replace("float32", "int32")
     env = json.loads(json.dumps(FIXTURE_ENVIRONMENT))
@@ -641,7 +641,7 @@ def test_two_dtypes_get_a_panel_each_and_their_own_ceilings(tmp_path):
 
 def test_a_run_without_any_success(tmp_path, fixture_folder):
     df, metadata = results.load(fixture_folder)
-    df = df[(df["family"] != "cublas") & (df["status"] != "ok")]
+    df = df[(df["family"] != "baseline") & (df["status"] != "ok")]
     results.save(df, metadata, tmp_path)
     written = write_report(tmp_path, quiet=True)
     run = load_run(tmp_path)

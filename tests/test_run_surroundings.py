@@ -153,10 +153,23 @@ def small_table() -> pd.DataFrame:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
-def test_a_full_disk_leaves_the_saved_table_and_no_partial_file(tmp_path):
+def test_a_full_disk_leaves_the_saved_table_and_no_partial_file(tmp_path, monkeypatch):
+    import tempfile
+
+    from tuner import atomic_file
+
     results.save(small_table(), {"runs": []}, tmp_path)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    (tmp_path / ".results.parquet.partial").symlink_to("/dev/full")  # writes to it fail with ENOSPC
+    fresh = tempfile.mkstemp
+
+    def full(*args, **kwargs):
+        """A temporary as the writer makes it, but on a full disk: writes to /dev/full fail with ENOSPC."""
+        handle, name = fresh(*args, **kwargs)
+        os.unlink(name)
+        os.symlink("/dev/full", name)
+        return handle, name
+
+    monkeypatch.setattr(atomic_file.tempfile, "mkstemp", full)
     with pytest.raises(TunerError) as caught:
         results.save(pd.concat([small_table()] * 2), {"runs": [1]}, tmp_path)
     assert str(caught.value).startswith(f"{tmp_path}: the results table cannot be saved in this folder (No space "

@@ -10,7 +10,7 @@ from benchmarks.space_build import checked_one_by_one, count_one_by_one
 from tuner.config import Config, Problem
 from tuner.experiment import load_experiment, parse_experiment
 from tuner.kernels.discovery import get_family
-from tuner.kernels.family import Constraint, Family, Parameter
+from tuner.kernels.family import Constraint, Family, FamilyError, Parameter
 from tuner.rule_table import tabulate
 from tuner.space import EntrySpace, KernelSpec, build_entry_space, count_valid, kernel_space, valid_configs, violations
 from tuner.space_table import print_space
@@ -106,11 +106,12 @@ def test_keys_read_through_the_mapping_protocol_and_the_dtype_on_some_paths():
     assert 0 < len(space.valid_rows) < space.size
 
 
-def test_an_exception_of_a_rule_propagates_as_it_does_one_by_one():
+def test_an_exception_of_a_rule_is_named_with_the_rule_and_the_values_that_raised_it():
     family, spec = toy(Constraint("12 divisible by X", lambda p, d: 12 % p["X"] == 0), X=(3, 0))
     with pytest.raises(ZeroDivisionError):
         count_one_by_one(spec, family)
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(FamilyError, match=r"the rule '12 divisible by X' of family 'toy' raised ZeroDivisionError "
+                                          r"\(integer modulo by zero\) for X=0"):
         built(spec, family)
     guarded = Constraint("X is 0 or divides 12", lambda p, d: p["X"] == 0 or 12 % p["X"] == 0)
     family, spec = toy(guarded, X=(0, 3, 5))

@@ -69,7 +69,7 @@ def test_rows_carry_the_schema_and_the_derived_columns(tmp_path):
     df = sweep(tmp_path / "run").df
     assert list(df.columns[:len(results.BASE_COLUMNS)]) == list(results.BASE_COLUMNS)
     assert set(results.MEASURE_COLUMNS) <= set(df.columns)
-    kernels = df[df["family"] != "cublas"]
+    kernels = df[df["family"] != "baseline"]
     assert len(kernels) == 3 * VALID_PER_PROBLEM
     assert kernels["config_key"].is_unique
     assert (kernels["metadata_id"] == metadata_id(ENVIRONMENT)).all()
@@ -100,12 +100,12 @@ def _config(row):
 def test_cublas_baselines_are_rows_measured_once_per_problem(tmp_path):
     backend = ScriptedBackend()
     result = sweep(tmp_path / "run", backend)
-    baselines = result.df[result.df["family"] == "cublas"]
+    baselines = result.df[result.df["family"] == "baseline"]
     assert backend.baselines == [("4096x4096x4096", "float32"), ("1024x1024x1024", "float32"),
                                  ("1000x777x333", "float32")]
     assert list(baselines["study"].unique()) == ["baseline"] and list(baselines["sampler"].unique()) == ["baseline"]
     assert (baselines["trial"] == -1).all() and baselines["gflops"].tolist() == pytest.approx([5000.0] * 3)
-    assert baselines["config_key"].tolist() == [f"{p}/cublas/float32/" for p, _ in backend.baselines]
+    assert baselines["config_key"].tolist() == [f"{p}/baseline/float32/" for p, _ in backend.baselines]
     again = ScriptedBackend()
     sweep(tmp_path / "run", again)
     assert again.baselines == [] and again.calls == []
@@ -135,7 +135,7 @@ def test_an_interrupted_run_continues_without_measuring_twice_or_losing_anything
     saved, metadata = results.load(out)
     assert metadata["runs"][-1]["interrupted"] is True
     measured_first = set(interrupted.calls[:-1])
-    assert set(saved.loc[saved["family"] != "cublas", "config_key"]) == measured_first
+    assert set(saved.loc[saved["family"] != "baseline", "config_key"]) == measured_first
     message = capsys.readouterr().err
     assert "to continue, run:" in message
     assert f"python -m tuner run {FERMI} --trials 100 --sampler grid --out {out}" in message
@@ -144,7 +144,7 @@ def test_an_interrupted_run_continues_without_measuring_twice_or_losing_anything
     result = sweep(out, resumed)
     assert not measured_first & set(resumed.calls)
     assert interrupted.calls[-1] == resumed.calls[0]  # the abandoned evaluation is retried first
-    kernels = result.df[result.df["family"] != "cublas"]
+    kernels = result.df[result.df["family"] != "baseline"]
     assert kernels["config_key"].is_unique and len(kernels) == 3 * VALID_PER_PROBLEM
     assert set(saved["config_key"]) <= set(result.df["config_key"])
     assert [r["interrupted"] for r in result.metadata["runs"]] == [True, False]
@@ -284,7 +284,7 @@ def test_sigterm_stops_the_run_cleanly_like_ctrl_c(tmp_path):
         sweep(tmp_path / "run", TerminatedBackend())
     df, metadata = results.load(tmp_path / "run")
     assert metadata["runs"][-1]["interrupted"] is True
-    assert len(df[df["family"] != "cublas"]) == 2
+    assert len(df[df["family"] != "baseline"]) == 2
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 

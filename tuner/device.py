@@ -34,6 +34,7 @@ from tuner import memory_ceilings
 from tuner.ceilings_cache import read_cached, write_cached
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
+from tuner.machine_load import LoadMeter, NvmlProcesses
 from tuner.peaks import TENSOR_DTYPES
 from tuner.peaks import key as peak_key
 from tuner.settings import MeasureSettings, cache_root
@@ -351,11 +352,15 @@ def _cache_file(device: dict[str, Any], versions: dict[str, Any]) -> Path:
     return cache_root() / f"device-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
-def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool = False) -> dict[str, Any]:
+def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool = False,
+            load: LoadMeter | None = None) -> dict[str, Any]:
     """The GPU's description, versions, theoretical peaks and measured ceilings (cached per device).
 
     Keys: device, versions, peaks ({"theoretical": …, "measured": …}), ceilings (method, measured_utc,
-    details), cache_file. Needs a GPU; creates the primary context when there is none.
+    details, load: what other processes did on the GPU meanwhile, :class:`tuner.machine_load.Load` as a dict),
+    cache_file. Needs a GPU; creates the primary context when there is none. ``load`` watches the GPU while the
+    ceilings are measured (default: through NVML, where it is installed); ceilings measured while another process
+    used the GPU are not cached, and a warning says so.
     """
     require_gpu()
     device = describe()
@@ -372,20 +377,32 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
 
         handle = nvml_handle(device["pci_bus_id"])
         timer = Timer(device["l2_bytes"] or 0, SmClock(handle) if handle else None, device["arch"])
+    window = (load or _gpu_load_meter(device)).window()
     try:
         ceilings = measure_ceilings(device, timer, progress=progress)
     finally:
         if own_timer:
             timer.close()
+    watched = window.close()
     result = {
         "device": device,
         "versions": versions,
         "peaks": {"theoretical": theoretical_peaks(device), "measured": ceilings["measured"]},
         "ceilings": {"method": CEILINGS_METHOD, "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                     "details": ceilings["details"]},
+                     "details": ceilings["details"], "load": watched.to_dict()},
     }
-    write_cached(path, result)
+    if watched.under_load:
+        print(f"warning: the GPU's ceilings were measured while {watched.describe()}; they are not cached, so the "
+              f"next run measures them again, and percentages of them are flagged", file=sys.stderr, flush=True)
+    else:
+        write_cached(path, result)
     return {**result, "cache_file": str(path)}
+
+
+def _gpu_load_meter(device: dict[str, Any]) -> LoadMeter:
+    """A watch on the other processes of this GPU (none without NVML)."""
+    handle = nvml_handle(device["pci_bus_id"])
+    return LoadMeter(gpu=NvmlProcesses(handle) if handle else None, counters=None)
 
 
 # --- printing ------------------------------------------------------------------------------------------------

@@ -11,24 +11,27 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.errors import ExperimentError, TunerError
+from tuner.family_trial import family_mistake
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
-from tuner.kernels.family import Family, Parameter
+from tuner.kernels.family import Family, FamilyError, Parameter
 from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
 from tuner.settings import COUNTERS_CHOICES, CompileSettings, MeasureSettings, SearchSettings
-from tuner.space import KernelSpec, count_valid
+from tuner.space import KernelSpec, count_valid, size_refusal
 from tuner.strategies.catalog import NAMES
 from tuner.yaml_document import Document, FieldPath, read_document
 
 SAMPLERS = NAMES
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
+MAX_EXPERIMENT_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True)
@@ -165,8 +168,14 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
         values[param.name] = v.values(given[param.name], vpath, partial(_value, v, param=param))
     dtypes = v.values(given.get("dtype", [family.dtypes[0]]), (*ppath, "dtype"),
                       lambda x, p: _dtype(v, x, p, family.dtypes))
+    refusal = size_refusal(values, dtypes)
+    if refusal is not None:
+        raise v.r.error(ppath, refusal)
     spec = KernelSpec(name, values, dtypes, arch)
-    total, valid, reasons = count_valid(spec)
+    try:
+        total, valid, reasons = count_valid(spec)
+    except FamilyError as exc:
+        raise v.r.error(ppath, str(exc)) from None
     if valid == 0:
         why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
         raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
@@ -203,6 +212,9 @@ def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file
                         f"two recordings are named '{name}' ({recordings[name]} and {recording}); name one with "
                         f"'name:'")
     dtype = _dtype(v, m.get("dtype", "float32"), (*path, "dtype"), DTYPES)
+    refusal = size_refusal(space.values, (dtype,))
+    if refusal is not None:
+        raise v.r.error(where, f"the recording's parameters {refusal}")
     use_recorded_family(recorded_family(space, name, dtype, recording))
     return KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
 
@@ -333,6 +345,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     folders = _template_dirs(v, top.get("template_dirs", []), file)
     try:
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
+        families()  # a family that cannot be loaded is a mistake of the folders named here
     except TunerError as exc:
         raise document.error(("template_dirs",), str(exc)) from None
     recordings: dict[str, Path] = {}
@@ -344,6 +357,10 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         for spec in kernels:
             _check_index_range(v, problem, families()[spec.family], ("problems", i))
             _check_recorded_problem(v, problem, spec, ("problems", i))
+    for i, spec in enumerate(kernels):
+        mistake = family_mistake(spec, problems)
+        if mistake is not None:
+            raise document.error(("kernels", i, "template"), mistake)
     return Experiment(
         name=_name(v, top["name"]),
         description=v.text(top["description"], ("description",)) if "description" in top else "",
@@ -446,15 +463,28 @@ def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.
     ``template_dirs``: folders of kernel families beyond those the file names."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = input_file.read_text(path, MAX_EXPERIMENT_BYTES)
     except FileNotFoundError:
         raise ExperimentError(file, "", "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise ExperimentError(file, "", f"cannot be read ({input_file.reason(exc)})") from None
+    except UnicodeDecodeError as exc:
         raise ExperimentError(file, "", f"cannot be read ({exc})") from None
     return parse_experiment(text, file, template_dirs)
 
 
 BUILT_IN_PYTHON = "<Experiment built in Python>"
+
+
+def check_name(experiment: Experiment) -> None:
+    """ExperimentError where the experiment's name cannot name its output folder (also for an experiment read from
+    a file and then given another name in Python)."""
+    file = experiment.path or BUILT_IN_PYTHON
+    if not isinstance(experiment.name, str) or not experiment.name.strip():
+        raise ExperimentError(file, "name", "an experiment needs a name (non-empty text)")
+    refusal = name_refusal(experiment.name)
+    if refusal:
+        raise ExperimentError(file, "name", refusal)
 
 
 def check_experiment(experiment: Experiment) -> None:
@@ -465,11 +495,7 @@ def check_experiment(experiment: Experiment) -> None:
     def fail(field_: str, message: str) -> ExperimentError:
         return ExperimentError(file, field_, message)
 
-    if not isinstance(experiment.name, str) or not experiment.name.strip():
-        raise fail("name", "an experiment needs a name (non-empty text)")
-    refusal = name_refusal(experiment.name)
-    if refusal:
-        raise fail("name", refusal)
+    check_name(experiment)
     try:
         check_nvcc_options(experiment.compile.options)
     except OptionError as exc:
@@ -503,11 +529,21 @@ def check_experiment(experiment: Experiment) -> None:
             if dtype not in family.dtypes:
                 raise fail(f"kernels[{i}].parameters.dtype", f"'{spec.family}' does not support '{dtype}'; it "
                                                              f"supports {', '.join(family.dtypes)}")
-        total, valid, reasons = count_valid(spec)
+        refusal = size_refusal(spec.values, spec.dtypes)
+        if refusal is not None:
+            raise fail(f"kernels[{i}].parameters", refusal)
+        try:
+            total, valid, reasons = count_valid(spec)
+        except FamilyError as exc:
+            raise fail(f"kernels[{i}].parameters", str(exc)) from None
         if valid == 0:
             why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
             raise fail(f"kernels[{i}].parameters", f"no combination of these values satisfies the family's "
                                                    f"constraints (all {total} rejected: {why})")
+    for i, spec in enumerate(experiment.kernels):
+        mistake = family_mistake(spec, experiment.problems)
+        if mistake is not None:
+            raise fail(f"kernels[{i}].template", mistake)
     if experiment.search.sampler not in SAMPLERS:
         raise fail("search.sampler", f"unknown sampler '{experiment.search.sampler}'; choose one of "
                                      f"{', '.join(SAMPLERS)}")

@@ -2,7 +2,8 @@
 a folder without ever losing or replacing a recorded row.
 
 A folder belongs to one experiment and one storage (both named in its ``metadata.json``). A run into a folder
-of another experiment or storage is refused before anything is written (``claim``). A run into its own folder
+of another experiment or storage is refused before anything is written (``claim``), also where its table was moved
+aside and only its ``metadata.json`` or its own storage names the experiment. A run into its own folder
 rebuilds the table from the storage; rows the storage lacks (its file deleted, emptied or moved aside) are
 put back into their studies (``reseed``), so that they count as measured and are never measured again, and a
 row that fits no study is kept in the table as it was.
@@ -34,6 +35,8 @@ from tuner.errors import TunerError
 from tuner.experiment import Experiment
 from tuner.measurement import Measurement
 from tuner.results import BASELINE, BASELINE_FAMILY, Record, is_evaluation, trial_record
+from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
+from tuner.storage import experiment_in_file
 from tuner.study_space import StudySpace
 
 SAVE_INTERVAL_S = 2.0
@@ -156,6 +159,7 @@ def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | 
     (nothing written) when its table belongs to another experiment or storage; None for a new folder."""
     table = out / results.RESULTS_PARQUET
     if not table.is_file():
+        _claim_without_table(out, experiment, storage)
         return None
     try:
         rows, metadata = results.load(out)
@@ -176,6 +180,32 @@ def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | 
                          f"{storage_label(storage)}; to continue them run with {again}, or choose another folder "
                          f"with --out")
     return Previous(rows, metadata)
+
+
+def _claim_without_table(out: Path, experiment: Experiment, storage: str | None) -> None:
+    """A folder without a results table (moved aside, or never saved) may still hold another experiment's
+    metadata.json or storage: TunerError rather than taking it over."""
+    meta = out / results.METADATA_JSON
+    if meta.exists():
+        try:
+            metadata = results.load_metadata(out)
+        except (OSError, ValueError) as exc:
+            raise TunerError(f"{meta} cannot be read ({exc}); it is left as it is: move it aside to start afresh, "
+                             f"or choose another folder with --out") from None
+        recorded = metadata.get("experiment") if isinstance(metadata, dict) else None
+        owner = recorded.get("name") if isinstance(recorded, dict) else None
+        if owner is not None and owner != experiment.name:
+            raise TunerError(f"{out} holds the metadata of experiment '{owner}' (its {results.RESULTS_PARQUET} is "
+                             f"not there), not of '{experiment.name}'; choose another folder with --out, so that "
+                             f"what it holds stays as it is")
+    if storage is not None:
+        return
+    for name in (STORAGE_FILE, SQLITE_STORAGE_FILE):
+        owner = experiment_in_file(out / name) if (out / name).is_file() else None
+        if owner is not None and owner != experiment.name:
+            raise TunerError(f"{out} holds the Optuna storage {name} of experiment '{owner}' (its "
+                             f"{results.RESULTS_PARQUET} is not there), not of '{experiment.name}'; choose another "
+                             f"folder with --out, so that it stays as it is")
 
 
 def record_of_row(row: Mapping[str, Any]) -> Record:
@@ -280,6 +310,18 @@ class Table:
             self.added += 1
             if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
                 self.save()
+
+    def replace_baseline(self, record: Record) -> None:
+        """Add a baseline's row in place of an earlier one of the same problem and dtype."""
+        with self.lock:
+            self.rows = [row for row in self.rows
+                         if not (row.get("study") == BASELINE and row.get("config_key") == record.config.key)]
+        self.add(record)
+
+    def rows_of(self, study: str) -> list[dict[str, Any]]:
+        """The rows of one study, as they are now."""
+        with self.lock:
+            return [row for row in self.rows if row.get("study") == study]
 
     def keep(self, rows: list[dict[str, Any]]) -> None:
         self.kept.extend(rows)

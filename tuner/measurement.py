@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from tuner.energy.measured import Energy
+from tuner.machine_load import Load
 
 
 class Status(StrEnum):
@@ -68,6 +69,8 @@ class Measurement:
     resources: Resources = field(default_factory=Resources)
     energy: Energy | None = None
     """One launch's energy, where the backend measured it (``measure.energy``)."""
+    load: Load | None = None
+    """What other processes did while it was verified and timed (None: not watched, or recorded before)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -85,4 +88,5 @@ class Measurement:
             compile_time_s=data.get("compile_time_s"),
             resources=Resources(**(data.get("resources") or {})),
             energy=Energy(**data["energy"]) if data.get("energy") else None,
+            load=Load.from_dict(data.get("load")),
         )

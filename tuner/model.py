@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tuner.config import Config
 from tuner.kernels.discovery import get_family
+from tuner.kernels.family import FamilyError
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,24 @@ class Cost:
 
 
 def cost(config: Config) -> Cost:
-    """FLOPs, global bytes and further intensities; ValueError where a precondition of the family is broken."""
+    """FLOPs, global bytes and further intensities; ValueError where a precondition of the family is broken,
+    FamilyError where the family's cost model raises or gives no bytes (the intensity divides by them)."""
     family = get_family(config.family)
     params, size = config.param_dict, config.element_bytes
     family.require_preconditions(params, config.dtype)
-    return Cost(
-        flops=family.flops(config.problem),
-        global_bytes=family.global_bytes(params, config.problem, size),
-        compulsory_bytes=family.compulsory_bytes(config.problem, size),
-        extra_intensities=family.extra_intensities(params, size),
-    )
+    try:
+        work = Cost(
+            flops=family.flops(config.problem),
+            global_bytes=family.global_bytes(params, config.problem, size),
+            compulsory_bytes=family.compulsory_bytes(config.problem, size),
+            extra_intensities=family.extra_intensities(params, size),
+        )
+        moves = work.global_bytes > 0 and work.compulsory_bytes > 0
+    except Exception as exc:  # a family's own code may fail in any way: say where
+        raise family.mistake("the cost model", exc, config.key) from None
+    if not moves:
+        raise FamilyError(f"{family.origin}: the cost model of family '{family.name}' gives "
+                          f"{work.global_bytes!r} global and {work.compulsory_bytes!r} compulsory bytes for "
+                          f"{config.key}; a kernel moves at least its operands, and the intensity divides by "
+                          f"its bytes: fix the family's global_bytes or compulsory_bytes")
+    return work

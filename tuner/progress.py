@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import pandas as pd
@@ -17,7 +18,15 @@ from tuner.energy.objective import DEFAULT, Objective, recorded_objective
 from tuner.energy.summary import energy_summary
 from tuner.kernels.discovery import get_family
 from tuner.measurement import Status
-from tuner.results import BASELINE_FAMILY, RunResult, baseline_library, best_rows, measuring_device, row_params
+from tuner.results import (
+    BASELINE_FAMILY,
+    RunResult,
+    baseline_library,
+    best_rows,
+    ceilings_under_load,
+    measuring_device,
+    row_params,
+)
 from tuner.text_table import format_table, terminal_width, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0
@@ -98,18 +107,20 @@ class Progress:
             self.stream.flush()
 
 
-def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT) -> pd.DataFrame:
-    """Per problem and dtype: the best configuration (by the objective), its speed against the ceilings and cuBLAS,
-    status counts."""
+def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT,
+                  metadata: Mapping[str, Any] | None = None) -> pd.DataFrame:
+    """Per problem and dtype: the best configuration (by the objective), its speed against the ceilings and the
+    baseline, status counts, and whether the best, the baseline or the ceilings (of ``metadata``'s environments) were
+    measured under load."""
     tuned = df[df["family"] != BASELINE_FAMILY]
     best = best_rows(df, objective).set_index(["problem", "dtype"])
-    baseline = df[(df["family"] == BASELINE_FAMILY) & (df["status"] == Status.OK.value)]
-    cublas = baseline.set_index(["problem", "dtype"])["gflops"]
+    baseline = df[(df["family"] == BASELINE_FAMILY) & (df["status"] == Status.OK.value)].set_index(["problem", "dtype"])
     counts = tuned.groupby(["problem", "dtype"], sort=False)["status"].value_counts().unstack(fill_value=0)
     rows = []
     for (problem, dtype), _ in tuned.groupby(["problem", "dtype"], sort=False):
         key = (problem, dtype)
-        row = {"problem": problem, "dtype": dtype}
+        row: dict[str, Any] = {"problem": problem, "dtype": dtype, "best_under_load": False,
+                               "ceilings_under_load": False}
         if key in best.index:
             b = best.loc[key]
             values = " ".join(f"{name}={value}" for name, value in row_params(b).items())
@@ -119,14 +130,21 @@ def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT) -> pd.DataFr
                 "GFLOP/s": f"{float(b['performance']):.1f} GB/s" if bandwidth_only else round(float(b["gflops"]), 1),
                 "% FMA peak": _rounded(b["pct_flops_ceiling"]),
                 "% DRAM BW": _rounded(b["pct_bandwidth_ceiling"]),
+                "best_under_load": _true(b.get("under_load")),
+                "ceilings_under_load": ceilings_under_load(metadata, b.get("metadata_id")),
             })
         else:
             row.update({"best": NOTHING_OK, "GFLOP/s": None, "% FMA peak": None, "% DRAM BW": None})
-        row["cuBLAS GFLOP/s"] = round(float(cublas[key]), 1) if key in cublas.index else None
+        row["cuBLAS GFLOP/s"] = round(float(baseline.loc[key, "gflops"]), 1) if key in baseline.index else None
+        row["baseline_under_load"] = key in baseline.index and _true(baseline.loc[key].get("under_load"))
         for status in Status:
             row[status.value] = int(counts.loc[key, status.value]) if status.value in counts.columns else 0
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _true(value: Any) -> bool:
+    return value is not None and not pd.isna(value) and bool(value)
 
 
 def _rounded(value: Any) -> float | None:
@@ -140,48 +158,72 @@ SUMMARY_NOTES = (
     "measured DRAM bandwidth, so caches can push it past 100%. {library}: the library's GFLOP/s on the same problem. "
     "ok, invalid, ...: distinct configurations evaluated, by outcome."
 )
+MARK_NOTES = {
+    "*": "* measured while other processes used the {device} (under load): slower than it can be.",
+    "!": "! above the measured multiply-add peak, which no kernel can be: the peak was measured too low (under load, "
+         "say); measure it again on an idle machine ({remeasure}).",
+    "?": "? of ceilings measured under load (not cached: the next run measures them again).",
+}
+REMEASURE = {"CPU": "python -m tuner device --cpu --remeasure", "GPU": "python -m tuner device --remeasure"}
 
 
-def _cell(value: object) -> str:
-    return "-" if value is None or pd.isna(value) else str(value)
+def _cell(value: object, mark: str = "") -> str:
+    return "-" if value is None or pd.isna(value) else f"{value}{mark}"
 
 
-def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS") -> str:
+def _marks(row: Mapping[str, Any]) -> dict[str, str]:
+    """The mark of each number of a summary row: * under load, ! above a ceiling, ? of ceilings under load."""
+    fma = row["% FMA peak"]
+    doubt = "?" if row.get("ceilings_under_load") else ""
+    return {"GFLOP/s": "*" if row.get("best_under_load") else "",
+            "% FMA peak": ("!" if fma is not None and not pd.isna(fma) and fma > 100 else "") + doubt,
+            "% DRAM BW": doubt,
+            "cuBLAS GFLOP/s": "*" if row.get("baseline_under_load") else ""}
+
+
+def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS", device: str = "GPU") -> str:
     """The summary table within ``width`` columns where it can be: the best configurations named in the table, or
-    by a number in it and in full below it; the status columns that count anything; a note on the numbers."""
+    by a number in it and in full below it; the status columns that count anything; a note on the numbers, and on
+    each mark (*, !, ?) that flags a number measured under load or above its ceiling."""
     statuses = ["ok", *(s.value for s in Status if s is not Status.OK and table[s.value].any())]
     header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", library, *statuses]
     right = [i for i, name in enumerate(header) if name not in ("problem", "dtype", "best")]
+    marks = [_marks(r) for _, r in table.iterrows()]
+    numbers = ("GFLOP/s", "% FMA peak", "% DRAM BW", "cuBLAS GFLOP/s")
 
     def render(best: list[str]) -> str:
-        rows = [[r["problem"], r["dtype"], name, _cell(r["GFLOP/s"]), _cell(r["% FMA peak"]), _cell(r["% DRAM BW"]),
-                 _cell(r["cuBLAS GFLOP/s"]), *(r[s] for s in statuses)]
-                for name, (_, r) in zip(best, table.iterrows(), strict=True)]
+        rows = [[r["problem"], r["dtype"], name, *(_cell(r[column], mark[column]) for column in numbers),
+                 *(r[s] for s in statuses)]
+                for name, (_, r), mark in zip(best, table.iterrows(), marks, strict=True)]
         return format_table(header, rows, right=right, indent="")
 
     text = render(list(table["best"]))
     legend = []
     if widest(text) > width:
-        numbers = {name: f"[{i}]" for i, name in enumerate(dict.fromkeys(b for b in table["best"]
-                                                                         if b != NOTHING_OK), start=1)}
-        text = render([numbers.get(b, b) for b in table["best"]])
-        legend = [wrapped(f"{number} {name}", width) for name, number in numbers.items()]
-    return "\n".join([text, *legend, wrapped(SUMMARY_NOTES.format(library=library), width, hanging="")])
+        numbered = {name: f"[{i}]" for i, name in enumerate(dict.fromkeys(b for b in table["best"]
+                                                                          if b != NOTHING_OK), start=1)}
+        text = render([numbered.get(b, b) for b in table["best"]])
+        legend = [wrapped(f"{number} {name}", width) for name, number in numbered.items()]
+    used = {symbol for mark in marks for text_mark in mark.values() for symbol in text_mark}
+    flags = [wrapped(note.format(device=device, remeasure=REMEASURE.get(device, REMEASURE["GPU"])), width, hanging="")
+             for symbol, note in MARK_NOTES.items() if symbol in used]
+    return "\n".join([text, *legend, wrapped(SUMMARY_NOTES.format(library=library), width, hanging=""), *flags])
 
 
 def print_summary(result: RunResult, stream: TextIO | None = None, width: int | None = None) -> None:
     stream = stream if stream is not None else sys.stdout
     objective = recorded_objective(result.metadata)
-    table = summary_table(result.df, objective)
+    table = summary_table(result.df, objective, result.metadata)
+    device = measuring_device(result.metadata)
     if table.empty:
         print("nothing was evaluated", file=stream)
     else:
-        print(summary_text(table, width or terminal_width(), baseline_library(result.metadata)), file=stream)
+        print(summary_text(table, width or terminal_width(), baseline_library(result.metadata), device), file=stream)
         energy = energy_summary(result.df, objective, width or terminal_width())
         if energy:
             print(energy, file=stream)
     run = result.metadata["runs"][-1]
-    busy, device = run.get("gpu_busy_fraction"), measuring_device(result.metadata)
+    busy = run.get("gpu_busy_fraction")
     if busy is not None:
         print(f"{device} busy: {100 * busy:.0f}% of {duration(run['wall_s'])} wall time", file=stream)
     elif run.get("device_busy_s") is not None:

@@ -4,8 +4,8 @@ Columns (stable names; ``p_<NAME>`` holds each kernel parameter, empty where a f
 
 =====================  ==========================================================================
 experiment             experiment name
-study                  Optuna study name (one per problem and dtype), or ``baseline`` for cuBLAS
-sampler                search strategy of the row's study (``baseline`` for cuBLAS)
+study                  Optuna study name (one per problem and dtype), or ``baseline`` for the vendor baseline
+sampler                search strategy of the row's study (``baseline`` for the vendor baseline)
 transferred_from       the earlier study whose fastest configurations the row's came from (``search.transfer``);
                        empty where the strategy proposed it
 trial                  Optuna trial number in its study (-1 for baselines)
@@ -46,9 +46,19 @@ gpu_name, gpu_uuid     the device that measured the row (from its environment; a
 energy_j, power_w …    one launch's energy and how it was measured, where it was (tuner.energy.columns)
 dram_bytes, l2_bytes …  the hardware counters of a counted configuration (joined from the folder's counters.parquet
                        when the table is saved; tuner.counters.store lists them)
+other_cpus             CPUs' worth of time other processes took while the row was verified and timed
+                       (:mod:`tuner.machine_load`; empty where not watched: GPU rows, older tables)
+other_gpu_processes    other processes on the measuring GPU meanwhile, and the highest share of its SMs one of
+other_gpu_percent      them used (NVML; empty without it)
+under_load             whether that other work may have slowed the measurement (its numbers are flagged)
+device_name            the device that measured the row, GPU or CPU (from its environment; a replayed row: the
+                       recording's)
+gpu_name, gpu_uuid     the GPU that measured the row (empty for a CPU's)
+library                what a baseline row measured (cuBLAS, numpy's BLAS, ...; empty for the other rows)
 =====================  ==========================================================================
 
-cuBLAS rows (family ``cublas``) have no parameters and no launch geometry; their ``bytes_model`` is the
+Baseline rows (family ``baseline``; tables written before name it ``cublas``, and are read as ``baseline``) hold the
+vendor library's GEMM on the same problem: no parameters and no launch geometry; their ``bytes_model`` is the
 compulsory traffic (A and B read once, C written once). Statically invalid rows still carry the analytical
 columns (flops, bytes_model, intensity) of the configuration that was rejected, unless its values break a
 precondition of the family's cost model (e.g. a tile size of 0).
@@ -62,6 +72,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +82,7 @@ import numpy as np
 import pandas as pd
 from optuna.trial import FrozenTrial
 
-from tuner import atomic_file
+from tuner import atomic_file, input_file
 from tuner.config import DTYPE_BYTES, MATMUL_DIMS, Config, ParamValue, Problem
 from tuner.energy.columns import (
     ENERGY_COLUMNS,
@@ -86,6 +97,7 @@ from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.discovery import families, get_family
 from tuner.kernels.render import launch
+from tuner.machine_load import Load
 from tuner.measurement import Measurement, Resources, Status, Timing
 from tuner.model import Cost, cost
 from tuner.peaks import compute_peak
@@ -102,23 +114,31 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     "pct_flops_ceiling",
     "pct_bandwidth_ceiling",
     "compile_time_s", "registers", "shared_bytes", "local_bytes", "spill_bytes",
-    "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s", "gpu_name", "gpu_uuid",
+    "spill_store_bytes", "spill_load_bytes", "code_bytes", "vectorized_loops", "device_s",
+    "other_cpus", "other_gpu_processes", "other_gpu_percent", "under_load",
+    "device_name", "gpu_name", "gpu_uuid", "library",
     *ENERGY_COLUMNS,
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
     "experiment", "study", "sampler", "transferred_from", "measured_at", "metadata_id", "config_key", "problem",
-    "family", "dtype", "block", "grid", "status", "reason", "samples_ms", "gpu_name", "gpu_uuid",
+    "family", "dtype", "block", "grid", "status", "reason", "samples_ms", "device_name", "gpu_name", "gpu_uuid",
+    "library",
 }) | ENERGY_TEXT_COLUMNS
 INTEGER_COLUMNS: frozenset[str] = frozenset({
     "trial", "M", "N", "K", "samples", "throttled_samples", "flops", "bytes_model",
     "registers", "shared_bytes", "local_bytes", "spill_bytes", "spill_store_bytes", "spill_load_bytes",
-    "code_bytes", "vectorized_loops",
+    "code_bytes", "vectorized_loops", "other_gpu_processes",
 }) | ENERGY_INTEGER_COLUMNS
+BOOLEAN_COLUMNS: frozenset[str] = frozenset({"under_load"})
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 METADATA_JSON = "metadata.json"
-BASELINE_FAMILY = "cublas"
-BASELINE = "baseline"  # the study and sampler names of cuBLAS rows
+MAX_METADATA_BYTES = 64 * 2**20
+BASELINE_FAMILY = "baseline"
+"""The family of the vendor library's rows (cuBLAS on the GPU, numpy's BLAS on the CPU)."""
+LEGACY_BASELINE_FAMILY = "cublas"
+"""What tables and storages written before named the baseline's family; read as BASELINE_FAMILY."""
+BASELINE = "baseline"  # the study and sampler names of the baseline rows
 
 
 RECORD_ATTR = "record"
@@ -192,7 +212,8 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 
 def config_from_dict(data: Mapping[str, Any]) -> Config:
     sizes = data["sizes"] if "sizes" in data else {d: data[d] for d in MATMUL_DIMS}
-    return Config.make(Problem.of(sizes), data["family"], data["dtype"], data["params"])
+    family = BASELINE_FAMILY if data["family"] == LEGACY_BASELINE_FAMILY else data["family"]
+    return Config.make(Problem.of(sizes), family, data["dtype"], data["params"])
 
 
 def _param_value(value: Any) -> ParamValue | None:
@@ -229,12 +250,26 @@ def config_of_row(row: Mapping[str, Any]) -> Config:
     return Config.make(problem, str(row["family"]), str(row["dtype"]), row_params(row))
 
 
+def on_cpu(environment: Mapping[str, Any] | None) -> bool:
+    """Whether an environment is a CPU's (the CPU backend's, recorded with its BLAS)."""
+    return isinstance(environment, Mapping) and (
+        environment.get("backend") == "cpu" or "blas" in (environment.get("versions") or {}))
+
+
 def baseline_library(metadata: Mapping[str, Any]) -> str:
     """What the baseline rows measured: numpy's BLAS where the run measured on the CPU, else cuBLAS."""
     environments = metadata.get("environments")
     found = environments.values() if isinstance(environments, Mapping) else ()
-    on_cpu = any(isinstance(env, Mapping) and "blas" in (env.get("versions") or {}) for env in found)
-    return "BLAS" if on_cpu else "cuBLAS"
+    return "BLAS" if any(on_cpu(env) for env in found) else "cuBLAS"
+
+
+def ceilings_under_load(metadata: Mapping[str, Any] | None, metadata_id: Any) -> bool:
+    """Whether the ceilings of the environment ``metadata_id`` were measured under load (:mod:`tuner.machine_load`)."""
+    environments = (metadata or {}).get("environments")
+    environment = environments.get(str(metadata_id)) if isinstance(environments, Mapping) else None
+    ceilings = environment.get("ceilings") if isinstance(environment, Mapping) else None
+    load = ceilings.get("load") if isinstance(ceilings, Mapping) else None
+    return isinstance(load, Mapping) and bool(load.get("under_load"))
 
 
 def measuring_device(metadata: Mapping[str, Any]) -> str:
@@ -243,7 +278,7 @@ def measuring_device(metadata: Mapping[str, Any]) -> str:
 
 
 def baseline_config(problem: Problem, dtype: str) -> Config:
-    """The configuration standing for cuBLAS on one problem: family ``cublas``, no parameters."""
+    """The configuration standing for the vendor baseline on one problem: family ``baseline``, no parameters."""
     return Config.make(problem, BASELINE_FAMILY, dtype, {})
 
 
@@ -311,6 +346,8 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
     bandwidth = work.global_bytes / seconds / 1e9 if work and seconds else None
     measured = ((environment or {}).get("peaks") or {}).get("measured") or {}
     device = (environment or {}).get("device") or {}
+    gpu = not on_cpu(environment)
+    load = m.load
     block, grid = _geometry(config, device.get("multiprocessors"))
     spills = (resources.spill_store_bytes, resources.spill_load_bytes)
     data: dict[str, Any] = {
@@ -348,8 +385,14 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
         "code_bytes": resources.code_bytes,
         "vectorized_loops": resources.vectorized_loops,
         "device_s": record.device_s,
-        "gpu_name": device.get("name"),
-        "gpu_uuid": device.get("uuid"),
+        "other_cpus": load.other_cpus if load else None,
+        "other_gpu_processes": load.other_gpu_processes if load else None,
+        "other_gpu_percent": load.other_gpu_percent if load else None,
+        "under_load": load.under_load if load else None,
+        "device_name": device.get("name"),
+        "gpu_name": device.get("name") if gpu else None,
+        "gpu_uuid": device.get("uuid") if gpu else None,
+        "library": _library(config, m, environment),
         **energy_cells(m.energy, work.flops if work else None),
     }
     if timing is not None:
@@ -366,6 +409,16 @@ def row(record: Record, environment: Mapping[str, Any] | None = None) -> dict[st
             "sm_clock_mhz_after": timing.sm_clock_mhz_after,
         })
     return data
+
+
+def _library(config: Config, measurement: Measurement, environment: Mapping[str, Any] | None) -> str | None:
+    """What a baseline row measured: the library its backend names (in an ok measurement's reason), else the
+    kind of library its environment has; None for any other row."""
+    if config.family != BASELINE_FAMILY:
+        return None
+    if measurement.status is Status.OK and measurement.reason:
+        return measurement.reason
+    return "numpy's BLAS" if on_cpu(environment) else "cuBLAS"
 
 
 def _present(value: Any) -> bool:
@@ -394,9 +447,15 @@ def measurement_from_row(data: Mapping[str, Any]) -> Measurement:
             sm_clock_mhz_before=_optional_float(data.get("sm_clock_mhz_before")),
             sm_clock_mhz_after=_optional_float(data.get("sm_clock_mhz_after")),
         )
+    load = None
+    if _present(data.get("under_load")):
+        load = Load(None, None, None, _optional_float(data.get("other_cpus")),
+                    _optional_int(data.get("other_gpu_processes")), _optional_float(data.get("other_gpu_percent")),
+                    bool(data["under_load"]))
     return Measurement(
         status=Status(data["status"]),
         reason=data["reason"] if _present(data.get("reason")) else "",
+        load=load,
         timing=timing,
         error=_optional_float(data.get("verify_error")),
         compile_time_s=_optional_float(data.get("compile_time_s")),
@@ -440,6 +499,8 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
             df[column] = df[column].astype(_parameter_type(df[column]))
         elif column in INTEGER_COLUMNS or column in size_columns:
             df[column] = df[column].astype("Int64")
+        elif column in BOOLEAN_COLUMNS:
+            df[column] = df[column].astype("boolean")
         elif column not in extra:
             df[column] = pd.to_numeric(df[column], errors="coerce").astype("float64")
     return df
@@ -484,6 +545,29 @@ def best_rows(df: pd.DataFrame, objective: Objective = DEFAULT) -> pd.DataFrame:
     return best.sort_values(["M", "N", "K", "dtype"]).reset_index(drop=True)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _defused(cell: Any) -> Any:
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell a spreadsheet would take for a formula (one starting with =, +, -, @, a tab
+    or a carriage return, other than a plain number) written after an apostrophe, which spreadsheets read as
+    "text follows" (results.csv only; results.parquet keeps the text as it is)."""
+    text = [c for c in df.columns if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object]
+    if not text:
+        return df
+    safe = df.copy()
+    for column in text:
+        safe[column] = safe[column].map(_defused, na_action="ignore")
+    return safe
+
+
 def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None:
     """Write results.parquet, results.csv and metadata.json, each replaced atomically.
 
@@ -494,7 +578,7 @@ def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None
         folder.mkdir(parents=True, exist_ok=True)
         for name, write in (
             (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
-            (RESULTS_CSV, lambda p: df.to_csv(p, index=False)),
+            (RESULTS_CSV, lambda p: spreadsheet_safe(df).to_csv(p, index=False)),
             (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
         ):
             atomic_file.replace_with(folder / name, write)
@@ -507,17 +591,47 @@ def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None
 
 
 def load_table(path: str | Path) -> pd.DataFrame:
-    """The results table of a run folder, or of a results.parquet file."""
+    """The results table of a run folder, or of a results.parquet file (only a regular file: InputFileError for a
+    FIFO or a device)."""
     path = Path(path)
-    return pd.read_parquet(path / RESULTS_PARQUET if path.is_dir() else path)
+    table = path / RESULTS_PARQUET if path.is_dir() else path
+    why = input_file.not_regular(table)
+    if why is not None:
+        raise input_file.InputFileError(f"{table} {why}")
+    return with_baseline_renamed(pd.read_parquet(table))
+
+
+def with_baseline_renamed(df: pd.DataFrame) -> pd.DataFrame:
+    """A table written before the baseline's family was named ``baseline``: its ``cublas`` rows as baseline rows
+    (family, configuration key, and the library they measured, which their reason names)."""
+    if "family" not in df.columns or not (df["family"] == LEGACY_BASELINE_FAMILY).any():
+        return df
+    df = df.copy()
+    old = df["family"] == LEGACY_BASELINE_FAMILY
+    df["family"] = df["family"].astype(object).where(~old, BASELINE_FAMILY).astype(df["family"].dtype)
+    if "config_key" in df.columns:
+        keys = df.loc[old, "config_key"].astype(str).str.replace(f"/{LEGACY_BASELINE_FAMILY}/", f"/{BASELINE_FAMILY}/",
+                                                                    n=1, regex=False)
+        df["config_key"] = df["config_key"].astype(object).where(~old, keys).astype(df["config_key"].dtype)
+    if "library" not in df.columns and "reason" in df.columns and "status" in df.columns:
+        library = df["reason"].where(old & (df["status"] == Status.OK.value) & df["reason"].notna())
+        df["library"] = library.astype("string")
+    return df
 
 
 def load_metadata(path: str | Path) -> Any:
     """The parsed metadata.json beside a results table ({} where there is none); not necessarily a mapping.
-    Raises ValueError (json.JSONDecodeError) when the file is not JSON."""
+    Raises ValueError (json.JSONDecodeError) when the file is not JSON or nests too deeply to be read, OSError
+    where it cannot be read, is no regular file or is larger than MAX_METADATA_BYTES."""
     path = Path(path)
     meta_file = (path if path.is_dir() else path.parent) / METADATA_JSON
-    return json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    if not meta_file.exists():
+        return {}
+    text = input_file.read_text(meta_file, MAX_METADATA_BYTES)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{meta_file} nests its values too deeply to be read") from None
 
 
 def load(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -44,6 +44,14 @@ class RuleTable:
         return self.holds.reshape(shape)
 
 
+class RuleFailed(Exception):
+    """A rule that raised instead of answering, with the values it was evaluated on."""
+
+    def __init__(self, values: dict[str, ParamValue], error: Exception):
+        super().__init__(f"{type(error).__name__} ({error})")
+        self.values, self.error = values, error
+
+
 class _KnownValues(dict):
     """The values of the keys known to be read; any other parameter is looked up in ``rest`` and noted in ``new``."""
 
@@ -85,7 +93,7 @@ def tabulate(holds: Holds, names: Sequence[str], values: Sequence[Sequence[Param
     """The truth table of ``holds(params, dtype)`` over a product: ``dtypes`` (axis 0) × ``values`` of ``names``.
 
     Every evaluation is of a combination the product lists, so an exception the rule raises is one that checking
-    the combinations one by one raises too, and it propagates the same way.
+    the combinations one by one raises too: it comes out as RuleFailed, holding the values the rule had read.
     """
     position = {name: axis for axis, name in enumerate(names, start=1)}
     first = {name: options[0] for name, options in zip(names, values, strict=True)}
@@ -94,7 +102,10 @@ def tabulate(holds: Holds, names: Sequence[str], values: Sequence[Sequence[Param
         columns = sorted(position[name] for name in read)
         options = [values[axis - 1] for axis in columns]
         known = _KnownValues(first)
-        results = _evaluate(holds, known, dtypes, [names[axis - 1] for axis in columns], options)
+        try:
+            results = _evaluate(holds, known, dtypes, [names[axis - 1] for axis in columns], options)
+        except Exception as exc:  # a family's own rule may fail in any way
+            raise RuleFailed({**dict(known), **{name: first[name] for name in known.new}}, exc) from exc
         if results is None:
             read |= known.new
             continue

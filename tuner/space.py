@@ -19,12 +19,21 @@ from typing import Any, Protocol
 import numpy as np
 
 from tuner.config import Config, ParamValue, Problem
+from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Params
 from tuner.kernels.targets import Target, target
-from tuner.rule_table import RuleTable, tabulate
+from tuner.rule_table import RuleFailed, RuleTable, tabulate
 from tuner.settings import CompileSettings
 from tuner.space_configs import ConfigSequence, union
+
+MAX_COMBINATIONS = 1_000_000
+"""The most combinations (dtypes × parameter values) one kernel entry may list: its space is built as arrays over
+all of them, and a rule that reads every parameter is evaluated for each (a few seconds for a million)."""
+
+
+class SpaceTooLarge(TunerError):
+    """A kernel entry that lists more combinations than MAX_COMBINATIONS."""
 
 
 @dataclass(frozen=True)
@@ -178,20 +187,48 @@ class EntrySpace:
         return listed
 
 
+def size_refusal(values: Mapping[str, tuple[Any, ...]] | tuple[tuple[Any, ...], ...],
+                 dtypes: tuple[str, ...]) -> str | None:
+    """Why a kernel entry listing these values and dtypes is too large to build, or None where it is not."""
+    lengths = [len(v) for v in (values.values() if isinstance(values, Mapping) else values)]
+    total = math.prod(lengths) * len(dtypes)
+    if total <= MAX_COMBINATIONS:
+        return None
+    count = f"{total:,}" if total < 10**15 else f"about {total:.3g}"
+    counts = " × ".join(str(n) for n in lengths) + " values" if len(lengths) <= 8 else (
+        f"{len(lengths)} parameters of {min(lengths)}" + (f" to {max(lengths)}" if max(lengths) > min(lengths) else "")
+        + " values")
+    return (f"its values combine into {count} combinations ({counts} × {len(dtypes)} dtype(s)), more than the "
+            f"{MAX_COMBINATIONS:,} one kernel entry may list (its space is built over every combination): search "
+            f"fewer values, or split the entry into several")
+
+
 def build_entry_space(family: Family, names: tuple[str, ...], values: tuple[tuple[ParamValue, ...], ...],
                       dtypes: tuple[str, ...], on: Target | None = None) -> EntrySpace:
     """Tabulate every rule of ``family`` on the target ``on`` over the product of ``dtypes`` and ``values`` and
-    combine the tables."""
+    combine the tables; SpaceTooLarge past MAX_COMBINATIONS."""
+    refusal = size_refusal(values, dtypes)
+    if refusal is not None:
+        raise SpaceTooLarge(f"the kernel entry of family '{family.name}': {refusal}")
     shape = (len(dtypes), *(len(v) for v in values))
     family_rules = rules(family, on)
     mask = np.zeros(shape, dtype=bool)
     tables: tuple[RuleTable, ...] = ()
     if mask.size:
-        tables = tuple(tabulate(rule.holds, names, values, dtypes) for rule in family_rules)
+        tables = tuple(_tabulated(family, rule, names, values, dtypes) for rule in family_rules)
         mask[...] = True
         for table in tables:
             mask &= table.spread(len(shape))
     return EntrySpace(family, names, values, dtypes, family_rules, tables, mask.reshape(-1))
+
+
+def _tabulated(family: Family, rule: Constraint, names: tuple[str, ...],
+               values: tuple[tuple[ParamValue, ...], ...], dtypes: tuple[str, ...]) -> RuleTable:
+    try:
+        return tabulate(rule.holds, names, values, dtypes)
+    except RuleFailed as failed:
+        read = ", ".join(f"{k}={v}" for k, v in failed.values.items()) or "its first values"
+        raise family.mistake(f"the rule '{rule.description}'", failed.error, read) from None
 
 
 @lru_cache(maxsize=16)

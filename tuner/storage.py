@@ -28,6 +28,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import sqlite3
 import time
 import traceback
 import warnings
@@ -41,6 +42,7 @@ from optuna.storages.journal import JournalFileBackend, JournalStorage
 from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import TunerError
+from tuner.input_file import not_regular
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
@@ -132,6 +134,26 @@ def _check_last_entry(path: Path) -> None:
         raise ValueError(f"its last line is no journal entry: {whole[-1][:60]!r}")
 
 
+def experiment_in_file(path: Path) -> str | None:
+    """The experiment whose studies a run folder's own storage file holds (a journal or a SQLite file), read
+    without opening it as a storage; None where it holds none or cannot be read."""
+    names: list[str] = []
+    try:
+        if path.suffix == ".db":
+            with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+                names = [row[0] for row in db.execute("SELECT study_name FROM studies LIMIT 1")]
+        else:
+            with open(path, "rb") as log:
+                for line in log:
+                    entry = json.loads(line)
+                    if isinstance(entry, dict) and isinstance(entry.get("study_name"), str):
+                        names = [entry["study_name"]]
+                        break
+    except (OSError, ValueError, sqlite3.Error):
+        return None
+    return names[0].split("/", 1)[0] if names and "/" in names[0] else None
+
+
 def check_storage_url(url: str) -> None:
     """Refuse a URL that cannot hold a run's studies, without creating anything."""
     path = journal_path(url)
@@ -139,6 +161,7 @@ def check_storage_url(url: str) -> None:
         if not path.name or not path.parent.is_dir():
             raise TunerError(f"the journal storage '{url}' names no file in an existing folder; give the log "
                              f"file's path, such as {JOURNAL_SCHEME}/shared/path/study.log (its folder must exist)")
+        _check_regular(path, url)
         return
     try:
         parsed = database_url(url)
@@ -146,10 +169,20 @@ def check_storage_url(url: str) -> None:
     except Exception as exc:  # SQLAlchemy raises several kinds; all mean the URL cannot be used
         raise TunerError(f"cannot open the Optuna storage '{shown(url)}' ({_first_line(exc)}); give a storage URL "
                          f"such as {EXAMPLES}") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database and not _in_memory(parsed):
+        _check_regular(Path(parsed.database), url)
     if _in_memory(parsed):
         raise TunerError(f"the Optuna storage '{url}' is an in-memory SQLite database, which is gone when the process "
                          f"ends, and a run's results must outlive it: give a file URL such as {EXAMPLE_URL} (or no "
                          f"--storage, for the output folder's own storage)")
+
+
+def _check_regular(path: Path, url: str) -> None:
+    """Refuse a storage file that exists and is no regular file (a FIFO would block, a device never end)."""
+    why = not_regular(path)
+    if why is not None:
+        raise TunerError(f"the Optuna storage '{shown(url)}': {path} {why}; a storage file must be a regular file "
+                         f"(or not exist yet)")
 
 
 def _in_memory(url: URL) -> bool:
@@ -254,6 +287,8 @@ def _raised_by_journal(exc: BaseException) -> bool:
 
 HEARTBEAT_INTERVAL_S = 10
 """Seconds between a worker's heartbeats in a shared storage."""
+CONNECT_TIMEOUT_S = 10
+"""Seconds to wait for a database server to answer a new connection."""
 GRACE_PERIODS = 4
 CREATION_ATTEMPTS = 5
 """Processes that create a new database's tables at the same moment collide; the later ones try again."""
@@ -285,7 +320,7 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 storage = optuna.storages.RDBStorage(database_url(url).render_as_string(hide_password=False),
-                                                     engine_kwargs={"pool_pre_ping": True}, **heartbeat)
+                                                     engine_kwargs=_engine_options(url), **heartbeat)
             break
         except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
             if not _created_meanwhile(exc) or attempt == CREATION_ATTEMPTS - 1:
@@ -295,6 +330,16 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections made from now on get the pragmas
     return storage
+
+
+def _engine_options(url: str) -> dict[str, Any]:
+    """SQLAlchemy's engine options: connections checked before use, and a PostgreSQL server that accepts but
+    does not answer given up after CONNECT_TIMEOUT_S (libpq waits 130 s), unless the URL sets connect_timeout."""
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    parsed = database_url(url)
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    return options
 
 
 def _created_meanwhile(exc: Exception) -> bool:

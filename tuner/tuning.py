@@ -1,10 +1,8 @@
 """A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
 
 ``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-vendor baseline once (cuBLAS on the GPU, numpy's BLAS on the CPU; float32/float64, when the backend offers
-``baseline``; kept in the study's user attribute ``baseline`` so a resumed run does not measure it again), then
-searches the study
-(:mod:`tuner.study`).
+vendor baseline (:mod:`tuner.baseline`: cuBLAS on the GPU, numpy's BLAS on the CPU; once, and again where the load
+changed), then searches the study (:mod:`tuner.study`).
 
 Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.log`` (unless ``storage``
 names another), ``results.parquet`` and ``results.csv`` (:mod:`tuner.results`, rebuilt from the storage and
@@ -45,7 +43,6 @@ import signal
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,20 +52,21 @@ import optuna
 
 from tuner import results
 from tuner.backends.protocol import Backend
+from tuner.baseline import measure_again_if_load_changed, measure_baseline
 from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.energy.capability import check_energy
 from tuner.energy.objective import Objective
 from tuner.energy.run_objective import resolve_objective
 from tuner.errors import TunerError
-from tuner.experiment import Experiment, check_experiment, load_experiment
+from tuner.experiment import Experiment, check_experiment, check_name, load_experiment
 from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
 from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.parallel import search_on_each
 from tuner.progress import Progress, print_summary
-from tuner.results import BASELINE, RunResult
+from tuner.results import RunResult
 from tuner.run_backends import default_backend, open_backends
-from tuner.settings import COUNTERS_CHOICES
+from tuner.settings import COUNTERS_CHOICES, STORAGE_FILE
 from tuner.storage import (
     HEARTBEAT_INTERVAL_S,
     check_storage_url,
@@ -92,9 +90,6 @@ from tuner.study import (
 )
 from tuner.transfer import transfer_best
 from tuner.workers import WorkerRegistry
-
-BASELINE_DTYPES = ("float32", "float64", "tf32", "bfloat16", "float16")
-
 
 # --- choosing the pieces ----------------------------------------------------------------------------------
 
@@ -196,20 +191,6 @@ def _count(experiment: Experiment, backend: Backend, table: Table, progress: Pro
     return note.to_dict()
 
 
-def _baseline(space: StudySpace, study: optuna.Study, backend: Backend, table: Table, progress: Progress) -> None:
-    if not space.baseline or space.dtype not in BASELINE_DTYPES or "baseline" in study.user_attrs:
-        return
-    progress.note(f"{space.name}: measuring the vendor baseline ({space.baseline})")
-    busy_before = backend.busy_seconds
-    measurement = backend.baseline(space.problem, space.dtype)
-    if measurement is None:
-        return
-    config = results.baseline_config(space.problem, space.dtype)
-    record = table.record(BASELINE, -1, BASELINE, config, measurement, backend.busy_seconds - busy_before)
-    study.set_user_attr("baseline", record.attrs())
-    table.add(record)
-
-
 def run(
     experiment: Experiment | str | os.PathLike[str],
     backend: str | Backend | None = None,
@@ -264,6 +245,8 @@ def run(
         experiment = load_experiment(experiment)
     elif experiment.path is None:
         check_experiment(experiment)
+    else:
+        check_name(experiment)
     use_family_dirs(experiment.template_dirs)
     experiment, sampler, goal = resolve_objective(experiment, objective, sampler, quiet)
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
@@ -286,8 +269,10 @@ def run(
     if backend is None:
         backend = default_backend(experiment, replay)
     chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None)
+    created = not out_dir.exists()
     try:
         check_energy(chosen, goal)
+        _check_replayable(experiment, chosen[0])
         lock = lock_folder(out_dir)
         try:
             store = given or _open_storage(url, out_dir)
@@ -310,9 +295,41 @@ def run(
                     close_storage(store)
         finally:
             os.close(lock)
+    except BaseException:
+        if created:
+            _remove_if_unused(out_dir)
+        raise
     finally:
         for one in reversed(chosen):
             one.close()
+
+
+def _remove_if_unused(folder: Path) -> None:
+    """Remove the output folder a failed run created where it holds nothing (a storage that could not be opened,
+    say), or only an empty journal."""
+    try:
+        entries = list(folder.iterdir())
+        if all(e.name == STORAGE_FILE and e.is_file() and not e.is_symlink() and e.stat().st_size == 0
+               for e in entries):
+            for entry in entries:
+                entry.unlink()
+            folder.rmdir()
+    except OSError:  # whatever cannot be removed stays
+        return
+
+
+def _check_replayable(experiment: Experiment, backend: Backend) -> None:
+    """Refuse a recording that holds no configuration of one of the experiment's studies (of another experiment,
+    say), before anything is written: such a study would end at once with nothing in it."""
+    recording, answerable = backend.recording(), backend.recorded_configs()
+    if recording is None or answerable is None:
+        return
+    for space in study_spaces(experiment, answerable):
+        if len(space.valid) == 0:
+            raise TunerError(f"the recording {recording.path} holds no valid configuration of the study "
+                             f"{space.name} (it holds {len(answerable)} configurations, of other problems, dtypes or "
+                             f"kernels), so there is nothing to replay there: replay a recording of this "
+                             f"experiment's problems, dtypes and kernels")
 
 
 def _heartbeat(seconds: int | None) -> int:
@@ -374,12 +391,16 @@ def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
 
 
-def _worker_seed(seed: int, liveness: Liveness) -> int:
-    """The seed of this process's samplers: the run's, unless other processes share the studies, where each
-    process's strategy must propose (and replay its own proposals) apart from the others'."""
-    if isinstance(liveness, SoleWorker | ThisProcess):
-        return seed
-    return seed + zlib.crc32(this_worker().encode()) % 1_000_003
+WORKER_SEED_STEP = 1000
+"""The seeds of the workers sharing a storage lie this far apart (a worker's further GPUs take the seeds after its
+own)."""
+
+
+def worker_seed(seed: int, liveness: Liveness) -> int:
+    """The seed of this process's samplers: the run's, offset by ``WORKER_SEED_STEP`` for each live worker that
+    joined the shared storage before this one, so that workers sharing studies propose apart from one another and
+    a worker alone in a storage proposes what it would without one (reproducibly, whatever its host or process)."""
+    return seed + WORKER_SEED_STEP * liveness.rank if isinstance(liveness, WorkerRegistry) else seed
 
 
 def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> StudySearch:
@@ -428,7 +449,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         ledger = Ledger(store, experiment.name)
         ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
                                                                                    strict=True)))
-        own_seed = _worker_seed(seed, place.liveness)
+        own_seed = worker_seed(seed, place.liveness)
         studies = {space: open_study(store, space, choice, own_seed, place.liveness, objective) for space in spaces}
         table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
@@ -469,12 +490,13 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                     # what the study before found since this one was prepared
                     _transfer(order, position, experiment.search.transfer, budget, fresh)
                     one.prepare()  # the compilers start while the baseline is measured
-                    _baseline(space, study, backend, table, progress)
+                    measure_baseline(space, study, backend, table, progress)
                     one.run()
+                    measure_again_if_load_changed(space, study, backend, table, progress)
                     table.save()
                     continue
                 _transfer(order, position, experiment.search.transfer, budget, fresh)
-                _baseline(space, study, backend, table, progress)
+                measure_baseline(space, study, backend, table, progress)
                 # each further GPU's search asks through a study object of its own, with its own sampler
                 own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness, objective)
                                 for index in range(1, len(backends)))]
@@ -485,6 +507,7 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
                                 progress if index == 0 else Progress(quiet=True), place.liveness, callbacks).run()
 
                 search_on_each(backends, search)
+                measure_again_if_load_changed(space, study, backend, table, progress)
                 table.save()
             searched = time.monotonic()
             counted = _count(experiment, backend, table, progress)

@@ -12,6 +12,10 @@ it works, whose user attribute ``worker`` holds the worker's id (``host/pid/star
   the trial's user attribute ``beat``; a worker whose beat has not changed for the grace period, as this
   process's clock measures it, is failed the same way (so the hosts' clocks need not agree here either).
 
+A worker's ``rank`` is how many live workers had joined before it (0 for a worker alone): the run's seed is
+offset by it, so that a worker alone proposes what a run without a shared storage would, and workers that join
+one after another propose the same as they did before (:func:`tuner.tuning.worker_seed`).
+
 A worker that finishes completes its trial. A worker is alive while its trial is RUNNING; on this host, a worker
 whose process is gone is dead at once. The search loop asks :meth:`WorkerRegistry.alive` about the worker of
 each RUNNING trial it meets (the :class:`tuner.claims.Liveness` protocol): a dead worker's trials are failed and
@@ -67,8 +71,15 @@ class WorkerRegistry:
             self._trial = self.study.ask()
         self._trial.set_user_attr(WORKER_ATTR, worker)
         self._beat()
+        self.rank = self._rank()
+        """How many live workers had joined before this one: 0 for a worker alone in the storage."""
         self._thread = threading.Thread(target=self._beating, name="tuner-heartbeat", daemon=True)
         self._thread.start()
+
+    def _rank(self) -> int:
+        mine = self._trial.number
+        earlier = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)) if t.number < mine]
+        return sum(1 for t in earlier if self.alive(t.user_attrs.get(WORKER_ATTR)))
 
     # --- this worker ----------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ Every mistake raises ExperimentError naming the file, the field and its line.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ MAX_VALUES = 1_000_000
 MAX_DEPTH = 64
 """Levels of mappings and lists within one another."""
 MERGE_TAG = "tag:yaml.org,2002:merge"
+INT_TAG = "tag:yaml.org,2002:int"
+FLOAT_TAG = "tag:yaml.org,2002:float"
+OCTAL = re.compile(r"[-+]?0[0-7]+")
+_PLAIN = SafeConstructor()
 
 try:
     from yaml.cyaml import CParser  # type: ignore[attr-defined]
@@ -111,6 +116,22 @@ def _forbidden_character(text: str, file: str, exc: yaml.reader.ReaderError) -> 
                                      f"not allow in a file; remove it", line)
 
 
+def _surprising_number(node: yaml.Node) -> str | None:
+    """Why a plain number is refused: YAML 1.1 (PyYAML's) reads ``0100`` as octal (64) and ``1:04`` as base 60
+    (64), which nobody writing a size or a tile means; None for any other scalar."""
+    if node.tag not in (INT_TAG, FLOAT_TAG) or not isinstance(node, yaml.ScalarNode):
+        return None
+    text = node.value.replace("_", "")
+    reading = SafeConstructor.construct_yaml_int if node.tag == INT_TAG else SafeConstructor.construct_yaml_float
+    if ":" in text:
+        return (f"holds {node.value}, which YAML reads as a base-60 number ({reading(_PLAIN, node)}); write the "
+                f"number itself, or quote it where text is meant")
+    if node.tag == INT_TAG and OCTAL.fullmatch(text):
+        return (f"holds {node.value}, which YAML reads as an octal number ({reading(_PLAIN, node)}); write it "
+                f"without the leading zero, or quote it where text is meant")
+    return None
+
+
 def _key_text(node: yaml.Node) -> str:
     return str(node.value) if isinstance(node, yaml.ScalarNode) else "?"
 
@@ -180,6 +201,9 @@ class _Builder:
         return self._scalar(node, path)
 
     def _scalar(self, node: yaml.Node, path: FieldPath) -> Any:
+        surprise = _surprising_number(node)
+        if surprise is not None:
+            raise self.document.error(path, surprise)
         try:
             return self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError) as exc:  # e.g. an unknown tag, 2001-02-30, an integer of 5000 digits

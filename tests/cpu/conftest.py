@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tuner.errors import TunerError
+from tuner.machine_load import ProcCounters
 from tuner.settings import MeasureSettings
 
 QUICK = MeasureSettings(warmup=0, min_samples=3, max_samples=5, max_time_s=0.05, timeout_s=60.0)
@@ -36,12 +37,25 @@ def cpu_cache(tmp_path_factory: pytest.TempPathFactory, cc: str) -> Iterator[Pat
         yield folder
 
 
+class UnwatchedCounters(ProcCounters):
+    """CPU counters that see no other process: the quick ceilings below are measured for real, but cached whatever
+    the machine's load, so that the backends of the tests find them (tests/test_machine_load.py tests the load)."""
+
+    def busy_ticks(self, cpus: set[int]) -> int:
+        return 0
+
+    def tree_ticks(self, root_pid: int) -> int:
+        return 0
+
+
 @pytest.fixture(scope="session")
 def quick_ceilings(cpu_cache: Path) -> dict[str, Any]:
     """The CPU's ceilings measured with few samples over small arrays, cached where the backend looks."""
     from tuner.cpu.ceilings import summary
+    from tuner.machine_load import LoadMeter
 
-    return summary(remeasure=True, settings=QUICK_CEILINGS, array_bytes=CEILING_ARRAY_BYTES)
+    return summary(remeasure=True, settings=QUICK_CEILINGS, array_bytes=CEILING_ARRAY_BYTES,
+                   load=LoadMeter(counters=UnwatchedCounters()))
 
 
 @pytest.fixture(scope="session")

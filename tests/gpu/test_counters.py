@@ -17,6 +17,7 @@ from tuner.config import Config, Problem
 from tuner.counters.ncu import NcuUnavailable, find_ncu
 from tuner.counters.sources import NcuCounters
 from tuner.model import cost
+from tuner.results import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 pytestmark = pytest.mark.gpu
@@ -137,7 +138,7 @@ def test_a_run_reads_counters_and_profile_adds_the_rest(ncu, tmp_path):
     summary = " ".join(done.stdout.split())
     assert "counters: 3 configurations counted (the fastest 3 of each study) by Nsight Compute" in summary, summary
     df = pd.read_parquet(out / "results.parquet")
-    kernels = df[df["family"] != "cublas"]
+    kernels = df[df["family"] != BASELINE_FAMILY]
     assert kernels["l1_bytes"].notna().sum() == 3
     assert (out / "roofline_hierarchical.png").is_file()
     done = subprocess.run([sys.executable, "-m", "tuner", "profile", str(out), "--all", "--no-report"], cwd=ROOT,

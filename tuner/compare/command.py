@@ -10,16 +10,27 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tuner.compare.comparison import DEFAULT_BUDGETS, DEFAULT_RUNS, CaseResult, compare, strategy_factories
-from tuner.compare.harness import Convention
+from tuner.compare.comparison import (
+    DEFAULT_BUDGETS,
+    DEFAULT_RUNS,
+    CaseResult,
+    brute_force_cost,
+    compare,
+    strategy_factories,
+)
+from tuner.compare.harness import Convention, distribution
 from tuner.compare.inputs import recorded_spaces
 from tuner.errors import TunerError
+from tuner.recorded import RecordedSpace
 
 CONVENTIONS = {"a": (Convention.VALID,), "b": (Convention.PRODUCT,), "both": tuple(Convention)}
 DEFAULT_OUT = Path("reports") / "compare"
+MAX_CANDIDATES = 2**22
+"""The most candidates a space may offer under a convention: a run keeps a value and a cost per candidate."""
 
 
 def run_comparison(paths: list[str | Path], strategies: list[str] | None = None, repeats: int = DEFAULT_RUNS,
@@ -32,8 +43,16 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
                          f"product) or both")
     if jobs is not None and jobs < 1:
         raise TunerError(f"--jobs must be at least 1, not {jobs}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise TunerError(f"--seed must be a whole number ≥ 0, not {seed!r}")
     factories = strategy_factories(strategies)
     spaces = recorded_spaces(paths)
+    for space in spaces.values():
+        for case_convention in CONVENTIONS[convention]:
+            refusal = unscorable(space, case_convention)
+            if refusal is not None:
+                raise TunerError(f"{space.source}: {refusal}")
+    budgets = capped_budgets(budgets, spaces, CONVENTIONS[convention], None if quiet else _note)
     folder = Path(out)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -51,6 +70,43 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
     if not quiet:
         _note(f"comparison written in {folder} in {time.monotonic() - started:.0f} s")
     return results
+
+
+def domain_size(space: RecordedSpace, convention: Convention) -> int:
+    """The candidates a strategy draws from under a convention: the recorded configurations, or the product."""
+    return len(space) if convention is Convention.VALID else space.product_size
+
+
+def capped_budgets(budgets: tuple[int, ...], spaces: dict[str, RecordedSpace], conventions: tuple[Convention, ...],
+                   note: Callable[[str], None] | None) -> tuple[int, ...]:
+    """The budgets, each at most the largest space's size (no run evaluates more than every candidate once, and
+    the curves are held as long as the largest budget)."""
+    largest = max(domain_size(space, c) for space in spaces.values() for c in conventions)
+    capped = tuple(sorted({min(b, largest) for b in budgets}))
+    if note is not None and max(budgets) > largest:
+        note(f"--budgets: {max(budgets):,} is more than the {largest:,} candidates of the largest space; the budgets "
+             f"are capped at {largest:,}")
+    return capped
+
+
+def unscorable(space: RecordedSpace, convention: Convention) -> str | None:
+    """Why the scores of a comparison are not defined on a space under a convention (they would read inf or NaN),
+    or None where they are."""
+    if domain_size(space, convention) > MAX_CANDIDATES:
+        return (f"under convention {convention.value} its {domain_size(space, convention):,} candidates are more than "
+                f"the {MAX_CANDIDATES:,} a comparison draws from (each run holds a value per candidate); compare "
+                f"under convention a (--convention a), which draws from its {len(space):,} recorded configurations")
+    dist = distribution(space, convention)
+    ok = len(dist.times_ms)
+    axis = dist.evaluation_axis()
+    if not len(axis):
+        return (f"its {ok} configuration(s) that ran ok are too few or too alike to score strategies on (under "
+                f"convention {convention.value}, random search is as good as the optimum from its first evaluations, "
+                f"so the methodology score has no axis to average over); compare on a larger recorded space")
+    if not brute_force_cost(space) > 0 or not dist.cost_per_draw_s > 0:
+        return ("it records no compile or benchmark time, and the scores over recorded time need one; give a "
+                "recording that holds them (Kernel Tuner's compile_time, benchmark_time or times)")
+    return None
 
 
 def write_outputs(results: list[CaseResult], out: Path, settings: dict[str, Any]) -> list[Path]:

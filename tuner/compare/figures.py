@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from tuner.compare.comparison import BASELINE, CaseResult, Scored
 from tuner.compare.table import CONVENTION_LABEL
+from tuner.report.literal_text import as_written
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
           "#7f7f7f", "#aec7e8", "#ffbb78")
@@ -47,7 +48,7 @@ def write_figure(result: CaseResult, out: Path) -> Path:
                     f"{CONVENTION_LABEL[case.convention.value]}: median and inter-quartile range of "
                     f"{next(iter(result.scored.values())).runs} runs (dashed: uniform random search)")
     path = out / figure_name(result)
-    figure.savefig(path, dpi=110)
+    as_written(figure).savefig(path, dpi=110)
     return path
 
 

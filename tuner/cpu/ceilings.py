@@ -33,6 +33,7 @@ from tuner.compile.cc import compiler_identity, find_cc, flags, openmp_works, ow
 from tuner.config import DTYPE_CTYPE
 from tuner.cpu.info import describe, llc_bytes, usable_cpus
 from tuner.cpu.timing import CpuTimer
+from tuner.machine_load import Load, LoadMeter
 from tuner.measurement import Timing
 from tuner.settings import MeasureSettings, cache_root
 
@@ -77,13 +78,21 @@ def theoretical_peaks(device: dict[str, Any], threads: int) -> dict[str, float |
     return peaks
 
 
-def _timing(timing: Timing, **extra: Any) -> dict[str, Any]:
+def _timing(timing: Timing, load: Load, **extra: Any) -> dict[str, Any]:
     return {**extra, "median_ms": timing.median_ms, "min_ms": timing.min_ms, "cv": timing.cv,
-            "samples": timing.count}
+            "samples": timing.count, "load": load.to_dict()}
+
+
+def _timed(timer: CpuTimer, run: Callable[[], object], settings: MeasureSettings, watch: LoadMeter,
+           threads: int) -> tuple[Timing, Load]:
+    """The timing of ``run`` on ``threads`` threads, and what other processes did meanwhile."""
+    window = watch.window(threads)
+    timing = timer.time(run, settings)
+    return timing, window.close()
 
 
 def measure_bandwidth(timer: CpuTimer, threads: tuple[int, ...], array_bytes: int, settings: MeasureSettings,
-                      say: Any) -> dict[str, Any]:
+                      say: Any, watch: LoadMeter) -> dict[str, Any]:
     """STREAM copy and triad at each thread count: {"copy": {"threads": details}, "triad": {...}}."""
     stream = own_kernel("stream.c")
     pointer, size = ctypes.c_void_p, ctypes.c_size_t
@@ -99,15 +108,17 @@ def measure_bandwidth(timer: CpuTimer, threads: tuple[int, ...], array_bytes: in
     for count in threads:
         say(f"measuring the memory bandwidth on {count} thread(s) (STREAM copy and triad, "
             f"{3 * array_bytes >> 20} MiB)…")
-        timing = timer.time(partial(stream.copy, a, c, n, count), settings)
-        found["copy"][str(count)] = _timing(timing, bytes=2 * 8 * n, gbs=2 * 8 * n / (timing.median_ms * 1e-3) / 1e9)
-        timing = timer.time(partial(stream.triad, a, b, c, 3.0, n, count), settings)
-        found["triad"][str(count)] = _timing(timing, bytes=3 * 8 * n, gbs=3 * 8 * n / (timing.median_ms * 1e-3) / 1e9)
+        timing, load = _timed(timer, partial(stream.copy, a, c, n, count), settings, watch, count)
+        found["copy"][str(count)] = _timing(timing, load, bytes=2 * 8 * n,
+                                            gbs=2 * 8 * n / (timing.median_ms * 1e-3) / 1e9)
+        timing, load = _timed(timer, partial(stream.triad, a, b, c, 3.0, n, count), settings, watch, count)
+        found["triad"][str(count)] = _timing(timing, load, bytes=3 * 8 * n,
+                                             gbs=3 * 8 * n / (timing.median_ms * 1e-3) / 1e9)
     return found
 
 
 def measure_fma(timer: CpuTimer, dtype: str, threads: tuple[int, ...], settings: MeasureSettings,
-                say: Any, call_seconds: float = FMA_CALL_SECONDS) -> dict[str, dict[str, Any]]:
+                say: Any, watch: LoadMeter, call_seconds: float = FMA_CALL_SECONDS) -> dict[str, dict[str, Any]]:
     """The multiply-add rate of ``dtype`` at each thread count: {"threads": details with "gflops"}."""
     real = NUMPY_FLOAT[dtype]
     library = own_kernel("fma.c", f"typedef {DTYPE_CTYPE[dtype]} real_t;\n")
@@ -128,21 +139,25 @@ def measure_fma(timer: CpuTimer, dtype: str, threads: tuple[int, ...], settings:
     found = {}
     for count in threads:
         say(f"measuring the {dtype} multiply-add rate on {count} thread(s)…")
-        timing = timer.time(call(iterations, count), settings)
+        timing, load = _timed(timer, call(iterations, count), settings, watch, count)
         operations = 2 * lanes * chains * iterations * count
-        found[str(count)] = _timing(timing, operations=operations, lanes=lanes, chains=chains,
-                               gflops=operations / (timing.median_ms * 1e-3) / 1e9)
+        found[str(count)] = _timing(timing, load, operations=operations, lanes=lanes, chains=chains,
+                                    gflops=operations / (timing.median_ms * 1e-3) / 1e9)
     return found
 
 
 def measure_ceilings(timer: CpuTimer, threads: tuple[int, ...] | None = None, array_bytes: int | None = None,
-                     settings: MeasureSettings = CEILING_SETTINGS, progress: bool = False) -> dict[str, Any]:
-    """Measured ceilings per thread count ({"1": {...}, "2": {...}}) and the raw timings."""
+                     settings: MeasureSettings = CEILING_SETTINGS, progress: bool = False,
+                     watch: LoadMeter | None = None) -> dict[str, Any]:
+    """Measured ceilings per thread count ({"1": {...}, "2": {...}}) and the raw timings, each with the load of the
+    machine while it was measured (``watch``; default: this process's tree is the run's own)."""
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda text: None)
     threads = threads or thread_counts()
-    details: dict[str, Any] = measure_bandwidth(timer, threads, array_bytes or stream_array_bytes(), settings, say)
+    watch = watch or LoadMeter()
+    details: dict[str, Any] = measure_bandwidth(timer, threads, array_bytes or stream_array_bytes(), settings, say,
+                                                watch)
     for dtype in FMA_DTYPES:
-        details[f"fma_{dtype}"] = measure_fma(timer, dtype, threads, settings, say)
+        details[f"fma_{dtype}"] = measure_fma(timer, dtype, threads, settings, say, watch)
     by_threads = {
         count: {
             "float32_gflops": details["fma_float32"][count]["gflops"],
@@ -174,22 +189,27 @@ def _cache_file(device: dict[str, Any], compiler: dict[str, Any]) -> Path:
 
 
 def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bool = False,
-            settings: MeasureSettings = CEILING_SETTINGS, array_bytes: int | None = None) -> dict[str, Any]:
+            settings: MeasureSettings = CEILING_SETTINGS, array_bytes: int | None = None,
+            load: LoadMeter | None = None) -> dict[str, Any]:
     """The CPU's description, compiler, theoretical peaks and measured ceilings (cached per machine).
 
     Keys: device, versions, peaks ({"theoretical", "measured"} on all usable cores), by_threads (measured ceilings
-    per thread count, as text keys), ceilings (method, measured_utc, details), cache_file. ``settings`` and
-    ``array_bytes`` (of each STREAM array) change how the ceilings are measured when they are.
+    per thread count, as text keys), ceilings (method, measured_utc, details, load: see ``ceilings_load``),
+    cache_file. ``settings`` and ``array_bytes`` (of each STREAM array) change how the ceilings are measured when
+    they are; ``load`` watches the machine meanwhile. Ceilings measured under load are not cached (and a warning
+    says so): the next run measures them again. A cache written before loads were watched is measured again.
     """
     device = describe()
     compiler = versions()
     path = _cache_file(device, compiler)
     cached = None if remeasure else read_cached(path, device["name"])
-    if cached is not None:
+    if cached is not None and "load" in (cached.get("ceilings") or {}):
         return {**cached, "device": device, "versions": compiler, "cache_file": str(path)}
     array_bytes = array_bytes or stream_array_bytes()
-    measured = measure_ceilings(timer or CpuTimer(), array_bytes=array_bytes, settings=settings, progress=progress)
+    measured = measure_ceilings(timer or CpuTimer(), array_bytes=array_bytes, settings=settings, progress=progress,
+                                watch=load)
     cores = max(int(count) for count in measured["by_threads"])
+    watched = ceilings_load(measured["details"])
     result = {
         "device": device,
         "versions": compiler,
@@ -198,10 +218,28 @@ def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bo
         "by_threads": measured["by_threads"],
         "ceilings": {"method": method_text(array_bytes, settings),
                      "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                     "details": measured["details"]},
+                     "details": measured["details"], "load": watched},
     }
-    write_cached(path, result)
+    if watched["under_load"]:
+        print(f"warning: the CPU's ceilings were measured while {watched['worst']}; they are not cached, so the "
+              f"next run measures them again, and percentages of them are flagged (python -m tuner device --cpu "
+              f"--remeasure on an idle machine)", file=sys.stderr, flush=True)
+    else:
+        write_cached(path, result)
     return {**result, "cache_file": str(path)}
+
+
+def ceilings_load(details: dict[str, Any]) -> dict[str, Any]:
+    """What other processes did while the ceilings were measured: {"under_load": whether any ceiling was measured
+    under load, "worst": the heaviest load in words, "loaded": the ceilings measured under load ("copy 2",
+    "fma_float64 2", ...)}."""
+    loads = {f"{name} {count}": Load.from_dict(part.get("load")) for name, parts in details.items()
+             if isinstance(parts, dict) for count, part in parts.items() if isinstance(part, dict)}
+    known = {name: load for name, load in loads.items() if load is not None}
+    heaviest = max(known.values(), key=lambda load: load.other_cpus or 0.0, default=None)
+    return {"under_load": any(load.under_load for load in known.values()),
+            "worst": heaviest.describe() if heaviest is not None else "no other work seen",
+            "loaded": sorted(name for name, load in known.items() if load.under_load)}
 
 
 def peaks_at(info: dict[str, Any], threads: int) -> dict[str, dict[str, float | None]]:
@@ -260,7 +298,15 @@ def format_summary(info: dict[str, Any]) -> str:
     lines.append("  (DRAM bandwidth: no theoretical figure; the memory's speed is not visible without root)")
     ceilings = info["ceilings"]
     lines.append(f"ceilings measured {ceilings['measured_utc']} ({ceilings['method']})")
-    lines.append(f"cached in {info['cache_file']} (python -m tuner device --cpu --remeasure to measure again)")
+    load = ceilings.get("load") or {}
+    if load.get("under_load"):
+        lines.append(f"  UNDER LOAD: measured while {load['worst']} ({', '.join(load['loaded'])} slowed); not cached, "
+                     f"and percentages of them are flagged: measure again on an idle machine")
+        lines.append(f"not cached (it would be {info['cache_file']})")
+    else:
+        if load:
+            lines.append(f"  load while measured: {load['worst']} (within what the measurements leave free)")
+        lines.append(f"cached in {info['cache_file']} (python -m tuner device --cpu --remeasure to measure again)")
     return "\n".join(lines)
 
 

@@ -28,7 +28,7 @@ def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSetti
         "device": {**summary["device"], "threads": threads},
         "peaks": peaks_at(summary, threads),
         "ceilings": {"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc"),
-                     "by_threads": summary.get("by_threads")},
+                     "by_threads": summary.get("by_threads"), "load": ceilings.get("load")},
         "versions": {"cc": compiler["cc"], "blas": blas_description(threads), **python_versions()},
         "git": git_state(),
         "measure": {**asdict(measure), "method": describe_method(measure, threads)},

@@ -85,7 +85,7 @@ class StudyFront:
     """Rows of the study with both a time and an energy."""
 
 
-def study_fronts(df: pd.DataFrame, baseline_family: str = "cublas") -> Iterator[StudyFront]:
+def study_fronts(df: pd.DataFrame, baseline_family: str) -> Iterator[StudyFront]:
     """The front of every study whose rows hold energy (the baseline rows aside), in the table's order."""
     tuned = df[df["family"] != baseline_family]
     for (problem, dtype), rows in tuned.groupby(["problem", "dtype"], sort=False):

@@ -40,7 +40,7 @@ def energy_summary(df: pd.DataFrame, objective: Objective, width: int) -> str | 
         lines.append(wrapped(f"energy not recorded for {unmeasured} ok evaluation(s): the search counted them as "
                              f"failures.", width, hanging=""))
     rows, names = [], []
-    for front in study_fronts(df):
+    for front in study_fronts(df, BASELINE_FAMILY):
         for i, (point, index) in enumerate(zip(POINTS, (front.fastest, front.efficient, front.knee), strict=True)):
             row = front.front.loc[index]
             names.append(configuration(row))

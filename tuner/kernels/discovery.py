@@ -100,7 +100,7 @@ def _load_file(path: Path) -> ModuleType:
     try:
         with _importable(path.parent):
             spec.loader.exec_module(module)
-    except Exception as exc:  # a user's declaration may fail in any way: say where
+    except (Exception, SystemExit) as exc:  # a user's declaration may fail in any way, exit included: say where
         del sys.modules[name]
         raise TunerError(f"{path}: the family declaration raised {type(exc).__name__}: {exc}") from None
     return module
@@ -116,8 +116,16 @@ def _found(module: ModuleType, path: Path) -> Family | None:
 
 
 def _placed(family: Family, path: Path) -> Family:
-    """The family with the file that declares it and the folder its template lies in."""
+    """The family with the file that declares it and the folder its template lies in. Its name must be an
+    identifier: it names the family's template file, the report's figures and the columns of the tables."""
+    if not isinstance(family.name, str) or not family.name.isidentifier():
+        raise TunerError(f"{path}: the family name {family.name!r} is not an identifier (letters, digits and '_', "
+                         f"not starting with a digit); it names the template file beside the declaration and files "
+                         f"of the report, so it may hold no '/' or '.'")
     found = replace(family, folder=path.parent, declaration=path)
+    if Path(found.template_file).name != found.template_file or found.template_file.startswith("."):
+        raise TunerError(f"{path}: family '{found.name}' names its template {found.template_file!r}; give the name "
+                         f"of a file beside the declaration")
     if not found.template_path.is_file():
         raise TunerError(f"{path}: family '{found.name}' has no template {found.template_file} beside it")
     return found
@@ -146,7 +154,7 @@ def _entry_point_families() -> Iterator[Family]:
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = entry.load()
-        except Exception as exc:  # an installed package's failure to import: name it
+        except (Exception, SystemExit) as exc:  # an installed package's failure to import: name it
             raise TunerError(f"the entry point '{entry.name} = {entry.value}' ({ENTRY_POINT_GROUP}) cannot be "
                              f"loaded: {type(exc).__name__}: {exc}") from None
         if isinstance(loaded, Family):
@@ -182,6 +190,11 @@ def families() -> dict[str, Family]:
 
 def _origin(family: Family) -> Path | None:
     return family.recording or family.declaration
+
+
+def is_package_family(family: Family) -> bool:
+    """Whether the family is one of the package's own (in ``kernel_templates``)."""
+    return family.folder == _package_folder()
 
 
 def get_family(name: str) -> Family:

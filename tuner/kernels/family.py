@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from tuner.config import DTYPE_BYTES, MATMUL_DIMS, PLAIN_DTYPES, ParamValue, Problem
+from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.arguments import Argument, Buffer
 from tuner.kernels.targets import SHARED_RESERVED_PER_BLOCK, Target
@@ -27,6 +28,10 @@ from tuner.verify import Expected, Tolerance
 Params = Mapping[str, ParamValue]
 Dim3 = tuple[int, int, int]
 TEMPLATE_SUFFIXES = {"cuda": ".cu.j2", "c": ".c.j2"}
+
+
+class FamilyError(TunerError):
+    """A mistake in a family's own code (its declaration or its template), named with the file it is in."""
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -194,6 +199,16 @@ class Family:
         if broken:
             values = ", ".join(f"{k}={v}" for k, v in params.items())
             raise ValueError(f"the {self.name} family is not defined for {values} ({'; '.join(broken)})")
+
+    @property
+    def origin(self) -> str:
+        """Where the family's code is, for messages: its declaration, else its name."""
+        return str(self.declaration) if self.declaration is not None else f"family '{self.name}'"
+
+    def mistake(self, part: str, exc: BaseException, values: str) -> FamilyError:
+        """The error of a family function (``part``, e.g. "the cost model") that raised ``exc`` for ``values``."""
+        return FamilyError(f"{self.origin}: {part} of family '{self.name}' raised {type(exc).__name__} ({exc}) for "
+                           f"{values}; fix the family's declaration")
 
     def threads_per_block(self, params: Params) -> int:
         x, y, z = self.block(params)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import traceback
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -12,7 +13,7 @@ import jinja2.sandbox
 
 from tuner.config import DTYPE_CTYPE, Config
 from tuner.kernels.discovery import get_family, template_hash
-from tuner.kernels.family import TOKEN, Dim3
+from tuner.kernels.family import TOKEN, Dim3, FamilyError
 from tuner.kernels.tensor_maps import TensorMap
 from tuner.precision import PRECISIONS
 
@@ -78,11 +79,30 @@ def _context(config: Config, template_file: str, digest: str) -> dict[str, objec
 
 @functools.lru_cache(maxsize=4096)
 def _rendered(config: Config, digest: str) -> str:
-    """The source of one configuration from its family's template as it is now (``digest``: its hash)."""
+    """The source of one configuration from its family's template as it is now (``digest``: its hash); FamilyError
+    naming the template's file and line where it does not parse or render."""
     family = get_family(config.family)
     assert family.folder is not None  # discovery places every family
-    template = _environment(family.folder).get_template(family.template_file)
-    return template.render(**_context(config, family.template_file, digest))
+    try:
+        template = _environment(family.folder).get_template(family.template_file)
+        return template.render(**_context(config, family.template_file, digest))
+    except jinja2.TemplateError as exc:
+        raise _template_mistake(family.template_path, exc, config.key) from None
+
+
+def _template_mistake(path: Path, exc: jinja2.TemplateError, rendering: str) -> FamilyError:
+    """A template that does not parse (Jinja names its line) or refers to what is not defined."""
+    line = getattr(exc, "lineno", None) or _line_in_traceback(exc, path)
+    where = f"{path}, line {line}" if line else str(path)
+    what = "does not parse" if isinstance(exc, jinja2.TemplateSyntaxError) else "cannot be rendered"
+    return FamilyError(f"{where}: the template {what} ({type(exc).__name__}: {exc.message or exc}) for {rendering}; "
+                       f"fix the family's template")
+
+
+def _line_in_traceback(exc: BaseException, path: Path) -> int | None:
+    """The template line an error was raised at (Jinja maps its compiled frames back to the template's lines)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return next((frame.lineno for frame in reversed(frames) if frame.filename == str(path)), None)
 
 
 def render_stored(config: Config, template_text: str, template_file: str, digest: str) -> str:
@@ -102,7 +122,10 @@ def launch(config: Config) -> Launch:
         raise ValueError(f"the {family.target} family '{family.name}' is a function call, not a CUDA launch")
     params = config.param_dict
     family.require_preconditions(params, config.dtype)
-    dynamic = family.shared_bytes(params, config.element_bytes) if family.dynamic_shared else 0
-    return Launch(family.kernel_name, family.block(params), family.grid(params, config.problem), dynamic,
-                  family.resident_blocks(params), family.cluster(params),
-                  family.tensor_maps(params, config.element_bytes), family.arch)
+    try:
+        dynamic = family.shared_bytes(params, config.element_bytes) if family.dynamic_shared else 0
+        return Launch(family.kernel_name, family.block(params), family.grid(params, config.problem), dynamic,
+                      family.resident_blocks(params), family.cluster(params),
+                      family.tensor_maps(params, config.element_bytes), family.arch)
+    except Exception as exc:  # a family's own code may fail in any way: say where
+        raise family.mistake("the launch geometry", exc, config.key) from None

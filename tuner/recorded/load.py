@@ -13,12 +13,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tuner import input_file
 from tuner.errors import TunerError
 from tuner.recorded.cache_file import is_cache, parse_cache_text, read_cache
 from tuner.recorded.space import RecordedSpace
 from tuner.recorded.t4 import is_t4, read_t4
 
-GZIP_MAGIC = b"\x1f\x8b"
+MAX_RECORDING_BYTES = 256 * 2**20
+"""The most a recording may hold, decompressed (the shipped GEMM recordings hold 12 and 16 MB)."""
 
 
 def load_recorded(path: str | Path) -> RecordedSpace:
@@ -49,16 +51,14 @@ def _load_cached(path: Path, mtime_ns: int, size: int) -> RecordedSpace:
 
 
 def read_text(path: Path) -> str:
-    """The file's text, decompressed when it is gzipped (a cut-off stream gives what it holds)."""
+    """The file's text, decompressed when it is gzipped (a cut-off stream gives what it holds); only a regular
+    file, of at most MAX_RECORDING_BYTES once decompressed."""
     try:
-        raw = path.read_bytes()
+        raw = input_file.read_bytes(path, MAX_RECORDING_BYTES, gunzip=True)
+    except zlib.error as exc:
+        raise TunerError(f"{path}: the gzip stream cannot be decompressed ({exc})") from None
     except OSError as exc:
-        raise TunerError(f"{path}: the recording cannot be read ({exc.strerror or exc})") from None
-    if raw.startswith(GZIP_MAGIC):
-        try:
-            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
-        except zlib.error as exc:
-            raise TunerError(f"{path}: the gzip stream cannot be decompressed ({exc})") from None
+        raise TunerError(f"{path}: the recording cannot be read ({input_file.reason(exc)})") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -69,6 +69,8 @@ def parse(text: str, source: str) -> Any:
     """The JSON document; a cache file saved mid-run is read up to its last complete record."""
     try:
         return json.loads(text)
+    except RecursionError:
+        raise TunerError(f"{source}: its JSON nests too deeply to be read") from None
     except json.JSONDecodeError as exc:
         document = parse_cache_text(text, source)
         if document is None:

@@ -12,6 +12,7 @@ recording spent on it (what counts is the reader's business: see :mod:`tuner.rec
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,16 @@ class RecordedSpace:
         if math.prod(len(v) for v in self.values) >= 2**62:
             raise TunerError(f"{self.source}: the product of the parameters' value counts is too large to index "
                              f"({' × '.join(str(len(v)) for v in self.values)})")
+        for name, values in zip(self.names, self.values, strict=True):
+            refusal = _values_refusal(values)
+            if refusal is not None:
+                raise TunerError(f"{self.source}: parameter '{name}': {refusal}")
+        bad = np.flatnonzero((self.status == Status.OK.value) & ~(self.time_ms > 0))
+        if len(bad):
+            config = ", ".join(f"{name}={value}" for name, value in self.params_of(int(bad[0])).items())
+            raise TunerError(f"{self.source}: the configuration {config} is recorded as ok "
+                             f"with a time of {self.time_ms[bad[0]]:g} ms; an ok time must be positive (its "
+                             f"performance is work over time)")
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -128,6 +139,20 @@ class RecordedSpace:
     def status_counts(self) -> dict[str, int]:
         names, counts = np.unique(self.status, return_counts=True)
         return {str(n): int(c) for n, c in zip(names, counts, strict=True)}
+
+
+def _values_refusal(values: tuple[RecordedValue, ...]) -> str | None:
+    """Why a parameter's recorded values cannot be told apart or kept, or None: two values Python takes as one
+    (1 and true, 1 and 1.0) would merge their configurations; an integer past 64 bits fits no table column."""
+    seen: dict[RecordedValue, RecordedValue] = {}
+    for value in values:
+        if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+            return f"the value {value} is beyond the 64-bit integers a results table holds"
+        if value in seen:
+            return (f"the values {json.dumps(seen[value])} and {json.dumps(value)} are listed apart but are equal "
+                    f"as keys (a boolean, an integer and a float of the same value are one key); keep one of them")
+        seen[value] = value
+    return None
 
 
 def cost_seconds(compile_ms: float | None, verification_ms: float | None, framework_ms: float | None,

@@ -26,6 +26,7 @@ from tuner.report.convergence import convergence_figure
 from tuner.report.hierarchical import hierarchical_plan
 from tuner.report.html import Image, render_html
 from tuner.report.importances import DEADLINE_S, METHOD, TOP_TRIALS, importances_figure, param_importances
+from tuner.report.literal_text import as_written
 from tuner.report.parameters import parameter_plan
 from tuner.report.pareto import pareto_plan
 from tuner.report.roofline import roofline_plan
@@ -44,6 +45,7 @@ T = TypeVar("T")
 
 
 def _save(figure: Figure, path: Path) -> Path:
+    as_written(figure)
     atomic_file.replace_with(path, lambda partial: figure.savefig(partial, dpi=DPI, format="png"))
     return path
 

@@ -45,11 +45,11 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
     for ax in (ax_trial, ax_wall):
         if baseline is not None and baseline <= BASELINE_SCALE * max(top, 1e-9):
             ax.axhline(baseline, color="#444444", linestyle="--", linewidth=1.2,
-                       label=f"{library} {number(baseline)}", gid="cublas")
+                       label=f"{library} {number(baseline)}", gid="baseline")
             top = max(top, baseline)
         elif baseline is not None:
             ax.text(0.99, 0.98, f"{library} {number(baseline)} GFLOP/s (above this scale)", transform=ax.transAxes,
-                    ha="right", va="top", fontsize=8, color="#444444", gid="cublas")
+                    ha="right", va="top", fontsize=8, color="#444444", gid="baseline")
         ax.set_ylim(0, top * 1.15 if top > 0 else 1)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.grid(True, alpha=0.3)

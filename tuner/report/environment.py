@@ -6,7 +6,9 @@ from typing import Any
 
 import yaml
 
+from tuner import results
 from tuner.config import PLAIN_DTYPES
+from tuner.machine_load import Load
 from tuner.memory_ceilings import LEVEL_LABELS
 from tuner.peaks import TENSOR_DTYPES
 from tuner.peaks import key as peak_key
@@ -93,7 +95,7 @@ def environment_heading(run: Run, env_id: str) -> str:
 def runs_table(run: Run) -> Table:
     """Each run (and resume) of the experiment into this folder, as metadata.json lists them."""
     table = Table(["started (UTC)", "finished (UTC)", "backend", "sampler", "trials", "evaluations", "wall s",
-                   "GPU busy", "interrupted"], numeric={4, 5, 6, 7})
+                   f"{results.measuring_device(run.metadata)} busy", "interrupted"], numeric={4, 5, 6, 7})
     for entry in _runs(run):
         ended = "yes" if entry.get("interrupted") else "no"
         if entry.get("error"):
@@ -147,6 +149,13 @@ def ceilings_table(env: dict[str, Any]) -> Table:
         t, m = theoretical.get(key), measured.get(key)
         ratio = m / t if isinstance(t, int | float) and isinstance(m, int | float) and t else None
         table.rows.append([f"{name} ({unit})", number(t), number(m), percent(ratio, 0, scale=100)])
+    load = (env.get("ceilings") or {}).get("load")
+    if isinstance(load, dict) and "under_load" in load:
+        watched = Load.from_dict(load)
+        words = load.get("worst") or (watched.describe() if watched is not None else "other work was seen")
+        table.caption = (f"UNDER LOAD: measured while {words}; the measured ceilings read too low, and shares of them "
+                         f"are flagged ?" if load["under_load"] else f"measured while {words}, within what the "
+                         f"measurements leave free")
     return table
 
 

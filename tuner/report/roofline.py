@@ -190,7 +190,7 @@ def _draw_baselines(ax: Axes, xs: list[float], ys: list[float], describe: bool, 
         return
     label = f"{library} (at its compulsory-traffic intensity)"
     ax.scatter(xs, ys, s=260, marker="*", color=CUBLAS_COLOR, edgecolors="black", linewidths=0.9, zorder=7,
-               gid="cublas", label=label)
+               gid="baseline", label=label)
     handles.append(Line2D([], [], marker="*", linestyle="none", markerfacecolor=CUBLAS_COLOR, markeredgecolor="black",
                           markersize=14, label=label))
     if describe:

@@ -36,15 +36,39 @@ def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:,.0f} %"
 
 
+FLAGS = {
+    "*": "* measured while other processes used the device (under load)",
+    "!": "! above the measured compute ceiling, which no kernel can be: that ceiling was measured too low",
+    "?": "? of ceilings measured under load",
+}
+
+
+def _loaded(row: pd.Series | None) -> bool:
+    value = row.get("under_load") if row is not None else None
+    return value is not None and not pd.isna(value) and bool(value)
+
+
+def _compute_share(run: Run, row: pd.Series) -> str:
+    """The row's share of the measured compute ceiling, flagged ! above 100% and ? of ceilings under load."""
+    share = row.get("pct_flops_ceiling")
+    above = share is not None and not pd.isna(share) and float(share) > 100
+    return percent(share) + ("!" if above else "") + (
+        "?" if results.ceilings_under_load(run.metadata, row.get("metadata_id")) else "")
+
+
+def _flag_caption(table: Table, caption: str) -> str:
+    """The caption, with the meaning of each flag the table's cells carry."""
+    used = [note for mark, note in FLAGS.items() if any(mark in cell for row in table.rows for cell in row[3:])]
+    return "; ".join([caption, *used])
+
+
 def best_per_problem(run: Run) -> Table:
-    """The best configuration of each problem and dtype; of each GPU model too where the rows come from several."""
+    """The best configuration of each problem and dtype; of each GPU model too where the rows come from several.
+    Numbers measured under load are flagged *, shares above the ceiling !, shares of ceilings under load ?."""
     by_gpu = len(run.gpu_names) > 1
     objective = run.objective[0]
     table = Table(["problem", "dtype", *(["GPU"] if by_gpu else []), "best configuration", "performance",
-                   "% measured compute", f"{run.library} GFLOP/s", f"best / {run.library}"],
-                  caption="performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) "
-                          "for a kernel without arithmetic" + ("" if objective == TIME else
-                                                               f"; best: {MEANING[objective]}"))
+                   "% measured compute", f"{run.library} GFLOP/s", f"best / {run.library}"])
     first_number = 4 if by_gpu else 3
     table.numeric = set(range(first_number, first_number + 4))
     for dtype, problem in run.slices():
@@ -54,20 +78,27 @@ def best_per_problem(run: Run) -> Table:
             if gpu is not None:
                 ok, base = ok[ok["gpu_name"] == gpu], base[base["gpu_name"] == gpu]
             table.rows.append([problem, dtype, *([gpu] if gpu is not None else []),
-                               *_best_cells(ok, base, dtype, objective)])
+                               *_best_cells(run, ok, base, dtype, objective)])
+    caption = "performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) for a " \
+              "kernel without arithmetic" + ("" if objective == TIME else f"; best: {MEANING[objective]}")
+    table.caption = _flag_caption(table, caption)
     return table
 
 
-def _best_cells(ok: pd.DataFrame, base: pd.DataFrame, dtype: str, objective: str = TIME) -> list[str]:
-    cublas = float(base["gflops"].max()) if not base.empty else None
+def _best_cells(run: Run, ok: pd.DataFrame, base: pd.DataFrame, dtype: str, objective: str = TIME) -> list[str]:
+    fastest = base.loc[base["gflops"].idxmax()] if not base.empty else None
+    cublas = float(fastest["gflops"]) if fastest is not None else None
+    library = number(cublas) + ("*" if _loaded(fastest) else "")
     if ok.empty:
-        return ["no successful evaluation", "—", "—", number(cublas), "—"]
+        return ["no successful evaluation", "—", "—", library, "—"]
     score = objective_score(ok, objective, ok["performance"])
     best = ok.loc[score.idxmax() if score.notna().any() else ok["performance"].idxmax()]
     unit = performance_unit(ok, dtype)
-    return [f"{best['family']} {params_text(best['params'])}", f"{number(best['performance'])} {unit}",
-            percent(best.get("pct_flops_ceiling")), number(cublas),
-            _ratio(fraction(float(best["gflops"]), cublas) if cublas else None)]
+    either = "*" if _loaded(best) or _loaded(fastest) else ""
+    return [f"{best['family']} {params_text(best['params'])}",
+            f"{number(best['performance'])} {unit}" + ("*" if _loaded(best) else ""),
+            _compute_share(run, best), library,
+            _ratio(fraction(float(best["gflops"]), cublas) if cublas else None) + (either if cublas else "")]
 
 
 def intensities_text(row: pd.Series) -> str:
@@ -99,8 +130,9 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
             table.rows.append([
                 str(rank), row["family"], params_text(row["params"]), _text(row.get("block")), _text(row.get("grid")),
                 intensities_text(row), fixed(row.get("time_median_ms"), 4), percent(row.get("time_cv"), 2, scale=100),
-                number(row["gflops"]), number(row.get("bandwidth_gbs")), number(row.get("effective_bandwidth_gbs")),
-                percent(row.get("pct_flops_ceiling")), percent(row.get("pct_bandwidth_ceiling")),
+                number(row["gflops"]) + ("*" if _loaded(row) else ""), number(row.get("bandwidth_gbs")),
+                number(row.get("effective_bandwidth_gbs")), _compute_share(run, row),
+                percent(row.get("pct_bandwidth_ceiling")),
                 fixed(row.get("compile_time_s"), 2),
                 integer(row.get("registers")), integer(row.get("spill_bytes")),
             ])
@@ -109,11 +141,12 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
             table.rows.append([
                 "—", f"{run.library} (baseline)", "—", "—", "—", intensities_text(row),
                 fixed(row.get("time_median_ms"), 4),
-                percent(row.get("time_cv"), 2, scale=100), number(row["gflops"]),
+                percent(row.get("time_cv"), 2, scale=100), number(row["gflops"]) + ("*" if _loaded(row) else ""),
                 number(row.get("bandwidth_gbs")), number(row.get("effective_bandwidth_gbs")),
-                percent(row.get("pct_flops_ceiling")),
+                _compute_share(run, row),
                 percent(row.get("pct_bandwidth_ceiling")), "—", "—", "—",
             ])
+        table.caption = _flag_caption(table, table.caption)
         tables.append((f"{problem}, {dtype}", table))
     return tables
 

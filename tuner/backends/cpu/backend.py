@@ -44,9 +44,17 @@ START_TIMEOUT_S = 120.0
 
 
 def default_threads() -> int:
-    """``OMP_NUM_THREADS`` when it names a positive count, else every usable core."""
-    text = (os.environ.get("OMP_NUM_THREADS") or "").split(",")[0].strip()
-    return int(text) if text.isdigit() and int(text) > 0 else usable_cpus()
+    """``OMP_NUM_THREADS`` when it is set (a positive count, or OpenMP's list of counts per nesting level, whose
+    first counts here), else every usable core; TunerError for any other value, which OpenMP would ignore."""
+    given = os.environ.get("OMP_NUM_THREADS")
+    if given is None or not given.strip():
+        return usable_cpus()
+    first = given.split(",")[0].strip()
+    if not first.isascii() or not first.isdigit() or int(first) < 1:
+        raise TunerError(f"OMP_NUM_THREADS={given!r}: the CPU backend's thread count must be a whole number of at "
+                         f"least 1 (such as OMP_NUM_THREADS=2); unset it to run on every usable core "
+                         f"({usable_cpus()} here)")
+    return int(first)
 
 
 class CpuBackend(BackendBase):

@@ -16,6 +16,7 @@ never the parent.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -32,6 +33,7 @@ from tuner.energy.cpu import CpuEnergy
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.kernels.family import MATMUL, Kernel
+from tuner.machine_load import LoadMeter
 from tuner.measurement import Measurement, Resources, Status
 from tuner.settings import MeasureSettings
 from tuner.verify import Expected, Verdict, check_all, poison_word, poisoned, random_inputs
@@ -94,6 +96,8 @@ class CpuWorker:
         self.threads = threads
         self.timer = CpuTimer()
         self.energy = CpuEnergy() if measure.energy else None
+        self.load = LoadMeter(threads, root_pid=os.getppid())
+        """Other processes' CPU time during each measurement (the run's own processes are the parent's tree)."""
         self.workspace: Workspace | None = None
 
     # --- requests --------------------------------------------------------------------------------------------
@@ -123,7 +127,7 @@ class CpuWorker:
         from tuner.cpu.ceilings import summary
 
         self.workspace = None  # the STREAM arrays want the memory
-        found = summary(remeasure=remeasure, timer=self.timer)
+        found = summary(remeasure=remeasure, timer=self.timer, load=self.load)
         return found if self.energy is None else {**found, "energy": self.energy.describe()}
 
     # --- the steps -------------------------------------------------------------------------------------------
@@ -136,6 +140,12 @@ class CpuWorker:
         return ws
 
     def _verify_and_time(self, run: Callable[[], object], ws: Workspace, resources: Resources) -> Measurement:
+        """The measurement of ``run`` (see ``_verified_and_timed``) with the load of the machine meanwhile."""
+        window = self.load.window()
+        measurement = self._verified_and_timed(run, ws, resources)
+        return replace(measurement, load=window.close())
+
+    def _verified_and_timed(self, run: Callable[[], object], ws: Workspace, resources: Resources) -> Measurement:
         """Check a first call, time, then check again (a kernel that leaves state behind can go wrong only on
         later calls); with ``measure.energy`` and RAPL here, then an energy window of back-to-back calls."""
         self.served.started()

@@ -32,6 +32,7 @@ from tuner.kernels.family import MATMUL, Dim3, Kernel
 from tuner.kernels.occupancy import blocks_per_sm
 from tuner.kernels.render import Launch
 from tuner.kernels.targets import STATIC_SHARED_LIMIT, runs_on
+from tuner.machine_load import LoadMeter, NvmlProcesses
 from tuner.measurement import Measurement, Resources, Status
 from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
@@ -205,6 +206,8 @@ class GpuWorker:
         handle = nvml_handle(self.device["pci_bus_id"])
         self.timer = Timer(self.device["l2_bytes"] or 0, SmClock(handle) if handle else None, self.device["arch"])
         self.energy = GpuEnergy(handle) if measure.energy else None
+        self.load = LoadMeter(gpu=NvmlProcesses(handle) if handle else None, counters=None)
+        """Other processes' work on this GPU during each measurement (through NVML, where it is installed)."""
         self.workspaces: OrderedDict[WorkspaceKey, Workspace] = OrderedDict()
         """The workspaces on the device, least recently used first."""
         self.upcoming: dict[WorkspaceKey, Future[HostData]] = {}
@@ -297,7 +300,7 @@ class GpuWorker:
         from tuner.device import summary
 
         self._free_workspaces(0)  # the copy ceiling wants the memory
-        found = summary(remeasure=remeasure, timer=self.timer)
+        found = summary(remeasure=remeasure, timer=self.timer, load=self.load)
         return found if self.energy is None else {**found, "energy": self.energy.describe()}
 
     # --- the steps -------------------------------------------------------------------------------------------
@@ -354,6 +357,12 @@ class GpuWorker:
         return None
 
     def _verify_and_time(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
+        """The measurement of ``run`` (see ``_verified_and_timed``) with the other work on the GPU meanwhile."""
+        window = self.load.window()
+        measurement = self._verified_and_timed(run, ws, resources)
+        return replace(measurement, load=window.close())
+
+    def _verified_and_timed(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
         """Verify one launch into poisoned outputs, time the kernel with the outputs poisoned again before each
         sample (untimed), and verify what the last timed launch left: a kernel that leaves state behind (flags,
         counters) can go wrong only on later launches. The verified launch is the first warm-up launch. With
