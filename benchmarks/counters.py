@@ -49,10 +49,11 @@ TILED = {t: Config.make(BIG, "tiled", "float32", {"TILE_WIDTH": t}) for t in (8,
 RUN_TIMEOUT_S = 900
 
 
-def timed_run(mode: str, out: Path) -> dict[str, Any]:
-    """The whole command once; its wall time and what its metadata says of the search and the counters."""
+def timed_run(mode: str, out: Path, objective: str | None = None) -> dict[str, Any]:
+    """The whole command once; its wall time and what its metadata says of the search and the counters.
+    ``objective``: the run's --objective (both modes alike, so that the comparison stays fair)."""
     command = [sys.executable, "-m", "tuner", "run", str(EXPERIMENT), "--sampler", "bruteforce", "--trials", "100",
-               "--counters", mode, "--out", str(out), "--quiet"]
+               "--counters", mode, "--out", str(out), "--quiet", *(["--objective", objective] if objective else [])]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     wall = time.perf_counter() - started
@@ -67,12 +68,13 @@ def timed_run(mode: str, out: Path) -> dict[str, Any]:
             "evaluations": run.get("evaluations")}
 
 
-def wall_times(rounds: int, work: Path, keep: Path | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def wall_times(rounds: int, work: Path, keep: Path | None,
+               objective: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     runs = []
     for round_ in range(rounds):
         for mode in (("all", "none") if round_ % 2 == 0 else ("none", "all")):
             out = work / f"{mode}_{round_}"
-            runs.append({"round": round_ + 1, **timed_run(mode, out)})
+            runs.append({"round": round_ + 1, **timed_run(mode, out, objective)})
             if mode == "all" and keep is not None:
                 if keep.exists():
                     shutil.rmtree(keep)
@@ -151,9 +153,9 @@ def text(runs: list[dict[str, Any]], cut: list[dict[str, Any]], env: dict[str, A
     return "\n".join(lines)
 
 
-def run(rounds: int, out: Path, fixture: Path | None, keep: Path | None) -> Path:
+def run(rounds: int, out: Path, fixture: Path | None, keep: Path | None, objective: str | None = None) -> Path:
     with tempfile.TemporaryDirectory(prefix="tuner-counters-bench-") as folder:
-        runs, env = wall_times(rounds, Path(folder), keep)
+        runs, env = wall_times(rounds, Path(folder), keep, objective)
     cut, session = l1_cut(str(env["device"]["name"]))
     report = text(runs, cut, env, session["how"])
     print(report)
@@ -172,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt and .json files")
     parser.add_argument("--fixture", type=Path, help="also save the 4096³ session's raw CSV page here")
     parser.add_argument("--keep", type=Path, help="keep the last --counters all run folder here")
+    parser.add_argument("--objective", help="the runs' --objective, e.g. time,energy (the same in both modes)")
     args = parser.parse_args(argv)
-    return finish(lambda: run(args.rounds, args.out, args.fixture, args.keep))
+    return finish(lambda: run(args.rounds, args.out, args.fixture, args.keep, args.objective))
 
 
 if __name__ == "__main__":

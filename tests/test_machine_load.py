@@ -264,7 +264,8 @@ def test_the_summary_flags_what_was_measured_under_load_or_above_a_ceiling():
     assert "* measured while other processes used the GPU" in text
     assert "! above the measured multiply-add peak" in text and "python -m tuner device --remeasure" in text
     assert "? of ceilings measured under load" in text
-    plain = summary_text(summary_table(*results.load(ROOT / "experiments" / "data" / "fermi_like_h100")), 120)
+    df, metadata = results.load(ROOT / "experiments" / "data" / "fermi_like_h100")
+    plain = summary_text(summary_table(df, metadata=metadata), 120)
     assert not any(mark in plain for mark in ("measured while", "above the measured"))
 
 
