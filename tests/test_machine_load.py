@@ -262,7 +262,7 @@ def test_the_summary_flags_what_was_measured_under_load_or_above_a_ceiling():
     text = summary_text(summary_table(df, metadata=metadata), 120, "cuBLAS", "GPU")
     assert "213.0!?" in text
     assert "* measured while other processes used the GPU" in text
-    assert "! above the measured multiply-add peak" in text and "python -m tuner device --remeasure" in text
+    assert "! above the measured arithmetic peak" in text and "python -m tuner device --remeasure" in text
     assert "? of ceilings measured under load" in text
     df, metadata = results.load(ROOT / "experiments" / "data" / "fermi_like_h100")
     plain = summary_text(summary_table(df, metadata=metadata), 120)

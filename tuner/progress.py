@@ -128,13 +128,13 @@ def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT,
             row.update({
                 "best": f"{b['family']} {values}".strip(),
                 "GFLOP/s": f"{float(b['performance']):.1f} GB/s" if bandwidth_only else round(float(b["gflops"]), 1),
-                "% FMA peak": _rounded(b["pct_flops_ceiling"]),
+                "% peak": _rounded(b["pct_flops_ceiling"]),
                 "% DRAM BW": _rounded(b["pct_bandwidth_ceiling"]),
                 "best_under_load": _true(b.get("under_load")),
                 "ceilings_under_load": ceilings_under_load(metadata, b.get("metadata_id")),
             })
         else:
-            row.update({"best": NOTHING_OK, "GFLOP/s": None, "% FMA peak": None, "% DRAM BW": None})
+            row.update({"best": NOTHING_OK, "GFLOP/s": None, "% peak": None, "% DRAM BW": None})
         row["cuBLAS GFLOP/s"] = round(float(baseline.loc[key, "gflops"]), 1) if key in baseline.index else None
         row["baseline_under_load"] = key in baseline.index and _true(baseline.loc[key].get("under_load"))
         for status in Status:
@@ -153,14 +153,15 @@ def _rounded(value: Any) -> float | None:
 
 SUMMARY_NOTES = (
     "GFLOP/s: the best configuration at its median time (GB/s of one read and one write of each element for a "
-    "kernel without arithmetic). % FMA: of the device's measured multiply-add peak for the "
-    "dtype. % DRAM: the no-cache model's bytes (every operand read counted as DRAM traffic) over that time, of the "
+    "kernel without arithmetic). % peak: of the device's measured arithmetic peak for the dtype (the higher of its "
+    "CUDA cores' multiply-add rate and its tensor cores' mma.sync rate). % DRAM: the no-cache model's bytes (every "
+    "operand read counted as DRAM traffic) over that time, of the "
     "measured DRAM bandwidth, so caches can push it past 100%. {library}: the library's GFLOP/s on the same problem. "
     "ok, invalid, ...: distinct configurations evaluated, by outcome."
 )
 MARK_NOTES = {
     "*": "* measured while other processes used the {device} (under load): slower than it can be.",
-    "!": "! above the measured multiply-add peak, which no kernel can be: the peak was measured too low (under load, "
+    "!": "! above the measured arithmetic peak, which no kernel can be: the peak was measured too low (under load, "
          "say); measure it again on an idle machine ({remeasure}).",
     "?": "? of ceilings measured under load (not cached: the next run measures them again).",
 }
@@ -173,10 +174,10 @@ def _cell(value: object, mark: str = "") -> str:
 
 def _marks(row: Mapping[str, Any]) -> dict[str, str]:
     """The mark of each number of a summary row: * under load, ! above a ceiling, ? of ceilings under load."""
-    fma = row["% FMA peak"]
+    share = row["% peak"]
     doubt = "?" if row.get("ceilings_under_load") else ""
     return {"GFLOP/s": "*" if row.get("best_under_load") else "",
-            "% FMA peak": ("!" if fma is not None and not pd.isna(fma) and fma > 100 else "") + doubt,
+            "% peak": ("!" if share is not None and not pd.isna(share) and share > 100 else "") + doubt,
             "% DRAM BW": doubt,
             "cuBLAS GFLOP/s": "*" if row.get("baseline_under_load") else ""}
 
@@ -186,10 +187,10 @@ def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS", devic
     by a number in it and in full below it; the status columns that count anything; a note on the numbers, and on
     each mark (*, !, ?) that flags a number measured under load or above its ceiling."""
     statuses = ["ok", *(s.value for s in Status if s is not Status.OK and table[s.value].any())]
-    header = ["problem", "dtype", "best", "GFLOP/s", "% FMA", "% DRAM", library, *statuses]
+    header = ["problem", "dtype", "best", "GFLOP/s", "% peak", "% DRAM", library, *statuses]
     right = [i for i, name in enumerate(header) if name not in ("problem", "dtype", "best")]
     marks = [_marks(r) for _, r in table.iterrows()]
-    numbers = ("GFLOP/s", "% FMA peak", "% DRAM BW", "cuBLAS GFLOP/s")
+    numbers = ("GFLOP/s", "% peak", "% DRAM BW", "cuBLAS GFLOP/s")
 
     def render(best: list[str]) -> str:
         rows = [[r["problem"], r["dtype"], name, *(_cell(r[column], mark[column]) for column in numbers),
