@@ -15,7 +15,9 @@ from tuner import cli, results
 from tuner.energy.summary import configuration
 
 ROOT = Path(__file__).resolve().parent.parent
-FERMI = ROOT / "experiments" / "fermi_like.yaml"
+SGEMM = ROOT / "experiments" / "h100_sgemm.yaml"
+SGEMM_TIME_ONLY = ROOT / "experiments" / "data" / "h100_sgemm_h100"
+"""A recording made before energy was measured."""
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +75,14 @@ def test_the_study_of_two_objectives_reports_both_values(recorded, tmp_path):
 
 
 def test_a_recording_without_energy_is_refused_for_an_energy_objective(tmp_path, capsys):
-    out = tmp_path / "fermi"
-    assert cli.main(["run", str(FERMI), "--backend", "replay", "--objective", "energy", "--out", str(out),
+    out = tmp_path / "sgemm"
+    assert cli.main(["run", str(SGEMM), "--replay", str(SGEMM_TIME_ONLY), "--objective", "energy", "--out", str(out),
                      "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "energy not recorded" in err and "Traceback" not in err and "--objective time" in err
     assert not out.exists()
-    assert cli.main(["run", str(FERMI), "--backend", "replay", "--out", str(out), "--quiet", "--no-report",
-                     "--trials", "2"]) == 0  # replayed for time as before
+    assert cli.main(["run", str(SGEMM), "--replay", str(SGEMM_TIME_ONLY), "--out", str(out), "--quiet",
+                     "--no-report", "--trials", "2"]) == 0  # replayed for time as before
 
 
 def test_two_objectives_refuse_a_strategy_that_searches_for_one(recorded, tmp_path, capsys):

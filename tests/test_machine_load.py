@@ -342,7 +342,7 @@ def test_cpu_rows_name_their_device_but_no_gpu():
     assert (results.row(record, gpu)["gpu_name"], results.row(record, gpu)["gpu_uuid"]) == ("NVIDIA H100", "GPU-1")
 
 
-@pytest.mark.parametrize("recording", ["fermi_like_h100", "h100_sgemm_h100", "h100_regblock_exhaustive"])
+@pytest.mark.parametrize("recording", ["h100_sgemm_h100", "h100_regblock_exhaustive"])
 def test_committed_recordings_read_their_cublas_rows_as_the_baseline(recording):
     df = results.load_table(ROOT / "experiments" / "data" / recording)
     raw = pd.read_parquet(ROOT / "experiments" / "data" / recording / "results.parquet")
