@@ -87,14 +87,15 @@ def test_ceilings_measured_beside_another_process_are_not_cached(tmp_path, spinn
     assert not list(tmp_path.glob("device-*.json"))
 
 
-def test_ceilings_measured_alone_are_cached_with_their_load(tmp_path, nvml):
+def test_ceilings_measured_without_work_beside_them_are_cached_with_their_load(tmp_path, nvml):
     import json
 
     done = _device_command(tmp_path)
     assert done.returncode == 0, done.stderr
     (cached,) = tmp_path.glob("device-*.json")
     load = json.loads(cached.read_text())["ceilings"]["load"]
-    assert load["under_load"] is False and load["other_gpu_processes"] == 0, load
+    # The test session's own GPU worker may hold an idle context on the device meanwhile: seen, but no load.
+    assert load["under_load"] is False, load
 
 
 def test_a_run_beside_another_process_is_flagged(tmp_path, spinner):
