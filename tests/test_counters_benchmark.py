@@ -12,7 +12,7 @@ from tuner.counters.sources import Counted
 from tuner.model import cost
 
 
-def _fake_run(mode: str, out: Path) -> dict:
+def _fake_run(mode: str, out: Path, objective: str | None = None) -> dict:
     out.mkdir(parents=True)
     (out / "metadata.json").write_text(json.dumps({"environments": {"e": COUNTED_ENVIRONMENT}}))
     seconds = {"all": 13.0, "none": 10.0}[mode]

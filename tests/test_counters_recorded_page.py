@@ -44,13 +44,16 @@ def test_the_counts_hold_what_the_kernels_code_says(configs, rows):
         row = rows[config.key]
         problem = config.problem
         assert row["flops_counted"] == 2 * problem.M * problem.N * problem.K
-        assert row["l1_bytes"] >= 0.95 * row["l2_bytes"] and row["l2_bytes"] >= row["dram_bytes"]
+        assert row["l2_bytes"] >= row["dram_bytes"]  # the L2 sees more than the L1's misses: DRAM's fills too
         if config.family == "tiled":
             width = int(config.param_dict["TILE_WIDTH"])
             assert row["l1_bytes"] == pytest.approx(cost(naive).global_bytes / width, rel=0.10)
-            if row["l1_requested_bytes"] is not None:
-                ratio = rows[naive.key]["l1_requested_bytes"] / row["l1_requested_bytes"]
-                assert ratio == pytest.approx(width, rel=0.10)
+            if row["l1_requested_bytes"] is not None:  # every lane loads an element of its own
+                assert row["l1_requested_bytes"] == pytest.approx(cost(config).global_bytes, rel=0.02)
+    naive_row = rows[naive.key]
+    assert naive_row["l1_bytes"] == pytest.approx(cost(naive).global_bytes / 2, rel=0.05)  # 4 sectors for 256 B
+    if naive_row["l1_requested_bytes"] is not None:  # a warp names 2 elements of A and 16 of B per step
+        assert naive_row["l1_requested_bytes"] == pytest.approx(cost(naive).global_bytes * 9 / 32, rel=0.05)
 
 
 def test_the_report_places_the_recorded_kernels(configs, tmp_path):
@@ -61,7 +64,8 @@ def test_the_report_places_the_recorded_kernels(configs, tmp_path):
     run = load_run(tmp_path)
     assert list(hierarchical_plan(run)) == ["roofline_hierarchical.png"]
     ax = hierarchical_figure(run, "float32", problem.label).axes[0]
-    assert sum(1 for c in ax.collections if c.get_gid() == "point-l1") == len(configs)
-    assert sum(len(t.rows) for _, t in traffic_tables(run)) == len(configs)
+    placed = run.ok[run.ok["l1_bytes"].notna()]  # the scripted outcomes fail TILE_WIDTH=8 as a compile error
+    assert sum(1 for c in ax.collections if c.get_gid() == "point-l1") == len(placed) == len(configs) - 1
+    assert sum(len(t.rows) for _, t in traffic_tables(run)) == len(placed)
     (text,) = landing_text(run)
     assert "4 B per FLOP" in text

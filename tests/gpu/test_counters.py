@@ -99,12 +99,11 @@ def test_a_warp_of_two_rows_shares_its_sectors_of_a_and_b(counted):
     assert ratio == pytest.approx(8, rel=0.10)
 
 
-def test_each_level_moves_no_more_than_the_one_above_it_and_dram_reads_each_input_once(counted):
+def test_the_l2_moves_no_less_than_dram_and_dram_reads_each_input_once(counted):
     rows, _ = counted
     inputs = 2 * 1024**2 * 4  # A and B; C's lines may still sit in the L2 when the kernel ends
     for key, row in rows.items():
-        assert row["l1_bytes"] >= row["l2_bytes"] * 0.95 >= 0, key
-        assert row["l2_bytes"] >= row["dram_bytes"], key
+        assert row["l2_bytes"] >= row["dram_bytes"], key  # (the L2 counts DRAM's fills too: it can exceed the L1)
         assert row["dram_bytes"] >= 0.95 * inputs, key  # every cache flushed before each pass
 
 
