@@ -12,9 +12,10 @@ versions recorded a failure as a time of 1e20 ms: any time from 1e10 ms up is ta
 Every other record with a finite, non-negative ``time`` is ok.
 
 Cost (seconds): ``compile_time + verification_time + framework_time`` and the sum of ``times``, each where
-recorded (``benchmark_time`` where no runs are; :func:`tuner.recorded.space.cost_seconds`), so a file holding
-only the runs, such as the merged A100 GEMM file, costs its kernels' run time. ``strategy_time`` is left out: it
-is the time of the search that made the recording, not of the configuration.
+recorded, as the methodology package counts it (:func:`tuner.recorded.space.cost_seconds`; ``benchmark_time``
+does not count), so a file holding only the runs, such as the merged A100 GEMM file, costs its kernels' run
+time. ``strategy_time`` is left out: it is the time of the search that made the recording, not of the
+configuration.
 
 Restrictions. A file may hold a field ``restrictions``, a list of Python expressions over the parameters (the
 ``Conditions`` of the kernel's T1 file, which Kernel Tuner's ``restrictions`` take too), checked and evaluated
@@ -121,7 +122,7 @@ def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
         times.append(time_ms)
         runs.append(record_runs)
         costs.append(cost_seconds(record.get("compile_time"), record.get("verification_time"),
-                                  record.get("framework_time"), record.get("benchmark_time"), record_runs))
+                                  record.get("framework_time"), record_runs))
     indices = np.array(digits, dtype=np.int32).reshape(len(digits), len(names))
     restrictions = _restrictions(document, names, values, source)
     keep = _satisfying(restrictions, indices, names, values)

@@ -134,17 +134,15 @@ class RecordedSpace:
 
 
 def cost_seconds(compile_ms: float | None, verification_ms: float | None, framework_ms: float | None,
-                 benchmark_ms: float | None, runs_ms: Sequence[float]) -> float:
+                 runs_ms: Sequence[float]) -> float:
     """The recording's time on one configuration: compile + verification + framework time and the timed runs.
 
-    Each part counts where it is recorded. The runs count as the benchmark's time, as the methodology package
-    counts a configuration's time (the T4 time keys ``compilation``, ``validation``, ``framework`` and
-    ``runtimes``); where no runs are recorded, the recorded benchmark time stands for them.
+    Each part counts where it is recorded. The runs count as the benchmark's time, and the recorded benchmark time
+    does not: that is how the methodology package counts a configuration's time (the T4 time keys
+    ``compilation``, ``validation``, ``framework`` and ``runtimes``; :mod:`tuner.compare.methodology`).
     """
     parts = [p for p in (compile_ms, verification_ms, framework_ms) if _is_time(p)]
-    runs = [r for r in runs_ms if _is_time(r)]
-    benchmark = sum(runs) if runs else benchmark_ms if _is_time(benchmark_ms) else 0.0
-    return (sum(parts, 0.0) + benchmark) / 1000.0
+    return (sum(parts, 0.0) + sum(r for r in runs_ms if _is_time(r))) / 1000.0
 
 
 def is_number(value: Any) -> TypeGuard[float]:
