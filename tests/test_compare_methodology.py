@@ -3,10 +3,7 @@ the strategy curve, and agreement with the package itself."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -72,56 +69,15 @@ def test_the_curve_holds_after_the_runs_stop_and_runs_outside_the_axis_are_refus
         methodology_score([np.array([1e6, 2e6])] * 3, [np.array([5.0, 4.0])] * 3, stats)
 
 
-def package_statistics(path: Path, folder: Path):
-    """The package's statistics of a recorded space, from Kernel Tuner's own T4 conversion of its cache."""
-    from autotuning_methodology.searchspace_statistics import SearchspaceStatistics
-    from kernel_tuner.file_utils import get_t4_results
-
-    document = json.loads(gzip.decompress(path.read_bytes()))
-    t4 = folder / "space_T4.json"
-    t4.write_text(json.dumps(get_t4_results(list(document["cache"].values()), document["tune_params"])))
-    keys = ["compilation", "runtimes", "framework", "search_algorithm", "validation"]
-    return SearchspaceStatistics("space", "gpu", True, keys, ["time"], t4, full_validate=False), keys
-
-
-def package_score(runs, statistics_, keys, folder: Path, name: str, seed: int) -> float:
-    """What the package makes of runs: its curve over time, standardised by its calculated random baseline."""
-    from autotuning_methodology.baseline import RandomSearchCalculatedBaseline
-    from autotuning_methodology.caching import ResultsDescription
-    from autotuning_methodology.curves import StochasticOptimizationAlgorithm
-
-    length = max(r.evaluations for r in runs)
-    fevals, times, best = (np.full((length, len(runs)), np.nan) for _ in range(3))
-    for j, run in enumerate(runs):
-        fevals[:run.evaluations, j] = np.arange(1, run.evaluations + 1)
-        times[:run.evaluations, j] = run.elapsed_s
-        best[:run.evaluations, j] = np.where(np.isfinite(run.best_ms), run.best_ms, np.nan)
-    description = ResultsDescription(folder / name, "space", "gpu", name, name, True, keys, ["time"], True)
-    per_key = np.full((len(keys), *fevals.shape), np.nan)
-    description.set_results({"fevals_results": fevals, "objective_time_results": times,
-                             "objective_performance_results": best, "objective_performance_best_results": best,
-                             "objective_performance_stds": np.full(fevals.shape, np.nan),
-                             "objective_time_results_per_key": per_key,
-                             "objective_performance_results_per_key": per_key})
-    start, end = statistics_.cutoff_point_fevals_time_start_end(0.01, 0.95)[2:]
-    axis = np.linspace(start, end, 1000)
-    np.random.seed(seed)  # the package draws its bootstrap samples from numpy's global generator
-    split = StochasticOptimizationAlgorithm(description).get_curve_over_time(
-        axis, dist=statistics_.objective_performances_total_sorted, confidence_level=0.95)
-    curve = np.concatenate([split[2], split[6]]) if split[5].ndim > 0 else split[2]
-    standardised = RandomSearchCalculatedBaseline(statistics_).get_standardised_curves(axis, [curve], x_type="time")
-    return float(np.mean(standardised[0]))
-
-
 def test_p_agrees_with_the_methodology_package_on_the_convolution_a100_space(tmp_path):
     pytest.importorskip("autotuning_methodology", reason="the methodology package is not installed "
                         "(pip install autotuning_methodology)")
+    from benchmarks.compare_strategies import package_score, package_statistics
+
     path = RECORDED / "convolution_A100.json.gz"
     space = load_recorded(path)
     ours = statistics(space)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs, keys = package_statistics(path, tmp_path)
+    theirs = package_statistics(path, tmp_path)
     assert np.array_equal(ours.times_ms, theirs.objective_performances_total_sorted)
     assert ours.time_axis() == pytest.approx(np.linspace(*theirs.cutoff_point_fevals_time_start_end(0.01, 0.95)[2:],
                                                          1000))
@@ -129,7 +85,5 @@ def test_p_agrees_with_the_methodology_package_on_the_convolution_a100_space(tmp
     for factory in (RandomSearch, IteratedLocalSearch):
         runs = simulate_runs(factory, space, None, "valid", runs=8, seed=5, workers=1, time_limit_s=limit)
         score = methodology_score([r.elapsed_s for r in runs], [r.best_ms for r in runs], ours, seed=3).score
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            expected = package_score(runs, theirs, keys, tmp_path, factory.__name__, seed=3)
+        expected = package_score(runs, theirs, tmp_path, factory.__name__, seed=3)
         assert math.isfinite(score) and score == pytest.approx(expected, abs=1e-12)

@@ -19,7 +19,7 @@ SQLITE_STORAGE_FILE = "study.db"
 
 @dataclass(frozen=True)
 class SearchSettings:
-    sampler: str = "ils"
+    sampler: str = "bo"
     """A strategy of tuner.strategies.catalog (its DEFAULT)."""
     trials: int = 40
     """Distinct configurations evaluated per study at most."""
