@@ -19,6 +19,7 @@ from tuner.compare.comparison import compare, strategy_factories
 from tuner.compare.harness import Convention
 from tuner.errors import TunerError
 from tuner.recorded import load_recorded
+from tuner.strategies.catalog import DEFAULT
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "experiments" / "data" / "recorded"
@@ -95,11 +96,11 @@ def test_kernel_tuner_strategies_share_the_tables_with_ours(tmp_path):
 
 def test_cli_compare_with_kernel_tuner_on_a_small_space(tmp_path):
     out = tmp_path / "cmp"
-    done = run_cli("compare", str(SMALL), "--strategies", "ils", "--peers", "kernel_tuner:greedy_ils,random_sample",
+    done = run_cli("compare", str(SMALL), "--strategies", DEFAULT, "--peers", "kernel_tuner:greedy_ils,random_sample",
                    "--repeats", "3", "--budgets", "10,20", "--convention", "a", "--jobs", "1", "--out", str(out))
     assert done.returncode == 0, done.stderr
     table = (out / "comparison.txt").read_text()
     assert "kt:greedy_ils" in table and "best of Kernel Tuner's strategies" in table
     data = json.loads((out / "comparison.json").read_text())
     assert data["settings"]["peers"] == ["kt:greedy_ils", "kt:random_sample"] and data["settings"]["kernel_tuner"]
-    assert {row["strategy"] for row in data["rows"]} == {"ils", "random", "kt:greedy_ils", "kt:random_sample"}
+    assert {row["strategy"] for row in data["rows"]} == {DEFAULT, "random", "kt:greedy_ils", "kt:random_sample"}
