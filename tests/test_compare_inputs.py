@@ -36,10 +36,19 @@ CASES = [
     ("1 and 1.0", _cache([1, 1.0, 2], [1.0, 2.0, 3.0]), "the values 1 and 1.0 are listed apart"),
     ("an integer past 64 bits", _cache([1, 2**63], [1.0, 2.0]), f"the value {2**63} is beyond the 64-bit"),
     ("one configuration", _cache([1], [1.0]), "too few or too alike to score"),
-    ("two configurations", _cache([1, 2], [1.0, 2.0]), "too few or too alike to score"),
     ("all alike", _cache(list(range(20)), [1.0] * 20), "too few or too alike to score"),
     ("no recorded cost", _without_costs(_cache(*GRADED)), "records no compile or benchmark time"),
 ]
+
+
+def test_a_space_whose_time_axis_holds_too_few_evaluations_is_compared_without_p(tmp_path):
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(_cache([1, 2], [1.0, 2.0])))
+    done = run_cli("compare", str(path), "--repeats", "3", "--budgets", "2", "--jobs", "1", "--out",
+                   str(tmp_path / "cmp"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    table = (tmp_path / "cmp" / "comparison.txt").read_text()
+    assert "P not scored (a run has fewer than two evaluations inside the time axis)" in table
 
 
 @pytest.mark.parametrize(("document", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
