@@ -2,7 +2,7 @@
 the recorded spaces, the methodology score checked against its package, and the default strategy's own time.
 
     python benchmarks/compare_strategies.py [--out DIR] [--repeats R] [--score-repeats R] [--jobs N]
-                                            [--only gemm,h100,peers,agreement,time]
+                                            [--only gemm,h100,wgmma,peers,agreement,time]
 
 Parts, each in a folder of DIR (default ``benchmarks/results``) with the command's table, figures and page and a
 ``runtime.json`` (wall time, CPU, processes, the machine's load average before and after):
@@ -10,6 +10,8 @@ Parts, each in a folder of DIR (default ``benchmarks/results``) with the command
 * ``compare/``: our strategies on the two GEMM recordings (``experiments/data/recorded/gemm_*.json.gz``) under
   both conventions, 100, 400 and 1600 evaluations (``python -m tuner compare`` with its defaults);
 * ``compare_h100/``: the same on our own exhaustive H100 recording (``experiments/data/h100_regblock_exhaustive``);
+* ``compare_wgmma_h100/``: the same on the wgmma family's exhaustive bfloat16 recording at 4096³
+  (``experiments/data/h100_wgmma_exhaustive``), convention (a), 50, 100 and 150 evaluations;
 * ``compare_peers/``: side by side on the six convolution and dedispersion recordings and the two GEMM ones,
   convention (a), 100 and 400 evaluations: ours, Optuna's samplers and Kernel Tuner's strategies in its
   simulation mode (``--peers kernel_tuner``; needs the ``kernel_tuner`` package);
@@ -55,9 +57,11 @@ RECORDED = ROOT / "experiments" / "data" / "recorded"
 GEMM = ("gemm_A100", "gemm_RTX_2080_Ti")
 HUB = tuple(f"{kernel}_{gpu}" for kernel in ("convolution", "dedispersion") for gpu in ("A100", "A4000", "MI250X"))
 H100 = ROOT / "experiments" / "data" / "h100_regblock_exhaustive"
+WGMMA = ROOT / "experiments" / "data" / "h100_wgmma_exhaustive"
+WGMMA_BUDGETS = (50, 100, 150)
 PEER_BUDGETS = (100, 400)
 PEER_SCORE_REPEATS = 10
-PARTS = ("gemm", "h100", "peers", "agreement", "time")
+PARTS = ("gemm", "h100", "wgmma", "peers", "agreement", "time")
 TIMED_SIZE = 100_000
 TIMED_RADICES = (8, 8, 6, 6, 5, 4, 4, 3)
 TIMED_PROPOSALS = (400, 1600)
@@ -237,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     if "h100" in parts:
         out = args.out / "compare_h100"
         timed(out, settings, lambda: run_comparison([H100], repeats=args.repeats, jobs=args.jobs, out=out))
+    if "wgmma" in parts:
+        out = args.out / "compare_wgmma_h100"
+        timed(out, settings, lambda: run_comparison([WGMMA], repeats=args.repeats, budgets=WGMMA_BUDGETS,
+                                                    convention="a", jobs=args.jobs, out=out))
     peers = args.out / "compare_peers"
     if "peers" in parts:
         timed(peers, {**settings, "score_repeats": args.score_repeats},
