@@ -71,8 +71,7 @@ def test_ceilings_of_other_kernel_sources_are_not_reused(tmp_path, monkeypatch):
 @pytest.mark.parametrize("dtype", sorted(tensor_ceilings.WGMMA_K))
 def test_the_wgmma_ceiling_kernel_is_a_loop_of_wgmma_without_spills(nvcc, dtype, tmp_path, monkeypatch):
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path))
-    prefix = f"#define WGMMA_{dtype.upper()}\n#define IN_FLIGHT {tensor_ceilings.WGMMA_IN_FLIGHT}\n"
-    source = prefix + (device.KERNEL_DIR / "wgmma.cu").read_text()
+    source = tensor_ceilings.kernel_prefix(dtype) + (device.KERNEL_DIR / "wgmma.cu").read_text()
     result = compile_source(source, "sm_90a")
     assert result.ok, result.log
     r = result.resources

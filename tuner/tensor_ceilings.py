@@ -32,7 +32,8 @@ WGMMA_IN_FLIGHT = 1
 """Commit groups left running while the next is issued (wait_group's count)."""
 WGMMA_ITERATIONS = 2048
 WGMMA_BLOCKS_PER_SM = 3
-"""One-warpgroup blocks per SM: 154 registers per thread (ptxas) let three share an SM's 65536."""
+"""One-warpgroup blocks per SM (the kernel's launch bounds): 154 registers per thread (ptxas) let three share an
+SM's 65536."""
 WGMMA_THREADS = 128
 WGMMA_SHARED_BYTES = (WGMMA_M + WGMMA_N) * 128 + 1024
 """A (64 rows) and B (256 rows) of 128 bytes, and the slack that aligns them to the swizzle's 1024-byte period."""
@@ -45,6 +46,12 @@ METHOD = (f"wgmma (sm_90): {WGMMA_BLOCKS_PER_SM} blocks of one warpgroup per SM,
 def wgmma_arch(compute_capability: str) -> str | None:
     """The target that compiles wgmma on this GPU, or None where it has none."""
     return WGMMA_ARCH.get(compute_capability)
+
+
+def kernel_prefix(dtype: str) -> str:
+    """What ``wgmma.cu`` is compiled after for ``dtype``: its dtype, groups in flight and blocks per SM."""
+    return (f"#define WGMMA_{dtype.upper()}\n#define IN_FLIGHT {WGMMA_IN_FLIGHT}\n"
+            f"#define BLOCKS_PER_SM {WGMMA_BLOCKS_PER_SM}\n")
 
 
 def wgmma_operations(dtype: str, blocks: int, iterations: int = WGMMA_ITERATIONS) -> int:
@@ -77,8 +84,7 @@ def measure_wgmma(device: Mapping[str, Any], dtype: str, timer: Timer, settings:
     if arch is None or dtype not in WGMMA_K:
         raise ValueError(f"no wgmma ceiling for {dtype} on compute capability {device['compute_capability']}")
     blocks = device["multiprocessors"] * WGMMA_BLOCKS_PER_SM
-    prefix = f"#define WGMMA_{dtype.upper()}\n#define IN_FLIGHT {WGMMA_IN_FLIGHT}\n"
-    kernel = load_kernel("wgmma.cu", prefix, "wgmma_chains", arch)
+    kernel = load_kernel("wgmma.cu", kernel_prefix(dtype), "wgmma_chains", arch)
     kernel.prepare([np.intp, np.int32])
     out = cuda.mem_alloc(blocks * WGMMA_THREADS * 4)
     try:

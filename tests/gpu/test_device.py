@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tuner.device import TENSOR_FLOPS_PER_SM_CLOCK
 from tuner.metadata import metadata_id
 
 pytestmark = pytest.mark.gpu
@@ -70,6 +71,11 @@ def test_wgmma_ceilings_pass_mma_sync_and_stay_below_the_datasheet_on_sm_90(summ
         mma, wgmma = (details[f"{kind}_{dtype}"] for kind in ("mma", "wgmma"))
         mma_rate, wgmma_rate = (d["operations"] / (d["median_ms"] * 1e-3) / 1e12 for d in (mma, wgmma))
         assert mma_rate < wgmma_rate < spec, (dtype, mma_rate, wgmma_rate)
+        # nor the tensor cores' dense rate at the clock the wgmma samples ran at
+        clock_mhz = max(wgmma["sm_clock_mhz_before"] or 0, wgmma["sm_clock_mhz_after"] or 0)
+        if clock_mhz:
+            dense = summary["device"]["multiprocessors"] * TENSOR_FLOPS_PER_SM_CLOCK["9.0"][dtype] * clock_mhz / 1e6
+            assert wgmma_rate <= dense, (dtype, wgmma_rate, dense, clock_mhz)
         assert summary["ceilings"]["tensor_instructions"][dtype] == "wgmma"
         assert measured[f"{dtype}_tensor_gflops"] == pytest.approx(wgmma_rate * 1e3)
     assert summary["ceilings"]["tensor_instructions"]["float64"] == "mma.sync"
