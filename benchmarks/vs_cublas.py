@@ -8,9 +8,9 @@ RUN_DIR is a tuning run's output folder (e.g. reports/h100_sgemm); instead, ``--
 configurations to time: ``{"arch": "sm_90a", "problems": [[M, N, K], ...], "kernels": [{"family": ..., "dtype":
 ..., "params": {...}}, ...]}`` (every kernel on every problem; arch and options default to the compile settings').
 Each row also gives the kernel's share of the device's measured ceiling for its dtype (the multiply-add chains of
-the CUDA cores, or the tensor cores' mma.sync where the dtype has one), since cuBLAS DGEMM runs on the FP64
-tensor cores of Hopper GPUs, which a CUDA-core kernel cannot use. Writes ``DIR/vs_cublas_<gpu>.txt`` and
-``.json`` (``--name`` changes the stem).
+the CUDA cores, or the tensor cores' mma.sync, or on sm_90 wgmma where faster, where the dtype has one), since
+cuBLAS DGEMM runs on the FP64 tensor cores of Hopper GPUs, which a CUDA-core kernel cannot use. Writes
+``DIR/vs_cublas_<gpu>.txt`` and ``.json`` (``--name`` changes the stem).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, rounds: 
     lines += [
         "",
         "ratio = kernel TFLOP/s / cuBLAS TFLOP/s (median of the rounds' ratios); % ceiling = kernel against the "
-        "device's measured ceiling of the dtype (multiply-add chains, or mma.sync on the tensor cores) "
+        "device's measured ceiling of the dtype (multiply-add chains, or the tensor cores' mma.sync or wgmma) "
         + ", ".join(f"{d} {peak / 1e3:.2f} TFLOP/s" for d in sorted({r["dtype"] for r in rows if r["status"] == "ok"})
                     if (peak := compute_peak(measured, d))),
         "cuBLAS float64 (DGEMM) runs on the FP64 tensor cores of sm_90, which the multiply-add ceiling does not count",

@@ -15,10 +15,12 @@ Theoretical peaks:
 
 Measured ceilings (``tuner/ceiling_kernels``): a streaming copy for bandwidth (bytes read + written per
 median time), multiply-add chains per dtype for the CUDA cores' operations per second, and mma.sync chains on
-register fragments per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), and 16-byte
+register fragments per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), on sm_90
+beside back-to-back wgmma from shared memory, the higher of the two kept (:mod:`tuner.tensor_ceilings`), and 16-byte
 loads from working sets the L2, the L1 and shared memory hold (:mod:`tuner.memory_ceilings`), each timed by
 ``tuner.measure``.
-They are cached per device (name + UUID + driver) as JSON under ``$TUNER_CACHE_DIR`` or ``~/.cache/tuner``.
+They are cached per device (name + UUID + driver) and version of the ceiling kernels (a digest of their sources) as
+JSON under ``$TUNER_CACHE_DIR`` or ``~/.cache/tuner``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tuner import memory_ceilings
+from tuner import memory_ceilings, tensor_ceilings
 from tuner.ceilings_cache import read_cached, write_cached
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
@@ -81,7 +83,8 @@ CEILINGS_METHOD = (
     f"fma: {FMA_BLOCKS_PER_SM} blocks of {FMA_THREADS} threads per SM, {FMA_CHAINS} independent chains × "
     f"{FMA_ITERATIONS} multiply-adds per thread, 2 operations each / median time; mma: {MMA_BLOCKS_PER_SM} blocks "
     f"of {MMA_THREADS} threads per SM, {MMA_CHAINS} independent mma.sync chains × {MMA_ITERATIONS} per warp on "
-    f"register fragments, 2·m·n·k operations each / median time; {memory_ceilings.METHOD}; hot (no flush), "
+    f"register fragments, 2·m·n·k operations each / median time; {tensor_ceilings.METHOD}; "
+    f"{memory_ceilings.METHOD}; hot (no flush), "
     f"{CEILING_SETTINGS.min_samples}-{CEILING_SETTINGS.max_samples} samples"
 )
 
@@ -300,18 +303,29 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = Fals
         operations = 2 * threads * FMA_CHAINS * FMA_ITERATIONS
         measured[f"{dtype}_gflops"] = operations / (timing.median_ms * 1e-3) / 1e9
         details[f"fma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+    instructions: dict[str, str] = {}
     if device["compute_capability"] in TENSOR_FLOPS_PER_SM_CLOCK:
+        rates: dict[str, dict[str, float]] = {tensor_ceilings.MMA_SYNC: {}, tensor_ceilings.WGMMA: {}}
         for dtype in TENSOR_DTYPES:
             say(f"measuring the {dtype} tensor-core (mma.sync) rate…")
             operations, timing = _mma_ceiling(device, dtype, timer)
-            measured[peak_key(dtype, "tensor")] = operations / (timing.median_ms * 1e-3) / 1e9
+            rates[tensor_ceilings.MMA_SYNC][dtype] = operations / (timing.median_ms * 1e-3) / 1e9
             details[f"mma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+        if tensor_ceilings.wgmma_arch(device["compute_capability"]):
+            for dtype in tensor_ceilings.WGMMA_K:
+                say(f"measuring the {dtype} tensor-core (wgmma) rate…")
+                operations, timing = tensor_ceilings.measure_wgmma(device, dtype, timer, CEILING_SETTINGS, _kernel)
+                rates[tensor_ceilings.WGMMA][dtype] = operations / (timing.median_ms * 1e-3) / 1e9
+                details[f"wgmma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+        for dtype, (rate, instruction) in tensor_ceilings.pick(rates).items():
+            measured[peak_key(dtype, "tensor")] = rate
+            instructions[dtype] = instruction
     levels, level_details = memory_ceilings.measure(device, timer, CEILING_SETTINGS,
                                                     lambda file, prefix, name: _kernel(file, prefix, name, arch),
                                                     progress)
     measured.update(levels)
     details.update(level_details)
-    return {"measured": measured, "details": details}
+    return {"measured": measured, "details": details, "tensor_instructions": instructions}
 
 
 def _mma_ceiling(device: dict[str, Any], dtype: str, timer: Timer) -> tuple[int, Timing]:
@@ -347,8 +361,17 @@ def _complete(cached: dict[str, Any], device: dict[str, Any]) -> bool:
     return all(k in measured for k in wanted)
 
 
+def kernels_digest(folder: Path = KERNEL_DIR) -> str:
+    """A digest of the ceiling kernels' sources: ceilings measured by other kernels are not reused."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.cu")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def _cache_file(device: dict[str, Any], versions: dict[str, Any]) -> Path:
-    key = f"{device['name']}|{device.get('uuid') or device.get('pci_bus_id')}|{versions.get('driver')}"
+    key = (f"{device['name']}|{device.get('uuid') or device.get('pci_bus_id')}|{versions.get('driver')}|"
+           f"{kernels_digest()}")
     return cache_root() / f"device-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
@@ -357,7 +380,8 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     """The GPU's description, versions, theoretical peaks and measured ceilings (cached per device).
 
     Keys: device, versions, peaks ({"theoretical": …, "measured": …}), ceilings (method, measured_utc,
-    details, load: what other processes did on the GPU meanwhile, :class:`tuner.machine_load.Load` as a dict),
+    details, tensor_instructions: the instruction each tensor ceiling came from, load: what other processes did on
+    the GPU meanwhile, :class:`tuner.machine_load.Load` as a dict),
     cache_file. Needs a GPU; creates the primary context when there is none. ``load`` watches the GPU while the
     ceilings are measured (default: through NVML, where it is installed); ceilings measured while another process
     used the GPU are not cached, and a warning says so.
@@ -389,7 +413,8 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
         "versions": versions,
         "peaks": {"theoretical": theoretical_peaks(device), "measured": ceilings["measured"]},
         "ceilings": {"method": CEILINGS_METHOD, "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-                     "details": ceilings["details"], "load": watched.to_dict()},
+                     "details": ceilings["details"], "tensor_instructions": ceilings.get("tensor_instructions", {}),
+                     "load": watched.to_dict()},
     }
     if watched.under_load:
         print(f"warning: the GPU's ceilings were measured while {watched.describe()}; they are not cached, so the "
@@ -445,7 +470,9 @@ def format_summary(info: dict[str, Any]) -> str:
             ("int32 multiply-add", "int32_gflops", "OP/s"), ("DRAM bandwidth", "bandwidth_gbs", "B/s")]
     rows += [(label.split(" (")[0], key, "B/s") for key, label in memory_ceilings.LEVEL_LABELS.items()
              if key in measured or theoretical.get(key)]
-    rows += [(f"{dtype} tensor (mma.sync)", peak_key(dtype, "tensor"), "FLOP/s") for dtype in TENSOR_DTYPES
+    instructions = info["ceilings"].get("tensor_instructions", {})
+    rows += [(f"{dtype} tensor ({instructions.get(dtype, tensor_ceilings.MMA_SYNC)})", peak_key(dtype, "tensor"),
+              "FLOP/s") for dtype in TENSOR_DTYPES
              if peak_key(dtype, "tensor") in measured or theoretical.get(peak_key(dtype, "tensor"))]
     for label, key, unit in rows:
         peak, got = theoretical.get(key), measured.get(key)

@@ -1,7 +1,8 @@
 """The names of a device's arithmetic peaks, and which of them bounds a kernel of a dtype.
 
 A device has a peak per dtype for its CUDA cores (``float32_gflops``: multiply-add chains) and, for the dtypes its
-tensor cores multiply, one for them (``bfloat16_tensor_gflops``: ``mma.sync`` chains). A kernel of a dtype is
+tensor cores multiply, one for them (``bfloat16_tensor_gflops``: ``mma.sync`` chains, on sm_90 or ``wgmma``
+where it is faster: :mod:`tuner.tensor_ceilings`). A kernel of a dtype is
 bounded by the higher of the two: a float64 kernel on the CUDA cores reaches at most half of what the FP64
 tensor cores do, and says so as a share of the device's float64 peak.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 TENSOR_DTYPES = ("float64", "tf32", "bfloat16", "float16")
 """The dtypes an sm_80 or later GPU's tensor cores multiply (mma.sync)."""
-UNITS = {"cuda": "CUDA-core multiply-add", "tensor": "tensor-core mma.sync"}
+UNITS = {"cuda": "CUDA-core multiply-add", "tensor": "tensor-core (mma.sync or wgmma)"}
 
 
 def key(dtype: str, unit: str = "cuda") -> str:

@@ -34,7 +34,7 @@ effective_bandwidth_gbs  the compulsory bytes (inputs read once, outputs written
 performance            what the search maximizes: gflops, or effective_bandwidth_gbs for a family whose kernel does
                        no arithmetic (a transpose, say)
 pct_flops_ceiling      gflops as % of the device's measured peak for the dtype (tuner.peaks.compute_peak: the higher
-                       of the CUDA cores' multiply-add rate and the tensor cores' mma.sync rate)
+                       of the CUDA cores' multiply-add rate and the tensor cores' rate, mma.sync's or wgmma's)
 pct_bandwidth_ceiling  bandwidth_gbs as % of the device's measured DRAM bandwidth
 compile_time_s         seconds to compile (0 when it came from the cache)
 registers, shared_bytes, local_bytes, spill_bytes   the compiler's resource report (spill_bytes: stores + loads)

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tuner.device import TENSOR_FLOPS_PER_SM_CLOCK
 from tuner.metadata import metadata_id
 
 pytestmark = pytest.mark.gpu
@@ -54,7 +55,30 @@ def test_the_device_command_prints_the_gpu_and_its_ceilings(summary):
     assert done.returncode == 0, done.stderr
     assert summary["device"]["name"] in done.stdout
     assert "DRAM bandwidth" in done.stdout and "double data rate" in done.stdout
-    assert "bfloat16 tensor (mma.sync)" in done.stdout
+    instruction = summary["ceilings"].get("tensor_instructions", {}).get("bfloat16", "mma.sync")
+    assert f"bfloat16 tensor ({instruction})" in done.stdout
+
+
+SPEC_TFLOPS = {"tf32": 494.7, "bfloat16": 989.4, "float16": 989.4}
+"""NVIDIA's dense tensor-core rates for the H100 SXM, which no measured ceiling may pass."""
+
+
+def test_wgmma_ceilings_pass_mma_sync_and_stay_below_the_datasheet_on_sm_90(summary):
+    if summary["device"]["compute_capability"] != "9.0":
+        pytest.skip(f"wgmma is sm_90's; this is a {summary['device']['arch']}")
+    details, measured = summary["ceilings"]["details"], summary["peaks"]["measured"]
+    for dtype, spec in SPEC_TFLOPS.items():
+        mma, wgmma = (details[f"{kind}_{dtype}"] for kind in ("mma", "wgmma"))
+        mma_rate, wgmma_rate = (d["operations"] / (d["median_ms"] * 1e-3) / 1e12 for d in (mma, wgmma))
+        assert mma_rate < wgmma_rate < spec, (dtype, mma_rate, wgmma_rate)
+        # nor the tensor cores' dense rate at the clock the wgmma samples ran at
+        clock_mhz = max(wgmma["sm_clock_mhz_before"] or 0, wgmma["sm_clock_mhz_after"] or 0)
+        if clock_mhz:
+            dense = summary["device"]["multiprocessors"] * TENSOR_FLOPS_PER_SM_CLOCK["9.0"][dtype] * clock_mhz / 1e6
+            assert wgmma_rate <= dense, (dtype, wgmma_rate, dense, clock_mhz)
+        assert summary["ceilings"]["tensor_instructions"][dtype] == "wgmma"
+        assert measured[f"{dtype}_tensor_gflops"] == pytest.approx(wgmma_rate * 1e3)
+    assert summary["ceilings"]["tensor_instructions"]["float64"] == "mma.sync"
 
 
 def test_the_context_sleeps_while_it_waits_for_the_gpu():
