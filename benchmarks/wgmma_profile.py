@@ -270,7 +270,7 @@ def table(rows: list[dict[str, Any]], device: dict[str, Any] | None, size: int) 
         if "missing" in r:
             lines.append(f"{r['dtype']:<9}{r['who']:<8}not profiled: {r['missing']}")
             continue
-        pipes = "/".join(f"{v:.0f}" for v in r["tensor_pipe_pct"].values()) or "—"
+        pipes = _number(max(r["tensor_pipe_pct"].values()), 0) if r["tensor_pipe_pct"] else "—"
         dense = 100 * r["flops_per_sm_clock"] / r["dense_flops_per_sm_clock"] if r["flops_per_sm_clock"] else None
         lines.append(f"{r['dtype']:<9}{r['who']:<8}{_number(r['duration_ms'], 3):>8}{_number(r['tflops']):>9}"
                      f"{_number(r['sm_clock_mhz'], 0):>8}{_number(r['flops_per_sm_clock'], 0):>13}"
@@ -292,7 +292,8 @@ def table(rows: list[dict[str, Any]], device: dict[str, Any] | None, size: int) 
         "% ceiling = of the device's measured tensor ceiling; @clock = of that ceiling scaled to the launch's SM clock "
         "(ceiling × launch clock / the clock the ceiling ran at): "
         + ("; ".join(f"{d} {c:.1f} TFLOP/s ({i}, {_number(m, 0)} MHz)" for d, c, i, m in ceilings) or "none known"),
-        f"tensor pipe % = {' / '.join(pipe_names) or 'no tensor-pipe metric'} (.avg.pct_of_peak_sustained_active)",
+        f"tensor pipe % = the busiest of {', '.join(pipe_names) or 'no tensor-pipe metric'} "
+        "(.avg.pct_of_peak_sustained_active)",
         "stalls = smsp__average_warps_issue_stalled_<reason>_per_issue_active (WarpStateStats), the leading "
         f"{TOP_STALLS}",
     ]

@@ -1,7 +1,10 @@
 """The energy window on a GPU: the kernel launched back to back while a thread reads the energy counter.
 
 After a configuration is timed (the timed samples are left as they were: the window comes after them, outside
-every event pair), it is launched again and again for a window of at least ``MIN_WINDOW_S`` and long enough to hold
+every event pair), it is launched again and again: for ``SETTLE_S`` first, uncounted, so that the power controller
+brings the clocks to this kernel's load (coming from the timed samples, or from another kernel, the clocks start
+where that load left them, and a window opened at once would take its time per launch partly at those clocks and
+its power at the settled ones), then for a window of at least ``MIN_WINDOW_S`` and long enough to hold
 ``MIN_UPDATES`` whole update periods of the counter after one period of lead (the counter updates every few tens
 of milliseconds and may lag what it counts). Launches are queued in chunks of about ``CHUNK_S`` of work, each
 closed by an event; the host waits on the chunk before the last, so that the device always has work queued and the
@@ -40,6 +43,9 @@ MIN_WINDOW_S = 0.1
 FIRST_WINDOW_S = 0.3
 """The first window of a worker, before the counter's update interval is known."""
 LONGEST_WINDOW_S = 4.0
+SETTLE_S = 0.3
+"""Back-to-back launches before the window opens, so that the power controller has settled the clocks at this
+kernel's load: the window's time per launch and its power are then taken at the same clocks."""
 STUCK_AFTER_S = 1.0
 CHUNK_S = 0.01
 MOST_LAUNCHES = 200_000
@@ -73,10 +79,10 @@ class CounterFailed(Exception):
 
 
 def method(min_updates: int = MIN_UPDATES) -> str:
-    return (f"energy: the kernel launched back to back (hot) after the timed samples for at least "
-            f"{MIN_WINDOW_S:g} s and {min_updates} update periods of the counter after one period of lead (up to "
-            f"{LONGEST_WINDOW_S:g} s); mean power between the counter's changes inside the window, times the "
-            f"window's time per launch")
+    return (f"energy: the kernel launched back to back (hot) after the timed samples, {SETTLE_S:g} s to settle "
+            f"the clocks, then a window of at least {MIN_WINDOW_S:g} s and {min_updates} update periods of the "
+            f"counter after one period of lead (up to {LONGEST_WINDOW_S:g} s); mean power between the counter's "
+            f"changes inside the window, times the window's time per launch")
 
 
 @contextmanager
@@ -122,9 +128,17 @@ class EnergyWindows:
         planned = min(MOST_LAUNCHES, max(2, math.ceil(target_s / per_launch)))
         chunk = max(1, min(planned, round(CHUNK_S / per_launch)))
         limit = self.power_limit() if self.power_limit else None
+        settle = min(MOST_LAUNCHES, math.ceil(SETTLE_S / per_launch))
         with _quick_switching(), CounterPoller(self.read, self.side) as poller:
-            first = device.mark()
             in_flight: deque[object] = deque()
+            settled = 0
+            while settled < settle:
+                count = min(chunk, settle - settled)
+                in_flight.append(device.queue(count))
+                settled += count
+                if len(in_flight) > 2:
+                    device.wait(in_flight.popleft())
+            first = device.mark()
             queued = 0
             while queued < planned:
                 count = min(chunk, planned - queued)
