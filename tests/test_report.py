@@ -124,8 +124,8 @@ def _record(config: Config, measurement: Measurement, study: str, sampler: str, 
 
 
 def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> None:
-    """The study as tuner.study keeps it: parameters ``family`` and ``<family>.<PARAM>`` (numbers as positions in
-    their sorted values), the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
+    """The study as tuner.study keeps it: parameters ``family`` and the family's ``<family>.<PARAM>`` (by value),
+    the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
     ``record``."""
     distributions = space.distributions()
     study = optuna.create_study(study_name=space.name, storage=storage, direction="maximize")
