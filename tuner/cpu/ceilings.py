@@ -206,6 +206,10 @@ def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bo
     if cached is not None and "load" in (cached.get("ceilings") or {}):
         return {**cached, "device": device, "versions": compiler, "cache_file": str(path)}
     array_bytes = array_bytes or stream_array_bytes()
+    if progress:
+        counts = " and ".join(map(str, thread_counts()))
+        print(f"measuring this CPU's ceilings (memory bandwidth and multiply-add rates on {counts} thread(s)), once "
+              f"per machine: they are cached in {path} for the runs that follow", file=sys.stderr, flush=True)
     measured = measure_ceilings(timer or CpuTimer(), array_bytes=array_bytes, settings=settings, progress=progress,
                                 watch=load)
     cores = max(int(count) for count in measured["by_threads"])
