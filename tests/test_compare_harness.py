@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from tuner.compare.harness import Convention, distribution, domain_of, simulate, simulate_runs, stack
+from tuner.compare.harness import Convention, domain_of, simulate, simulate_runs, stack
 from tuner.compare.random_search import RandomSearch, expected_fraction_of_optimum, random_search_runs
-from tuner.compare.scoring import at_budgets, fraction_of_optimum, methodology_score
+from tuner.compare.scoring import at_budgets, fraction_of_optimum
 from tuner.recorded import load_recorded
 from tuner.strategies import Domain
 
@@ -131,10 +131,8 @@ def test_random_search_through_the_harness_agrees_with_its_expectation(recorded_
     assert (np.diff(cost, axis=1) > 0).all()
 
 
-def test_the_methodology_scores_random_search_near_its_baseline_over_time(recorded_gemm):
-    space = recorded_gemm["gemm_RTX_2080_Ti"]
-    best, cost = random_search_runs(space, 1700, Convention.VALID, runs=50, seed=11)
-    score = methodology_score(best, cost, distribution(space, Convention.VALID), resolution=200)
-    assert score.evaluations[0] == 4 and score.evaluations[-1] == 1631
-    assert abs(score.over_time) < 0.1
-    assert 0.0 < score.over_evaluations < 0.4  # the median best rank beats the expected rank r reads
+def test_a_run_with_a_time_limit_stops_before_the_evaluation_that_would_start_past_it(small):
+    run = simulate(scripted([0, 5, 2, 3, 1]), small, budget=None, convention="valid", seed=0, time_limit_s=2.0)
+    assert run.candidates.tolist() == [0, 5, 2]  # 1.004 s, then 1.504 s: both below 2 s; the third starts past it
+    thinking = run.elapsed_s - run.cost_s
+    assert (thinking >= 0).all() and (np.diff(thinking) >= 0).all() and thinking[-1] < 0.5

@@ -78,7 +78,7 @@ CASES = [
      "listed twice"),
     ("impossible constraints", VALID.replace("[8, 16]", "[64, 128]"), "kernels[0].parameters",
      "threads per block"),
-    ("unknown sampler", VALID + "search: {sampler: anealing}\n", "search.sampler", "one of ils"),
+    ("unknown sampler", VALID + "search: {sampler: anealing}\n", "search.sampler", "one of bo, ils"),
     ("zero trials", VALID + "search: {trials: 0}\n", "search.trials", "integer ≥ 1"),
     ("boolean as number", VALID + "measure: {max_time_s: true}\n", "measure.max_time_s", "positive number"),
     ("max below min samples", VALID + "measure: {min_samples: 50, max_samples: 10}\n", "measure.max_samples",
@@ -173,7 +173,7 @@ def test_valid_file_loads_with_defaults(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text(VALID)
     experiment = load_experiment(path)
-    assert experiment.search.sampler == "ils"
+    assert experiment.search.sampler == "bo"
     assert experiment.measure.flush_l2 is True
     assert experiment.compile.arch == "sm_90"
     assert experiment.kernels[0].values == {"TILE_WIDTH": (8, 16)}

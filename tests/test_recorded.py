@@ -24,7 +24,7 @@ RECORDS = {
                "benchmark_time": 50.0, "framework_time": 5.0, "strategy_time": 7.0},
     "16,2,v": {"time": 1.5, "times": [1.5, 1.4, 1.6]},
     "64,1,v": {"time": "CompilationFailedConfig", "compile_time": 300.0},
-    "64,2,f": {"time": "RuntimeFailedConfig", "compile_time": 80.0},
+    "64,2,f": {"time": "RuntimeFailedConfig", "compile_time": 80.0, "benchmark_time": 20.0},
     "16,1,f": {"time": "InvalidConfig"},
     "32,2,v": {"time": 1e20},
 }
@@ -58,8 +58,9 @@ def test_a_cache_file_gives_parameters_outcomes_times_and_costs(cache_file):
     assert space.time_ms[:2].tolist() == [2.0, 1.5] and np.isnan(space.time_ms[2:]).all()
     assert space.runs_ms[1].tolist() == [1.5, 1.4, 1.6]
     assert np.isnan(space.runs_ms[0, 2])
-    # compile + verification + framework + benchmark; the runs where no benchmark time; never the strategy's
-    assert space.cost_s.tolist() == pytest.approx([0.165, 0.0045, 0.3, 0.08, 0.0, 0.0])
+    # compile + verification + framework + the runs; never the benchmark time (the runs stand for it) nor the
+    # strategy's
+    assert space.cost_s.tolist() == pytest.approx([0.119, 0.0045, 0.3, 0.08, 0.0, 0.0])
     assert space.optimum_row == 1 and space.optimum_ms == 1.5
     assert space.params_of(1) == {"BX": 16, "BY": 2, "VEC": "v"}
     assert space.key_string(1) == "16,2,v"
@@ -148,7 +149,7 @@ def test_a_t4_file_gives_parameters_outcomes_times_and_costs(tmp_path):
         t4_result({"BX": 64, "MODE": "b"}, time=3.0,
                   times={"compilation": 100.0, "framework": 5.0, "search_algorithm": 9.0, "validation": 10.0,
                          "runtimes": [2.0, 4.0]}),
-        t4_result({"BX": 16, "MODE": "a"}, time=0.002, unit="s", times={"benchmark": 40.0, "runtimes": [1.0]}),
+        t4_result({"BX": 16, "MODE": "a"}, time=0.002, unit="s", times={"benchmark": 40.0}),
         t4_result({"BX": 32, "MODE": "b"}, "compile", "CompilationFailedConfig", times={"compilation": 300.0}),
         t4_result({"BX": 32, "MODE": "a"}, "runtime", "RuntimeFailedConfig"),
         t4_result({"BX": 16, "MODE": "b"}, "constraints", "InvalidConfig"),
@@ -165,8 +166,8 @@ def test_a_t4_file_gives_parameters_outcomes_times_and_costs(tmp_path):
     assert list(space.status) == ["ok", "ok", "compile_error", "crashed", "invalid", "wrong", "crashed"]
     assert space.time_ms[:2].tolist() == [3.0, 2.0]
     assert np.isnan(space.time_ms[2:]).all()
-    # compilation + validation + framework + (benchmark, else the runtimes); never search_algorithm
-    assert space.cost_s[:3].tolist() == pytest.approx([0.121, 0.04, 0.3])
+    # compilation + validation + framework + the runtimes; neither benchmark nor search_algorithm
+    assert space.cost_s[:3].tolist() == pytest.approx([0.121, 0.0, 0.3])
     assert space.runs_ms[0].tolist() == [2.0, 4.0]
     assert space.optimum_ms == 2.0 and space.params_of(space.optimum_row) == {"BX": 16, "MODE": "a"}
     assert space.product_size == 8

@@ -76,7 +76,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     strategies = [name for text in args.strategies for name in text.split(",") if name] if args.strategies else None
     run_comparison(args.spaces, strategies, args.repeats, parse_budgets(args.budgets), args.convention, args.jobs,
-                   args.out, args.seed, args.quiet)
+                   args.out, args.seed, args.quiet, peers=args.peers, score_repeats=args.score_repeats)
     return 0
 
 
@@ -187,8 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("spaces", nargs="+", metavar="SPACE", help="a Kernel Tuner cache or T4 file, a run folder, "
                          "or an experiment whose kernels are recordings")
     compare.add_argument("--strategies", action="append", metavar="NAMES",
-                         help="strategies to score, comma-separated (default: all; random search always runs)")
+                         help="strategies to score, comma-separated: ours by name, Optuna's samplers as optuna:NAME, "
+                         "'optuna' for all of them (default: all of ours; random search always runs)")
+    compare.add_argument("--peers", action="append", metavar="kernel_tuner[:NAMES]",
+                         help="Kernel Tuner's strategies too, in its simulation mode (all, or those named; needs "
+                         "the kernel_tuner package)")
     compare.add_argument("--repeats", type=int, default=50, metavar="R", help="runs of each strategy (default 50)")
+    compare.add_argument("--score-repeats", type=int, metavar="R",
+                         help="runs of each strategy for the methodology score (default: --repeats)")
     compare.add_argument("--budgets", default="100,400,1600", metavar="B,B,...",
                          help="evaluations after which to score (default 100,400,1600)")
     compare.add_argument("--convention", choices=("a", "b", "both"), default="both",

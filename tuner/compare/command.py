@@ -14,16 +14,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.comparison import (
     DEFAULT_BUDGETS,
     DEFAULT_RUNS,
     CaseResult,
     brute_force_cost,
     compare,
+    optuna_names,
     strategy_factories,
 )
-from tuner.compare.harness import Convention, distribution
+from tuner.compare.harness import Convention, cost_per_draw, statistics
 from tuner.compare.inputs import recorded_spaces
+from tuner.compare.methodology import MethodologyError
 from tuner.errors import TunerError
 from tuner.recorded import RecordedSpace
 
@@ -31,13 +34,16 @@ CONVENTIONS = {"a": (Convention.VALID,), "b": (Convention.PRODUCT,), "both": tup
 DEFAULT_OUT = Path("reports") / "compare"
 MAX_CANDIDATES = 2**22
 """The most candidates a space may offer under a convention: a run keeps a value and a cost per candidate."""
+PEERS = ("kernel_tuner",)
 
 
 def run_comparison(paths: list[str | Path], strategies: list[str] | None = None, repeats: int = DEFAULT_RUNS,
                    budgets: tuple[int, ...] = DEFAULT_BUDGETS, convention: str = "both", jobs: int | None = None,
-                   out: str | Path = DEFAULT_OUT, seed: int = 0, quiet: bool = False) -> list[CaseResult]:
-    """Score ``strategies`` (every one known by default) on the recorded spaces ``paths`` name and write the
-    outputs into ``out``."""
+                   out: str | Path = DEFAULT_OUT, seed: int = 0, quiet: bool = False, peers: list[str] | None = None,
+                   score_repeats: int | None = None) -> list[CaseResult]:
+    """Score ``strategies`` (every one of ours by default; ``optuna`` stands for every Optuna sampler that runs
+    here) and the ``peers`` (``kernel_tuner`` or ``kernel_tuner:NAME,NAME``) on the recorded spaces ``paths``
+    name, and write the outputs into ``out``."""
     if convention not in CONVENTIONS:
         raise TunerError(f"unknown convention '{convention}'; choose a (valid configurations), b (the full "
                          f"product) or both")
@@ -45,7 +51,10 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
         raise TunerError(f"--jobs must be at least 1, not {jobs}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TunerError(f"--seed must be a whole number ≥ 0, not {seed!r}")
+    if strategies:
+        strategies = [n for name in strategies for n in (optuna_names() if name == "optuna" else [name])]
     factories = strategy_factories(strategies)
+    peer_names = peer_strategies(peers)
     spaces = recorded_spaces(paths)
     for space in spaces.values():
         for case_convention in CONVENTIONS[convention]:
@@ -60,12 +69,15 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
         raise TunerError(f"{folder}: the output folder cannot be created ({exc.strerror or exc})") from None
     started = time.monotonic()
     results = compare(spaces, factories, budgets, CONVENTIONS[convention], repeats, seed, jobs,
-                      progress=None if quiet else _note)
+                      progress=None if quiet else _note, peers=peer_names, score_runs=score_repeats)
     settings: dict[str, Any] = {
         "spaces": {name: space.source for name, space in spaces.items()}, "strategies": list(factories),
-        "repeats": repeats, "budgets": sorted(set(budgets)), "convention": convention, "seed": seed,
-        "jobs": jobs or os.cpu_count(), "scoring_s": round(time.monotonic() - started, 1),
+        "peers": [kt.PREFIX + name for name in peer_names], "repeats": repeats,
+        "score_repeats": score_repeats or repeats, "budgets": sorted(set(budgets)), "convention": convention,
+        "seed": seed, "jobs": jobs or os.cpu_count(), "scoring_s": round(time.monotonic() - started, 1),
     }
+    if peer_names:
+        settings["kernel_tuner"] = kt.version()
     write_outputs(results, folder, settings)
     if not quiet:
         _note(f"comparison written in {folder} in {time.monotonic() - started:.0f} s")
@@ -96,14 +108,17 @@ def unscorable(space: RecordedSpace, convention: Convention) -> str | None:
         return (f"under convention {convention.value} its {domain_size(space, convention):,} candidates are more than "
                 f"the {MAX_CANDIDATES:,} a comparison draws from (each run holds a value per candidate); compare "
                 f"under convention a (--convention a), which draws from its {len(space):,} recorded configurations")
-    dist = distribution(space, convention)
-    ok = len(dist.times_ms)
-    axis = dist.evaluation_axis()
-    if not len(axis):
-        return (f"its {ok} configuration(s) that ran ok are too few or too alike to score strategies on (under "
-                f"convention {convention.value}, random search is as good as the optimum from its first evaluations, "
-                f"so the methodology score has no axis to average over); compare on a larger recorded space")
-    if not brute_force_cost(space) > 0 or not dist.cost_per_draw_s > 0:
+    stats = statistics(space)
+    try:
+        stats.axis_evaluations()
+        scorable = len(stats.times_ms) > 2
+    except MethodologyError:
+        scorable = False
+    if not scorable:
+        return (f"its {len(stats.times_ms)} configuration(s) that ran ok are too few or too alike to score strategies "
+                f"on (random search is as good as the optimum from its first evaluations, so the methodology score "
+                f"has no axis to average over); compare on a larger recorded space")
+    if not brute_force_cost(space) > 0 or not cost_per_draw(space, convention) > 0:
         return ("it records no compile or benchmark time, and the scores over recorded time need one; give a "
                 "recording that holds them (Kernel Tuner's compile_time, benchmark_time or times)")
     return None
@@ -119,6 +134,18 @@ def write_outputs(results: list[CaseResult], out: Path, settings: dict[str, Any]
     written += [*images.values(), write_page(results, images, out, settings)]
     print(text_table(results))
     return written
+
+
+def peer_strategies(peers: list[str] | None) -> list[str]:
+    """Kernel Tuner's strategies that ``--peers`` names: ``kernel_tuner`` for every one that runs here,
+    ``kernel_tuner:NAME,NAME`` for some."""
+    chosen: list[str] = []
+    for text in peers or []:
+        peer, _, names = text.partition(":")
+        if peer not in PEERS:
+            raise TunerError(f"unknown peer '{peer}'; the one peer is kernel_tuner (Kernel Tuner's strategies)")
+        chosen += kt.chosen_strategies([n for n in names.split(",") if n] or None)
+    return list(dict.fromkeys(chosen))
 
 
 def _note(text: str) -> None:

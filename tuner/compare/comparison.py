@@ -1,16 +1,23 @@
 """Scoring search strategies on recorded spaces: every strategy run R times on every space under each convention.
 
-A *case* is one space under one convention (:mod:`tuner.compare.harness`). In each case every strategy makes
-``runs`` runs of the largest budget (run r seeded by ``(seed, strategy's number, r)``, the same whatever the
-number of processes); a smaller budget is read off the same runs, since no strategy is told its budget. Per
-strategy and case:
+A *case* is one space under one convention (:mod:`tuner.compare.harness`). Three kinds of strategy take part:
+
+* ours (:mod:`tuner.strategies.catalog`) and Optuna's samplers (named ``optuna:<sampler>``,
+  :mod:`tuner.strategies.optuna_strategy`), which are not told their budget: ``runs`` runs of the largest budget
+  each (run r seeded by ``(seed, strategy's number, r)``, the same whatever the number of processes), a smaller
+  budget read off the same runs;
+* Kernel Tuner's strategies in its simulation mode (named ``kt:<strategy>``, :mod:`tuner.compare.kernel_tuner_peer`),
+  under convention (a) only (Kernel Tuner counts only configurations that pass the restrictions), which are told
+  their budget: ``runs`` runs of each budget apart.
+
+Per strategy and case:
 
 * the fraction of the optimum after each budget: mean, standard deviation, quartiles over the runs;
-* the methodology score P on the evaluation axis and on the time axis (:mod:`tuner.compare.scoring`; the axes
-  run from the cut-off 0.5 to 0.96 of the space, whatever the budgets; a run is held at its last evaluation past
-  the largest budget);
-* performance curves: the fraction of the optimum after every evaluation, and at points of recorded time
-  (compile + benchmark time, :mod:`tuner.recorded`), as quartiles over the runs.
+* the methodology score P (:mod:`tuner.compare.methodology`), on ``score_runs`` further runs of each strategy that
+  go on, as the methodology package lets them, until the time axis' end and its margin, counting the recorded
+  time of each evaluation and the strategy's own time;
+* performance curves: the fraction of the optimum after every evaluation (of the largest budget's runs), and at
+  points of recorded time (compile + benchmark time, :mod:`tuner.recorded`), as quartiles over the runs.
 
 Uniform random search is the baseline of every figure; where the strategies chosen do not include it, it runs
 anyway (as the strategy ``random``).
@@ -18,29 +25,25 @@ anyway (as the strategy ``random``).
 
 from __future__ import annotations
 
+import contextlib
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from tuner.compare.harness import Convention, distribution, simulate_runs, stack
-from tuner.compare.scoring import (
-    MethodologyScore,
-    Summary,
-    at_budgets,
-    best_at_times,
-    cost_to_reach,
-    fraction_of_optimum,
-    methodology_score,
-    summarise,
-)
+from tuner.compare import kernel_tuner_peer as kt
+from tuner.compare.harness import BestSoFar, Convention, cost_per_draw, simulate_runs, stack, statistics
+from tuner.compare.methodology import MethodologyError, MethodologyScore, SpaceStatistics, methodology_score
+from tuner.compare.scoring import Summary, at_budgets, best_at_times, cost_to_reach, fraction_of_optimum, summarise
 from tuner.errors import TunerError
 from tuner.recorded import RecordedSpace
 from tuner.strategies.catalog import OPTUNA, OURS, strategy_factory
+from tuner.strategies.optuna_strategy import optuna_factory
 from tuner.strategies.protocol import StrategyFactory
 
 BASELINE = "random"
+OPTUNA_PREFIX = "optuna:"
 DEFAULT_BUDGETS = (100, 400, 1600)
 DEFAULT_RUNS = 50
 TIME_POINTS = 200
@@ -49,16 +52,34 @@ NEAR_OPTIMUM = 0.97
 
 
 def strategy_factories(names: list[str] | None = None) -> dict[str, StrategyFactory]:
-    """The factories of the strategies named (every one of ours by default, :mod:`tuner.strategies.catalog`), the
-    baseline among them."""
+    """The factories of the strategies named (every one of ours by default, :mod:`tuner.strategies.catalog`;
+    ``optuna:<sampler>`` or a sampler's bare name for Optuna's), the baseline among them."""
     chosen = list(OURS) if not names else list(dict.fromkeys(names))
-    unknown = [n for n in chosen if n not in OURS]
-    if unknown:
-        hint = " (Optuna's samplers run in tuning studies, not in this comparison)" if unknown[0] in OPTUNA else ""
-        raise TunerError(f"unknown strategy '{unknown[0]}'; choose from {', '.join(OURS)}{hint}")
-    if BASELINE not in chosen:
-        chosen.append(BASELINE)
-    return {name: strategy_factory(name) for name in chosen}
+    factories: dict[str, StrategyFactory] = {}
+    for name in chosen:
+        sampler = name.removeprefix(OPTUNA_PREFIX)
+        if name in OURS:
+            factories[name] = strategy_factory(name)
+        elif sampler in OPTUNA:
+            factories[OPTUNA_PREFIX + sampler] = optuna_factory(sampler)
+        else:
+            raise TunerError(f"unknown strategy '{name}'; choose from {', '.join(OURS)}, or one of Optuna's samplers "
+                             f"({', '.join(OPTUNA)}, also as optuna:<name>)")
+    if BASELINE not in factories:
+        factories[BASELINE] = strategy_factory(BASELINE)
+    return factories
+
+
+def optuna_names() -> list[str]:
+    """Optuna's samplers that can run here (the GP sampler needs PyTorch)."""
+    names = []
+    for sampler in OPTUNA:
+        try:
+            optuna_factory(sampler)
+        except TunerError:
+            continue
+        names.append(OPTUNA_PREFIX + sampler)
+    return names
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,17 +98,25 @@ class Scored:
     budgets: tuple[int, ...]
     fractions: Summary
     """The fraction of the optimum after each budget."""
-    score: MethodologyScore
+    score: MethodologyScore | None
+    """The methodology score; None where the runs do not cover its time axis (``score_note`` says why)."""
+    score_note: str
     curve: Summary
     """The fraction of the optimum after each evaluation (1 … the largest budget)."""
     times_s: np.ndarray
     time_curve: Summary
     """The fraction of the optimum at each of ``times_s``."""
     evaluations: float
-    """The mean number of evaluations of a run (fewer than the largest budget where a run ended early)."""
+    """The mean number of evaluations of a run of the largest budget (fewer where a run ended early)."""
     near_optimum_cost: float
     """The median run's recorded cost until its best is within NEAR_OPTIMUM of the optimum, as a fraction of
     what measuring every configuration costs (``inf`` where the median run does not get there in the budget)."""
+    think_ms: float
+    """The strategy's own mean time per evaluation (ms) in its scoring runs."""
+
+    @property
+    def p(self) -> float:
+        return self.score.score if self.score is not None else float("nan")
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,18 +127,22 @@ class CaseResult:
 
 
 Progress = Callable[[str], None]
+Runner = Callable[[int | None, float | None, int], list[BestSoFar]]
+"""Makes runs: (budget in evaluations or None, time limit in s or None, number of runs) → runs."""
 
 
 def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFactory],
             budgets: tuple[int, ...] = DEFAULT_BUDGETS, conventions: tuple[Convention, ...] = tuple(Convention),
             runs: int = DEFAULT_RUNS, seed: int = 0, jobs: int | None = None,
-            progress: Progress | None = None) -> list[CaseResult]:
-    """Every strategy in every case: spaces in order, each under each convention."""
+            progress: Progress | None = None, peers: list[str] | None = None,
+            score_runs: int | None = None) -> list[CaseResult]:
+    """Every strategy in every case, spaces in order, each under each convention; ``peers``: Kernel Tuner's
+    strategies (under convention (a)); ``score_runs``: runs for the methodology score (default ``runs``)."""
     budgets = tuple(sorted(set(budgets)))
     if not budgets or budgets[0] < 1:
         raise TunerError(f"budgets must be whole numbers ≥ 1, not {budgets}")
-    if runs < 2:
-        raise TunerError(f"--repeats must be at least 2 (quartiles and spreads need several runs), not {runs}")
+    if runs < 2 or (score_runs is not None and score_runs < 2):
+        raise TunerError("--repeats must be at least 2 (quartiles and spreads need several runs)")
     found = []
     for name, space in spaces.items():
         for convention in conventions:
@@ -118,29 +151,84 @@ def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFact
             for strategy, factory in strategies.items():
                 if progress is not None:
                     progress(f"{name} ({convention.value}): {strategy}, {runs} runs of {budgets[-1]} evaluations")
-                scored[strategy] = score_runs(case, strategy, factory, budgets, runs, seed, jobs)
+                scored[strategy] = score(case, strategy, _our_runner(case, strategy, factory, seed, jobs), False,
+                                         budgets, runs, score_runs or runs, seed)
+            if peers and convention is Convention.VALID:
+                with _peer_runners(space, peers, seed, jobs) as runners:
+                    for strategy, runner in runners.items():
+                        if progress is not None:
+                            progress(f"{name} ({convention.value}): {strategy}, {runs} runs of each budget")
+                        scored[strategy] = score(case, strategy, runner, True, budgets, runs, score_runs or runs,
+                                                 seed)
             found.append(CaseResult(case, space.optimum_ms, scored))
     return found
 
 
-def score_runs(case: Case, strategy: str, factory: StrategyFactory, budgets: tuple[int, ...], runs: int,
-               seed: int, jobs: int | None) -> Scored:
-    budget = budgets[-1]
-    curves = simulate_runs(factory, case.space, budget, case.convention, runs,
-                           seed=seed * 1_000_003 + zlib.crc32(strategy.encode()), workers=jobs)
-    best_ms, cost_s = stack(curves, budget)
+def _our_runner(case: Case, strategy: str, factory: StrategyFactory, seed: int, jobs: int | None) -> Runner:
+    def run(budget: int | None, time_limit_s: float | None, count: int) -> list[BestSoFar]:
+        stream = zlib.crc32(strategy.encode()) + (7919 if time_limit_s is not None else 0)
+        return simulate_runs(factory, case.space, budget, case.convention, count, seed=seed * 1_000_003 + stream,
+                             workers=jobs, time_limit_s=time_limit_s)
+
+    return run
+
+
+@contextlib.contextmanager
+def _peer_runners(space: RecordedSpace, peers: list[str], seed: int, jobs: int | None) -> Iterator[dict[str, Runner]]:
+    with kt.cache_file(space) as path:
+        def runner(strategy: str) -> Runner:
+            def run(budget: int | None, time_limit_s: float | None, count: int) -> list[BestSoFar]:
+                stream = zlib.crc32(strategy.encode()) + (budget or 7919)
+                return kt.kernel_tuner_runs(space, path, strategy, kt.Budget(budget, time_limit_s), count,
+                                            seed=seed * 1_000_003 + stream, workers=jobs)
+            return run
+
+        yield {kt.PREFIX + strategy: runner(strategy) for strategy in peers}
+
+
+def score(case: Case, strategy: str, run: Runner, knows_budget: bool, budgets: tuple[int, ...], runs: int,
+          score_runs: int, seed: int) -> Scored:
+    """A strategy's scores in a case; ``knows_budget``: whether each budget needs runs of its own."""
+    largest = budgets[-1]
+    curves = run(largest, None, runs)
+    best_ms, cost_s = stack(curves, largest)
     optimum = case.space.optimum_ms
     fractions = fraction_of_optimum(best_ms, optimum)
-    times = time_points(case, budget)
+    at = at_budgets(fractions, list(budgets))
+    if knows_budget:
+        for i, budget in enumerate(budgets[:-1]):
+            own, _ = stack(run(budget, None, runs), largest)
+            at[:, i] = fraction_of_optimum(own[:, budget - 1], optimum)
+    times = time_points(case, largest)
+    stats = statistics(case.space)
+    p_score, note, think_ms = _methodology(run, stats, score_runs, seed)
     return Scored(
-        strategy=strategy, runs=len(curves), budgets=budgets, fractions=summarise(at_budgets(fractions, list(budgets))),
-        score=methodology_score(best_ms, cost_s, distribution(case.space, case.convention), seed=seed),
-        curve=summarise(fractions), times_s=times,
+        strategy=strategy, runs=len(curves), budgets=budgets, fractions=summarise(at), score=p_score,
+        score_note=note, curve=summarise(fractions), times_s=times,
         time_curve=summarise(fraction_of_optimum(best_at_times(best_ms, cost_s, times), optimum)),
         evaluations=float(np.mean([c.evaluations for c in curves])),
         near_optimum_cost=float(np.median(cost_to_reach(best_ms, cost_s, optimum / NEAR_OPTIMUM)))
-        / brute_force_cost(case.space),
+        / brute_force_cost(case.space), think_ms=think_ms,
     )
+
+
+def _methodology(run: Runner, stats: SpaceStatistics, count: int,
+                 seed: int) -> tuple[MethodologyScore | None, str, float]:
+    """The methodology score of ``count`` runs that go on until the time axis' end and its margin, and the
+    strategy's own mean time per evaluation in them (ms)."""
+    try:
+        limit = stats.time_limit_s()
+    except MethodologyError as exc:
+        return None, str(exc), float("nan")
+    curves = run(None, limit, count)
+    evaluations = sum(c.evaluations for c in curves)
+    think = sum(float(c.elapsed_s[-1] - c.cost_s[-1]) for c in curves if c.evaluations)
+    think_ms = 1000 * think / evaluations if evaluations else float("nan")
+    try:
+        return methodology_score([c.elapsed_s for c in curves], [c.best_ms for c in curves], stats,
+                                 seed=seed), "", think_ms
+    except MethodologyError as exc:
+        return None, str(exc), think_ms
 
 
 def brute_force_cost(space: RecordedSpace) -> float:
@@ -153,7 +241,7 @@ def time_points(case: Case, budget: int) -> np.ndarray:
     """Points of recorded time for the curves, the same for every strategy of a case: from the median cost of one
     configuration to what ``budget`` random draws cost on average, evenly spaced on a log scale."""
     cost = case.space.cost_s[np.isfinite(case.space.cost_s) & (case.space.cost_s > 0)]
-    end = budget * distribution(case.space, case.convention).cost_per_draw_s
+    end = budget * cost_per_draw(case.space, case.convention)
     if not len(cost) or not end > 0:
         return np.zeros(1)
     start = min(float(np.median(cost)), end / 10)

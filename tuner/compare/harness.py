@@ -19,23 +19,27 @@ only repeats ``max_repeats`` times in a row has converged: its run ends there, s
 has been evaluated.
 
 Cost. Each evaluation adds the recorded cost of its configuration (compile + benchmark time as the file records
-them, :mod:`tuner.recorded`), in seconds; the strategy's own thinking time is not counted.
+them, :mod:`tuner.recorded`), in seconds. The *elapsed* time adds the strategy's own time, measured around its
+``ask`` and ``tell`` calls (repeats included): the time axis of the methodology score counts both
+(:mod:`tuner.compare.methodology`). A run with a time limit stops before the evaluation that would start at or
+past it.
 
 Runs. ``simulate_runs`` runs repeat ``r`` with the seed sequence ``(seed, r)``, so the curves are the same
-whatever the number of worker processes.
+whatever the number of worker processes (the elapsed times, measured, differ a little from run to run).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 
-from tuner.compare.scoring import Distribution
+from tuner.compare.methodology import SpaceStatistics
 from tuner.recorded import RecordedSpace
 from tuner.strategies.domain import Domain, ordered_values
 from tuner.strategies.protocol import StrategyFactory
@@ -69,11 +73,13 @@ def recorded_rows(space: RecordedSpace, domain: Domain) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class BestSoFar:
     """One run, per evaluation: the best time so far (ms, ``inf`` before the first success), the cumulative
-    recorded cost (s) and the candidate evaluated."""
+    recorded cost (s), the candidate evaluated and the cumulative elapsed time (s: the recorded cost and the
+    strategy's own time)."""
 
     best_ms: np.ndarray
     cost_s: np.ndarray
     candidates: np.ndarray
+    elapsed_s: np.ndarray
 
     @property
     def evaluations(self) -> int:
@@ -88,22 +94,30 @@ class BestSoFar:
         return np.pad(best, (0, missing), mode="edge"), np.pad(cost, (0, missing), mode="edge")
 
 
-def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: int,
-             convention: Convention | str, seed: int | tuple[int, ...],
-             max_repeats: int = MAX_REPEATS) -> BestSoFar:
-    """One run of a strategy for ``budget`` evaluations."""
+def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: int | None,
+             convention: Convention | str, seed: int | tuple[int, ...], max_repeats: int = MAX_REPEATS,
+             time_limit_s: float | None = None) -> BestSoFar:
+    """One run of a strategy for ``budget`` evaluations (None: no limit but the domain's size) and, where given,
+    until ``time_limit_s`` of elapsed time."""
+    clock = time.perf_counter
+    started = clock()
     domain = domain_of(space, convention)
     strategy = strategy_factory(domain, np.random.default_rng(seed))
+    thinking = clock() - started
     rows = recorded_rows(space, domain)
     values = np.append(np.where(space.ok, space.time_ms, np.inf), np.inf)[rows].tolist()
     costs = np.append(space.cost_s, 0.0)[rows].tolist()
     size = domain.size
-    limit = min(budget, size)
-    best_ms, cost_s, candidates = np.empty(limit), np.empty(limit), np.empty(limit, dtype=np.int64)
+    limit = size if budget is None else min(budget, size)
+    time_limit = math.inf if time_limit_s is None else time_limit_s
+    best_ms, cost_s, elapsed_s = np.empty(limit), np.empty(limit), np.empty(limit)
+    candidates = np.empty(limit, dtype=np.int64)
     seen: set[int] = set()
     best, total, n, repeats = math.inf, 0.0, 0, 0
-    while n < limit:
+    while n < limit and total + thinking < time_limit:
+        before = clock()
         candidate = int(strategy.ask())
+        thinking += clock() - before
         if not 0 <= candidate < size:
             raise ValueError(f"the strategy proposed candidate {candidate}, outside 0 … {size - 1}")
         value = values[candidate]
@@ -111,39 +125,47 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
             repeats += 1
             if repeats >= max_repeats:
                 break
+            before = clock()
             strategy.tell(candidate, value)
+            thinking += clock() - before
             continue
         repeats = 0
         seen.add(candidate)
         best = min(best, value)
         total += costs[candidate]
-        best_ms[n], cost_s[n], candidates[n] = best, total, candidate
+        best_ms[n], cost_s[n], candidates[n], elapsed_s[n] = best, total, candidate, total + thinking
         n += 1
+        before = clock()
         strategy.tell(candidate, value)
-    return BestSoFar(best_ms[:n], cost_s[:n], candidates[:n])
+        thinking += clock() - before
+    return BestSoFar(best_ms[:n], cost_s[:n], candidates[:n], elapsed_s[:n])
 
 
-def simulate_runs(strategy_factory: StrategyFactory, space: RecordedSpace, budget: int,
+def simulate_runs(strategy_factory: StrategyFactory, space: RecordedSpace, budget: int | None,
                   convention: Convention | str, runs: int = DEFAULT_RUNS, seed: int = 0,
-                  workers: int | None = None) -> list[BestSoFar]:
+                  workers: int | None = None, time_limit_s: float | None = None) -> list[BestSoFar]:
     """``runs`` independent runs, spread over ``workers`` processes (one per CPU by default; 1: in this one).
 
     ``strategy_factory`` must be picklable (a module-level function or class) when workers > 1.
     """
     workers = min(workers or os.cpu_count() or 1, runs)
-    job = (strategy_factory, space, budget, Convention(convention))
+    job = (strategy_factory, space, budget, Convention(convention), time_limit_s)
     if workers <= 1:
-        return [simulate(*job, seed=(seed, r)) for r in range(runs)]
+        return [_simulate(job, (seed, r)) for r in range(runs)]
     with ProcessPoolExecutor(max_workers=workers, initializer=_set_job, initargs=job) as pool:
         return list(pool.map(_run, [(seed, r) for r in range(runs)], chunksize=max(1, runs // (4 * workers))))
 
 
-def distribution(space: RecordedSpace, convention: Convention | str) -> Distribution:
-    """The space as the methodology score sees it: under ``product`` the baseline counts failed and absent draws
-    (absent ones cost nothing)."""
-    product = Convention(convention) is Convention.PRODUCT
-    absent = space.product_size - len(space) if product else 0
-    return Distribution.of(np.where(space.ok, space.time_ms, np.nan), space.cost_s, absent, product=product)
+def statistics(space: RecordedSpace) -> SpaceStatistics:
+    """The space as the methodology score sees it: its recorded configurations, ok and failed (under either
+    convention: a combination the recording lacks costs nothing and no run's time)."""
+    return SpaceStatistics.of(np.where(space.ok, space.time_ms, np.nan), space.cost_s)
+
+
+def cost_per_draw(space: RecordedSpace, convention: Convention | str) -> float:
+    """The mean recorded cost of one uniformly random candidate (under ``product``, an absent one costs 0)."""
+    total = float(np.nansum(space.cost_s))
+    return total / (space.product_size if Convention(convention) is Convention.PRODUCT else len(space))
 
 
 def stack(curves: list[BestSoFar], budget: int) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +174,8 @@ def stack(curves: list[BestSoFar], budget: int) -> tuple[np.ndarray, np.ndarray]
     return np.array([b for b, _ in padded]), np.array([c for _, c in padded])
 
 
-_job: tuple[StrategyFactory, RecordedSpace, int, Convention] | None = None
+Job = tuple[StrategyFactory, RecordedSpace, int | None, Convention, float | None]
+_job: Job | None = None
 
 
 def _set_job(*job: object) -> None:
@@ -160,6 +183,11 @@ def _set_job(*job: object) -> None:
     _job = job  # type: ignore[assignment]
 
 
+def _simulate(job: Job, seed: tuple[int, int]) -> BestSoFar:
+    factory, space, budget, convention, time_limit_s = job
+    return simulate(factory, space, budget, convention, seed, time_limit_s=time_limit_s)
+
+
 def _run(seed: tuple[int, int]) -> BestSoFar:
     assert _job is not None
-    return simulate(*_job, seed=seed)
+    return _simulate(_job, seed)

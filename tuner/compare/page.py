@@ -25,16 +25,18 @@ p.note, pre { color: #555; font-size: 0.9em; }
 <h1>Search strategies on recorded spaces</h1>
 <p>{{ settings.repeats }} runs of each strategy, seed {{ settings.seed }}; budgets {{ settings.budgets|join(", ") }}
 evaluations. Fraction of the optimum: optimum time / best time found, mean ± standard deviation over the runs (bold:
-the best mean). P: the methodology score of Willemsen et al. (2024), (strategy − random) / (optimum − random) averaged
-over its axis, on evaluations and on recorded compile + benchmark time. Convention (a): the budget counts only the
-configurations that pass the space's restrictions; (b): a draw from all combinations that fails counts too.</p>
+the best mean). P: the methodology score of Willemsen et al. (2024) as the package autotuning_methodology computes
+it, (strategy − random) / (optimum − random) averaged over its time axis (recorded time of each evaluation and the
+strategy's own time). Convention (a): the budget counts only the configurations that pass the space's restrictions;
+(b): a draw from all combinations that fails counts too. optuna:NAME: Optuna's samplers; kt:NAME: Kernel Tuner's
+strategies in its simulation mode, each budget run apart (they are told their budget), under convention (a).</p>
 {% for case in cases %}
 <h2>{{ case.title }}</h2>
-<table><tr><th>strategy</th>{% for b in case.budgets %}<th>after {{ b }}</th>{% endfor %}<th>P evaluations</th>
-<th>P time</th></tr>
+<table><tr><th>strategy</th>{% for b in case.budgets %}<th>after {{ b }}</th>{% endfor %}<th>P</th>
+<th>ms per evaluation</th></tr>
 {% for row in case.rows %}<tr><td>{{ row.strategy }}</td>
 {% for cell in row.cells %}<td{% if cell.best %} class="best"{% endif %}>{{ cell.text }}</td>{% endfor %}
-<td>{{ row.p_evaluations }}</td><td>{{ row.p_time }}</td></tr>
+<td>{{ row.p }}</td><td>{{ row.think }}</td></tr>
 {% endfor %}</table>
 <img src="{{ case.image }}" alt="performance curves of {{ case.title }}">
 {% endfor %}
@@ -57,7 +59,7 @@ def write_page(results: list[CaseResult], images: dict[int, Path], out: Path, se
             "rows": [{"strategy": name,
                       "cells": [{"text": f"{s.fractions.mean[j]:.3f} ± {s.fractions.std[j]:.3f}",
                                  "best": s.fractions.mean[j] >= best[j] - 1e-12} for j in range(len(budgets))],
-                      "p_evaluations": f"{s.score.over_evaluations:.3f}", "p_time": f"{s.score.over_time:.3f}"}
+                      "p": f"{s.p:.3f}" if s.score is not None else "—", "think": f"{s.think_ms:.2f}"}
                      for name, s in scored.items()],
             "image": "data:image/png;base64," + base64.b64encode(images[i].read_bytes()).decode("ascii"),
         })

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.compare.comparison import CaseResult
+from tuner.strategies.catalog import DEFAULT
 
 CONVENTION_LABEL = {"valid": "(a) valid", "product": "(b) product"}
 
@@ -26,9 +27,8 @@ def rows(results: list[CaseResult]) -> list[dict[str, Any]]:
                     "mean": _number(scored.fractions.mean[i]), "std": _number(scored.fractions.std[i]),
                     "q25": _number(scored.fractions.q25[i]), "median": _number(scored.fractions.median[i]),
                     "q75": _number(scored.fractions.q75[i]),
-                    "p_evaluations": _number(scored.score.over_evaluations), "p_time": _number(scored.score.over_time),
-                    "mean_evaluations": round(scored.evaluations, 2),
-                    "near_optimum_cost": _number(scored.near_optimum_cost),
+                    "p": _number(scored.p), "mean_evaluations": round(scored.evaluations, 2),
+                    "near_optimum_cost": _number(scored.near_optimum_cost), "think_ms": _number(scored.think_ms),
                 })
     return found
 
@@ -49,23 +49,37 @@ def text_table(results: list[CaseResult]) -> str:
                   f"{CONVENTION_LABEL[case.convention.value]}, {first.runs} runs, optimum {result.optimum_ms:.4g} ms")
         best = [max(s.fractions.mean[i] for s in result.scored.values()) for i in range(len(budgets))]
         width = max(len(s) for s in result.scored) + 2
+        best_p = max((s.p for s in result.scored.values() if math.isfinite(s.p)), default=math.nan)
         lines = [header, f"{'strategy':<{width}}" + "".join(f"{f'@{b}':>17}" for b in budgets)
-                 + f"{'P evals':>10}{'P time':>9}{'3% cost':>9}"]
+                 + f"{'P':>9}{'3% cost':>9}{'ms/eval':>9}"]
         for strategy, scored in result.scored.items():
             cells = "".join(f"{_cell(scored.fractions.mean[i], scored.fractions.std[i], best[i]):>17}"
                             for i in range(len(budgets)))
-            lines.append(f"{strategy:<{width}}{cells}{scored.score.over_evaluations:>10.3f}"
-                         f"{scored.score.over_time:>9.3f}{_share(scored.near_optimum_cost):>9}")
-        blocks.append("\n".join(lines))
-    legend = ("@b: fraction of the optimum after b evaluations (optimum time / best time found), mean ± standard "
-              "deviation over the runs; * the best mean. P: the methodology score (Willemsen et al. 2024), the "
-              "mean over its axis of (strategy − random) / (optimum − random), over evaluations and over recorded "
-              "compile + benchmark time. (a): the budget counts configurations that pass the space's "
-              "restrictions; (b): a draw from all combinations that fails counts as an evaluation. 3% cost: the "
-              "median run's recorded compile + benchmark time until its best is within 3% of the optimum, as a "
-              "share of what measuring every configuration costs (— where the median run does not get there "
-              "within the largest budget).")
-    return "\n\n".join(blocks) + "\n\n" + legend
+            lines.append(f"{strategy:<{width}}{cells}{_p(scored.p, best_p):>9}{_share(scored.near_optimum_cost):>9}"
+                         f"{scored.think_ms:>9.2f}")
+        notes = [f"{strategy}: P not scored ({scored.score_note})" for strategy, scored in result.scored.items()
+                 if scored.score is None]
+        blocks.append("\n".join(lines + notes))
+    return "\n\n".join(blocks) + "\n\n" + LEGEND
+
+
+LEGEND = ("@b: fraction of the optimum after b evaluations (optimum time / best time found), mean ± standard "
+          "deviation over the runs; * the best mean. P: the methodology score (Willemsen et al. 2024) as the package "
+          "autotuning_methodology computes it, the mean over its time axis of (strategy − random) / (optimum − "
+          "random), time counting each evaluation's recorded compile + verification + framework + benchmark time "
+          "and the strategy's own; * the best. (a): the budget counts configurations that pass the space's "
+          "restrictions; (b): a draw from all combinations that fails counts as an evaluation. 3% cost: the median "
+          "run's recorded time until its best is within 3% of the optimum, as a share of what measuring every "
+          "configuration costs (— where the median run does not get there within the largest budget). ms/eval: the "
+          "strategy's own time per evaluation. optuna:NAME: Optuna's sampler NAME; kt:NAME: Kernel Tuner's strategy "
+          "NAME in its simulation mode, which is told its budget, so that each budget is run apart (convention (a) "
+          "only).")
+
+
+def _p(value: float, best: float) -> str:
+    if not math.isfinite(value):
+        return "—"
+    return f"{value:.3f}" + ("*" if value >= best - 1e-12 else " ")
 
 
 def _share(value: float) -> str:
@@ -81,7 +95,9 @@ def write_tables(results: list[CaseResult], out: Path, settings: dict[str, Any])
     """``comparison.txt``, ``comparison.json`` (settings, rows, and each case's curves) and ``comparison.csv``."""
     found = rows(results)
     text, data, table = out / "comparison.txt", out / "comparison.json", out / "comparison.csv"
-    text.write_text(text_table(results) + "\n", encoding="utf-8")
+    summary = side_by_side(results, DEFAULT)
+    text.write_text(text_table(results) + ("\n\n" + SIDE_BY_SIDE_TITLE + "\n" + summary if summary else "") + "\n",
+                    encoding="utf-8")
     data.write_text(json.dumps({"settings": settings, "rows": found, "curves": _curves(results)}, indent=1) + "\n",
                     encoding="utf-8")
     with table.open("w", newline="", encoding="utf-8") as stream:
@@ -98,3 +114,31 @@ def _curves(results: list[CaseResult]) -> list[dict[str, Any]]:
         "q75": [_number(v) for v in s.curve.q75], "times_s": [_number(v) for v in s.times_s],
         "time_median": [_number(v) for v in s.time_curve.median],
     } for r in results for strategy, s in r.scored.items()]
+
+
+def side_by_side(results: list[CaseResult], ours: str) -> str:
+    """Per case where Kernel Tuner's strategies ran: ``ours`` against the best of them at each budget (picked
+    per budget, in hindsight) and against the best P of theirs; '' where none ran."""
+    lines: list[str] = []
+    for result in results:
+        theirs = {name: s for name, s in result.scored.items() if name.startswith(PEER_PREFIX)}
+        if not theirs or ours not in result.scored:
+            continue
+        mine = result.scored[ours]
+        if not lines:
+            budgets = mine.budgets
+            lines.append(f"{'space':<24}" + "".join(f"{f'{ours} @{b}':>16}{f'best kt @{b}':>30}" for b in budgets)
+                         + f"{f'{ours} P':>10}{'best kt P':>30}")
+        cells = ""
+        for i in range(len(mine.budgets)):
+            name, best = max(((n, s.fractions.mean[i]) for n, s in theirs.items()), key=lambda item: item[1])
+            cells += f"{mine.fractions.mean[i]:>16.3f}{f'{best:.3f} ({name})':>30}"
+        p_name, p_best = max(((n, s.p) for n, s in theirs.items() if math.isfinite(s.p)),
+                             key=lambda item: item[1], default=("—", math.nan))
+        lines.append(f"{result.case.name:<24}{cells}{mine.p:>10.3f}{f'{p_best:.3f} ({p_name})':>30}")
+    return "\n".join(lines)
+
+
+PEER_PREFIX = "kt:"
+SIDE_BY_SIDE_TITLE = ("The default strategy against the best of Kernel Tuner's strategies on each space (convention "
+                      "(a); the best picked per budget, in hindsight):")

@@ -11,10 +11,16 @@ Outcomes. As in Kernel Tuner's own reader, a record holding one of its failure n
 versions recorded a failure as a time of 1e20 ms: any time from 1e10 ms up is taken as a failed compilation.
 Every other record with a finite, non-negative ``time`` is ok.
 
-Cost (seconds): ``compile_time + verification_time + framework_time + benchmark_time``, each where recorded;
-where ``benchmark_time`` is not, the sum of ``times`` stands for it (so a file holding only the runs, such as
-the merged A100 GEMM file, costs its kernels' run time). ``strategy_time`` is left out: it is the time of the
-search that made the recording, not of the configuration.
+Cost (seconds): ``compile_time + verification_time + framework_time`` and the sum of ``times``, each where
+recorded, as the methodology package counts it (:func:`tuner.recorded.space.cost_seconds`; ``benchmark_time``
+does not count), so a file holding only the runs, such as the merged A100 GEMM file, costs its kernels' run
+time. ``strategy_time`` is left out: it is the time of the search that made the recording, not of the
+configuration.
+
+Restrictions. A file may hold a field ``restrictions``, a list of Python expressions over the parameters (the
+``Conditions`` of the kernel's T1 file, which Kernel Tuner's ``restrictions`` take too), checked and evaluated
+without ``eval`` (:mod:`tuner.recorded.restrictions`). A recorded configuration that breaks one is left out of the
+space, as a search would never propose it.
 
 Kernel Tuner appends each record to the file as it is measured and closes the braces at the end, so a file
 saved mid-run lacks them and may end in a record cut off mid-write: such a file is read up to its last
@@ -32,6 +38,7 @@ import numpy as np
 
 from tuner.errors import TunerError
 from tuner.measurement import Status
+from tuner.recorded.restrictions import Restriction, parse_restrictions, satisfied
 from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix, runs_of
 
 FAILURES: dict[str, Status] = {
@@ -115,14 +122,40 @@ def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
         times.append(time_ms)
         runs.append(record_runs)
         costs.append(cost_seconds(record.get("compile_time"), record.get("verification_time"),
-                                  record.get("framework_time"), record.get("benchmark_time"), record_runs))
+                                  record.get("framework_time"), record_runs))
+    indices = np.array(digits, dtype=np.int32).reshape(len(digits), len(names))
+    restrictions = _restrictions(document, names, values, source)
+    keep = _satisfying(restrictions, indices, names, values)
     return RecordedSpace(
         source=source, device=str(document.get("device_name", "")), kernel=str(document.get("kernel_name", "")),
-        problem_size=document.get("problem_size"), names=tuple(names), values=values,
-        indices=np.array(digits, dtype=np.int32).reshape(len(digits), len(names)),
-        status=np.array(statuses, dtype=str), reason=tuple(reasons), time_ms=np.array(times, dtype=float),
-        runs_ms=runs_matrix(runs), cost_s=np.array(costs, dtype=float),
+        problem_size=document.get("problem_size"), names=tuple(names), values=values, indices=indices[keep],
+        status=np.array(statuses, dtype=str)[keep], reason=tuple(r for r, k in zip(reasons, keep, strict=True) if k),
+        time_ms=np.array(times, dtype=float)[keep], runs_ms=runs_matrix(runs)[keep],
+        cost_s=np.array(costs, dtype=float)[keep], restrictions=tuple(r.text for r in restrictions),
     )
+
+
+def _restrictions(document: dict[str, Any], names: list[str], values: tuple[tuple[Any, ...], ...],
+                  source: str) -> tuple[Restriction, ...]:
+    if "restrictions" not in document:
+        return ()
+    restrictions = parse_restrictions(document["restrictions"], names, source, "restrictions")
+    for i, restriction in enumerate(restrictions):
+        for name in sorted(restriction.names):
+            if not all(is_number(v) or isinstance(v, bool) for v in values[names.index(name)]):
+                raise TunerError(f"{source}: field 'restrictions[{i}]': '{restriction.text}' computes with parameter "
+                                 f"'{name}', whose values are not all numbers")
+    return restrictions
+
+
+def _satisfying(restrictions: tuple[Restriction, ...], indices: np.ndarray, names: list[str],
+                values: tuple[tuple[Any, ...], ...]) -> np.ndarray:
+    """Per recorded configuration, whether it satisfies every restriction."""
+    if not restrictions:
+        return np.ones(len(indices), dtype=bool)
+    read = set().union(*(r.names for r in restrictions))
+    columns = {name: np.asarray(values[j], dtype=float)[indices[:, j]] for j, name in enumerate(names) if name in read}
+    return satisfied(restrictions, columns) if columns else np.ones(len(indices), dtype=bool)
 
 
 def _digits(record: dict[str, Any], names: list[str], positions: list[dict[Any, int]], where: str) -> list[int]:

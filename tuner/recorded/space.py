@@ -47,6 +47,9 @@ class RecordedSpace:
     time_ms: np.ndarray
     runs_ms: np.ndarray
     cost_s: np.ndarray
+    restrictions: tuple[str, ...] = ()
+    """The space's restrictions, Python expressions over the parameters that every recorded configuration
+    satisfies (:mod:`tuner.recorded.restrictions`); empty where the recording names none."""
 
     def __post_init__(self) -> None:
         if math.prod(len(v) for v in self.values) >= 2**62:
@@ -156,14 +159,15 @@ def _values_refusal(values: tuple[RecordedValue, ...]) -> str | None:
 
 
 def cost_seconds(compile_ms: float | None, verification_ms: float | None, framework_ms: float | None,
-                 benchmark_ms: float | None, runs_ms: Sequence[float]) -> float:
-    """The recording's time on one configuration: compile + verification + framework + benchmark time.
+                 runs_ms: Sequence[float]) -> float:
+    """The recording's time on one configuration: compile + verification + framework time and the timed runs.
 
-    Each part counts where it is recorded; where the benchmark time is not, the timed runs stand for it.
+    Each part counts where it is recorded. The runs count as the benchmark's time, and the recorded benchmark time
+    does not: that is how the methodology package counts a configuration's time (the T4 time keys
+    ``compilation``, ``validation``, ``framework`` and ``runtimes``; :mod:`tuner.compare.methodology`).
     """
     parts = [p for p in (compile_ms, verification_ms, framework_ms) if _is_time(p)]
-    benchmark = benchmark_ms if _is_time(benchmark_ms) else sum(r for r in runs_ms if _is_time(r))
-    return (sum(parts, 0.0) + benchmark) / 1000.0
+    return (sum(parts, 0.0) + sum(r for r in runs_ms if _is_time(r))) / 1000.0
 
 
 def is_number(value: Any) -> TypeGuard[float]:

@@ -14,9 +14,9 @@ Outcomes: ``invalidity`` ``correct`` → ok (wrong when ``correctness`` is 0), `
 ``compile`` → compile_error, ``runtime`` and ``timeout`` → crashed, ``correctness`` → wrong. The time is the
 measurement named ``time``, in its unit or else the file's ``timeunit`` (ms when neither says).
 
-Cost (seconds): ``compilation + validation + framework + benchmark`` as recorded (``compilation_time`` is read
-where ``compilation`` is not); where ``benchmark`` is not recorded (Kernel Tuner's cache conversion leaves it
-out), the sum of ``runtimes`` stands for it. ``search_algorithm`` is left out, as in cache files.
+Cost (seconds): ``compilation + validation + framework`` and the sum of ``runtimes`` as recorded (the time keys
+the methodology package sums; ``compilation_time`` is read where ``compilation`` is not; ``benchmark`` does not
+count). ``search_algorithm`` is left out, as in cache files.
 """
 
 from __future__ import annotations
@@ -122,8 +122,7 @@ def _evaluation(result: dict[str, Any], file_unit: float,
 
     record_runs = [r * file_unit for r in runs_of(times.get("runtimes"))]
     compile_ms = times.get("compilation", times.get("compilation_time"))
-    cost = cost_seconds(ms(compile_ms), ms(times.get("validation")), ms(times.get("framework")),
-                        ms(times.get("benchmark")), record_runs)
+    cost = cost_seconds(ms(compile_ms), ms(times.get("validation")), ms(times.get("framework")), record_runs)
     time_ms = math.nan
     if status is Status.OK:
         time_ms = _time_ms(result.get("measurements"), file_unit, where)

@@ -9,5 +9,14 @@ from tuner.strategies.local_search import IteratedLocalSearch
 from tuner.strategies.protocol import Strategy, StrategyFactory
 from tuner.strategies.uniform import RandomSearch, Sweep
 
-__all__ = ["DualAnnealing", "Domain", "GeneticAlgorithm", "IteratedLocalSearch", "RandomSearch",
+__all__ = ["BayesianSearch", "DualAnnealing", "Domain", "GeneticAlgorithm", "IteratedLocalSearch", "RandomSearch",
            "SimulatedAnnealing", "Strategy", "StrategyFactory", "Sweep"]
+
+
+def __getattr__(name: str) -> object:
+    """BayesianSearch, imported when first named: it brings in SciPy's optimiser, which the parser need not load."""
+    if name == "BayesianSearch":
+        from tuner.strategies.bayesian import BayesianSearch
+
+        return BayesianSearch
+    raise AttributeError(f"module 'tuner.strategies' has no attribute '{name}'")

@@ -11,9 +11,13 @@ import importlib
 
 from tuner.strategies.protocol import StrategyFactory
 
-DEFAULT = "ils"
+DEFAULT = "bo"
 
 OURS: dict[str, tuple[str, str]] = {
+    "bo": ("tuner.strategies.bayesian:BayesianSearch",
+           "Bayesian optimisation: a Gaussian process on the value indices picks among the best configurations' "
+           "neighbours and farther candidates by a widening confidence bound; every third proposal an iterated "
+           "local search's"),
     "ils": ("tuner.strategies.local_search:IteratedLocalSearch",
             "iterated local search: first-improvement descent over one-step neighbours, kicks from the best local "
             "optimum that reach farther while they fail"),

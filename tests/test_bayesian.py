@@ -1,0 +1,81 @@
+"""Bayesian optimisation over a domain: the Gaussian process (encodings, distances, fitting, predictions) and the
+strategy around it (asks ahead, results it did not ask, failures, the local search beside it)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tuner.strategies import Domain
+from tuner.strategies.bayesian import BayesianSearch
+from tuner.strategies.gaussian_process import Encoding, GaussianProcess, Weights, standardised
+
+
+def mixed_domain() -> Domain:
+    """Five axes: ordered of 5 and 4 values, categorical of 3, binary, and one of a single value; every
+    combination but those whose first two indices sum to 7."""
+    radices = np.array([5, 4, 3, 2, 1])
+    rows = np.array([r for r in np.ndindex(*radices) if r[0] + r[1] != 7])
+    return Domain(("a", "b", "c", "d", "e"), radices, np.array([True, True, False, True, True]), rows)
+
+
+def test_distances_from_one_product_of_encodings_are_the_weighted_hamming_and_step_distances():
+    domain = mixed_domain()
+    encoding = Encoding(domain)
+    assert encoding.axes.tolist() == [0, 1, 2, 3] and encoding.ordered.tolist() == [True, True, False, False]
+    weights = Weights(np.array([0.3, 1.2, 0.7, 2.0]), np.array([0.9, 0.4, 0.0, 0.0]), 1e-3)
+    rows = domain.all_indices.astype(np.int64)
+    encoded = encoding.encode(rows)
+    found = encoding.distances(encoded[:40], encoded[25:], weights)
+    a, b = rows[:40, None, :4], rows[None, 25:, :4]
+    expected = ((a != b) * weights.differ).sum(-1) + (np.abs(a - b) / np.array([4, 3, 2, 1]) * weights.steps).sum(-1)
+    np.testing.assert_allclose(found, expected, atol=1e-12)
+
+
+def test_the_model_interpolates_what_it_saw_and_is_unsure_far_from_it():
+    domain = mixed_domain()
+    rows = domain.all_indices.astype(np.int64)
+    times = np.exp(0.4 * rows[:, 0] - 0.3 * rows[:, 1] + np.where(rows[:, 2] == 1, 0.5, 0.0))
+    seen = np.sort(np.random.default_rng(1).choice(domain.size, size=40, replace=False))
+    unseen = np.setdiff1d(np.arange(domain.size), seen)
+    everything = standardised(times)
+    correlations = []
+    for fitted in (False, True):
+        model = GaussianProcess(domain)
+        if fitted:
+            model.fit_weights(seen, times[seen])
+        model.condition(seen, times[seen])
+        mean, sd = model.predict(seen)
+        np.testing.assert_allclose(mean, standardised(times[seen]), atol=0.05)
+        predicted, sd_unseen = model.predict(unseen)
+        assert sd.max() < sd_unseen.min()
+        correlations.append(np.corrcoef(predicted, everything[unseen])[0, 1])
+    assert correlations[1] > correlations[0] and correlations[1] > 0.95  # fitted weights predict better
+
+
+def test_a_failure_counts_as_slower_than_the_slowest_success():
+    targets = standardised(np.array([1.0, 2.0, 4.0, math.inf]))
+    assert np.isfinite(targets).all() and targets[3] > targets[2] > targets[1] > targets[0]
+    assert targets.mean() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_asks_ahead_are_distinct_and_told_results_it_did_not_ask_count():
+    domain = mixed_domain()
+    rows = domain.all_indices.astype(np.int64)
+    times = np.exp(0.5 * np.abs(rows[:, 0] - 3) + 0.2 * rows[:, 1] + (rows[:, 2] == 0))
+    search = BayesianSearch(domain, np.random.default_rng(3), initial=6)
+    foreign = [0, 5, 9]  # results of another worker: never asked by this strategy, never proposed again
+    for candidate in foreign:
+        search.tell(candidate, float(times[candidate]))
+    asked = [search.ask() for _ in range(4)]  # a study asks a few ahead
+    assert len(set(asked + foreign)) == 7
+    for candidate in asked:
+        search.tell(candidate, float(times[candidate]) if candidate != asked[0] else math.inf)
+    for _ in range(20):
+        candidate = search.ask()
+        assert candidate not in asked + foreign
+        search.tell(candidate, float(times[candidate]))
+    assert search.local.values == search.values  # the local search beside it is told everything
+    assert search.model.weights.noise > 0 and search.best_value == min(v for v in search.values.values())

@@ -1,0 +1,129 @@
+"""Bayesian optimisation over the valid configurations, with an iterated local search beside it: a Gaussian
+process on the parameters' value indices (:mod:`tuner.strategies.gaussian_process`) picks among the neighbours of
+the best configurations and candidates from farther away, and every ``local_every``-th proposal is an iterated
+local search's (:mod:`tuner.strategies.local_search`), which is told every result.
+
+It starts with ``initial`` candidates drawn at random. Then the model proposes the candidate of the lowest
+confidence bound, mean − κ·standard deviation with κ = ``explore``·√(ln n) after n observations (GP-UCB's
+schedule: the longer the search, the more an uncertain candidate is worth trying), among
+
+* every untried neighbour (any other value of one parameter) of the ``top`` best configurations;
+* ``pairs`` candidates two parameters away from the best one (two values redrawn: a space's restrictions often
+  tie parameters together, so that the way to a better configuration leads through two at once);
+* ``spread`` candidates drawn from the whole domain (the model's global view).
+
+Why the local search. A GPU kernel's best configuration often needs a value that is bad on average (no shared
+memory, one thread row) together with others, and a model fitted to a few dozen observations can be sure that
+such a region is slow: it keeps refining the region it believes in. The local search walks down from wherever its
+starts and kicks land, one step at a time, and so reaches such a region by way of configurations the model would
+not have picked; once it has, the model takes the region up. Each covers the other's blind spot: on the shared
+convolution spaces the model alone finds a lone optimum that the local search rarely reaches, and the local
+search a region that the model alone misses.
+
+The model is refitted (its weights, by marginal likelihood, on at most ``fit_max`` observations) when the number
+of observations has grown by half since the last fit, and conditioned on every new observation, on at most
+``train_max`` of them (the best half and the most recent half), so that a proposal takes a few milliseconds however
+long the search. Its linear algebra runs on one thread: the matrices are small, and a thread pool spinning beside
+the measurements costs more than it gives.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from tuner.strategies.base import DomainSearch
+from tuner.strategies.domain import HAMMING, Domain
+from tuner.strategies.gaussian_process import GaussianProcess
+from tuner.strategies.local_search import IteratedLocalSearch
+
+_threads = ThreadpoolController()
+
+
+class BayesianSearch(DomainSearch):
+    name = "bo"
+
+    def __init__(self, domain: Domain, rng: np.random.Generator, initial: int = 20, local_every: int = 3,
+                 explore: float = 1.0, top: int = 5, pairs: int = 150, spread: int = 200, train_max: int = 200,
+                 fit_max: int = 100, refit_growth: float = 1.5):
+        super().__init__(domain, rng)
+        self.initial, self.local_every, self.explore = initial, local_every, explore
+        self.top, self.pairs, self.spread = top, pairs, spread
+        self.train_max, self.fit_max, self.refit_growth = train_max, fit_max, refit_growth
+        self.model = GaussianProcess(domain)
+        self.local = IteratedLocalSearch(domain, rng)
+        self.movable = np.flatnonzero(domain.radices > 1)
+        self.observed: list[int] = []
+        self.observed_values: list[float] = []
+        self.next_fit = initial
+        self.conditioned_on = 0
+        self.proposals = 0
+
+    def ask(self) -> int:
+        if len(self.values) < self.initial or not self.local_every:
+            return super().ask()
+        self.proposals += 1
+        if self.proposals % self.local_every:
+            return super().ask()
+        candidate = self.local.ask()  # it knows what it has asked; what the model asked it learns when told
+        if self.taken[candidate]:
+            candidate = self.random_free()
+        self._take(candidate)
+        return candidate
+
+    def observe(self, candidate: int, value: float) -> None:
+        self.observed.append(candidate)
+        self.observed_values.append(value)
+        self.local.tell(candidate, value)
+
+    def propose(self) -> int:
+        if len(self.observed) < self.initial or not len(self.movable):
+            return -1
+        with _threads.limit(limits=1, user_api="blas"):
+            self._update()
+            pool = self._pool()
+            if not len(pool):
+                return -1
+            mean, sd = self.model.predict(pool)
+            kappa = self.explore * math.sqrt(math.log(len(self.observed)))
+            return int(pool[np.argmin(mean - kappa * sd)])
+
+    def _update(self) -> None:
+        count = len(self.observed)
+        if count == self.conditioned_on:
+            return
+        candidates, values = np.asarray(self.observed), np.asarray(self.observed_values)
+        if count >= self.next_fit:
+            subset = self._training_set(values, self.fit_max)
+            self.model.fit_weights(candidates[subset], values[subset])
+            self.next_fit = max(count + 1, math.ceil(count * self.refit_growth))
+        subset = self._training_set(values, self.train_max)
+        self.model.condition(candidates[subset], values[subset])
+        self.conditioned_on = count
+
+    def _training_set(self, values: np.ndarray, most: int) -> np.ndarray:
+        """The observations a model takes: all, or the best half and the most recent half of ``most``."""
+        count = len(values)
+        if count <= most:
+            return np.arange(count)
+        best = np.argsort(values, kind="stable")[:most // 2]
+        return np.unique(np.concatenate([best, np.arange(count - (most - most // 2), count)]))
+
+    def _pool(self) -> np.ndarray:
+        ranked = np.asarray(self.observed)[np.argsort(np.asarray(self.observed_values), kind="stable")]
+        parts = [self.domain.neighbours(int(c), HAMMING) for c in ranked[:self.top]]
+        parts.append(self._two_away(int(ranked[0])))
+        parts.append(self.rng.integers(self.domain.size, size=self.spread))
+        pool = np.unique(np.concatenate(parts))
+        return pool[~self.taken[pool]]
+
+    def _two_away(self, centre: int) -> np.ndarray:
+        """Candidates with two values of ``centre`` redrawn (on two axes drawn at random)."""
+        rows = np.repeat(self.domain.index_row(centre)[None, :], self.pairs, axis=0)
+        for _ in range(2):
+            axis = self.movable[self.rng.integers(len(self.movable), size=self.pairs)]
+            rows[np.arange(self.pairs), axis] = (self.rng.random(self.pairs) * self.domain.radices[axis])
+        found = self.domain.candidates_of(rows)
+        return found[found >= 0]
