@@ -74,12 +74,7 @@ def test_the_storage_holds_the_studies_alone_each_trial_with_its_familys_values(
 
 def test_optuna_dashboard_serves_the_real_study(replayed, tmp_path):
     out, result = replayed
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = Path(sys.executable).with_name("optuna-dashboard")
-    server = subprocess.Popen([str(command), str(out / "study.log"), "--host", "127.0.0.1", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    port, server = _dashboard(out / "study.log")
     try:
         studies = _get(port, "/api/studies", server)["study_summaries"]
         assert [s["study_name"] for s in studies] == STUDIES
@@ -97,6 +92,44 @@ def test_optuna_dashboard_serves_the_real_study(replayed, tmp_path):
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_optuna_dashboard_follows_a_run_while_it_goes(tmp_path):
+    out = tmp_path / "live"
+    tuner.run(FERMI, backend="replay", sampler="random", trials=2, out=out, quiet=True, report=False)
+    port, server = _dashboard(out / "study.log")
+    seen: list[int] = []
+
+    def complete_trials() -> int:
+        summary = _get(port, "/api/studies", server)["study_summaries"][0]
+        trials = _get(port, f"/api/studies/{summary['study_id']}?after=0", server)["trials"]
+        return sum(trial["state"] == "Complete" for trial in trials)
+
+    def look(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if study.study_name == STUDIES[0]:  # the dashboard reads a small study again after 2 s
+            deadline = time.monotonic() + 10
+            while (count := complete_trials()) < trial.number + 1 and time.monotonic() < deadline:
+                time.sleep(0.25)
+            seen.append(count)
+
+    try:
+        assert complete_trials() == 2
+        tuner.run(FERMI, backend="replay", sampler="random", trials=5, out=out, quiet=True, report=False,
+                  callbacks=[look])
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert seen == [3, 4, 5]  # each trial of the continuing run, as it completes
+
+
+def _dashboard(storage: Path) -> tuple[int, subprocess.Popen]:
+    """optuna-dashboard serving ``storage`` on a free port of 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = Path(sys.executable).with_name("optuna-dashboard")
+    return port, subprocess.Popen([str(command), str(storage), "--host", "127.0.0.1", "--port", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def _get(port: int, path: str, server: subprocess.Popen) -> Any:

@@ -151,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
                      "of the problems of its dtype before it (default: the experiment's search.transfer)")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
-                     "or journal:///PATH/FILE.log (default: SQLite in the output folder)")
+                     "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder; "
+                     "a folder that holds an earlier version's study.db goes on with it)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
                      "worker each (indices in CUDA_VISIBLE_DEVICES order)")
     run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "
