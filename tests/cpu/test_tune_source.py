@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.cpu.conftest import QUICK
 from tuner import results
+from tuner.kernels.discovery import template_text_hash
 
 SOURCE = r"""
 #include <stddef.h>
@@ -37,6 +38,8 @@ def test_a_c_kernel_given_as_source_is_tuned_verified_and_reported(quick_ceiling
     ok = tuned[tuned["p_UNROLL"] != 3]
     assert set(ok["status"]) == {"ok"} and ok["gflops"].gt(0).all() and ok["samples"].ge(3).all()
     assert metadata["runs"][0]["backend"] == "cpu"
+    environment = next(iter(metadata["environments"].values()))
+    assert environment["template_texts"]["blocked_given"] == template_text_hash("blocked_given")
     assert (out / "report.html").is_file() and (out / "study.log").is_file()
     assert result.best.iloc[0]["family"] == "blocked_given"
 
