@@ -25,7 +25,7 @@ from tuner.claims import (
 )
 from tuner.experiment import load_experiment
 from tuner.progress import Progress
-from tuner.study import Budget, StudySearch, open_storage, open_study, study_spaces
+from tuner.study import Budget, StudySearch, ask_configuration, open_storage, open_study, study_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -61,7 +61,7 @@ def running_trial(study: optuna.Study, space, params: dict, worker: str | None, 
 
 
 def a_dead_workers_configuration_queued_again(study: optuna.Study, space, search: StudySearch):
-    dead = study.ask(space.distributions())
+    dead = ask_configuration(study, space)
     config = space.config_of(dead.params)
     dead.set_user_attr(CLAIM_ATTR, config.key)
     dead.set_user_attr(WORKER_ATTR, "gone/1/1")
@@ -91,7 +91,7 @@ def test_a_later_trial_of_a_queued_configuration_loses_it_and_the_queued_one_is_
 
 def test_a_queued_configuration_already_held_by_a_lower_trial_is_not_measured(study, space):
     search = worker_search(study, space)
-    held = study.ask(space.distributions())
+    held = ask_configuration(study, space)
     config = space.config_of(held.params)
     held.set_user_attr(CLAIM_ATTR, config.key)
     held.set_user_attr(WORKER_ATTR, this_worker())

@@ -69,7 +69,7 @@ def test_replay_without_a_recording_exits_2(tmp_path):
 
 
 def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tuning, "open_backends", lambda *args: [ScriptedBackend(interrupt_at=4)])
+    monkeypatch.setattr(tuning, "open_backends", lambda *args, **options: [ScriptedBackend(interrupt_at=4)])
     out = tmp_path / "cli"
     code = cli.main(["run", str(FERMI), "--sampler", "grid", "--out", str(out), "--quiet", "--no-report"])
     assert code == 130

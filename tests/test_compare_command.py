@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from functools import partial
 from pathlib import Path
 
@@ -171,3 +172,17 @@ def test_cli_compare_refuses_an_unknown_strategy_in_one_paragraph(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("error: unknown strategy 'nosuch'") and "Traceback" not in done.stderr
     assert not (tmp_path / "cmp").exists()
+
+
+def test_the_text_fits_80_columns_keeping_every_column():
+    space = toy_space()
+    strategies = {"oracle_with_a_long_name": partial(Oracle, space), **strategy_factories(["random"])}
+    results = compare({"toy": space}, strategies, budgets=(2, 3, 4, 5), conventions=(Convention.VALID,), runs=3,
+                      jobs=1)
+    text = text_table(results)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for column in ("@2", "@3", "@4", "@5", "P", "3% cost", "ms/eval"):
+        assert any(column in re.split(r"\s{2,}", line) for line in text.splitlines() if line.startswith("strategy")), \
+            column
+    rows_of_oracle = [line for line in text.splitlines() if line.startswith("oracle_with_a_long_name")]
+    assert len(rows_of_oracle) == 2 and rows_of_oracle[0].count("1.000 ± 0.000*") >= 2  # the block goes on below

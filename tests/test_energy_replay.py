@@ -65,6 +65,7 @@ def test_the_study_of_two_objectives_reports_both_values(recorded, tmp_path):
     try:
         study = optuna.load_study(study_name="energy_stand_in/1024x1024x1024/float32", storage=storage)
         assert len(study.directions) == 2
+        assert study.metric_names == ["speed [GFLOP/s]", "efficiency [GFLOP/J]"]
         complete = [t for t in study.get_trials(deepcopy=False) if t.values is not None]
         assert len(complete) == 9 and all(len(t.values) == 2 for t in complete)
         df = results.load(out)[0]

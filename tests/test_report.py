@@ -124,8 +124,8 @@ def _record(config: Config, measurement: Measurement, study: str, sampler: str, 
 
 
 def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> None:
-    """The study as tuner.study keeps it: parameters ``family`` and ``<family>.<PARAM>`` (numbers as positions in
-    their sorted values), the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
+    """The study as tuner.study keeps it: parameters ``family`` and the family's ``<family>.<PARAM>`` (by value),
+    the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
     ``record``."""
     distributions = space.distributions()
     study = optuna.create_study(study_name=space.name, storage=storage, direction="maximize")
@@ -729,3 +729,20 @@ def png_size(path: Path) -> tuple[int, int]:
     """Width and height from a PNG file's header chunk."""
     header = path.read_bytes()[16:24]
     return int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
+
+
+def test_wide_tables_show_their_key_ratio_columns_first(run_folder, written):
+    from tuner.report.tables import predicted_vs_achieved, top_configurations
+
+    run = load_run(run_folder)
+    _, top = top_configurations(run)[0]
+    assert top.columns[:7] == ["#", "family", "parameters", "GFLOP/s", "% compute peak", "% bandwidth peak",
+                               "median ms"]
+    assert {top.columns[i] for i in top.numeric} >= {"#", "GFLOP/s", "median ms", "registers"}
+    assert "parameters" not in {top.columns[i] for i in top.numeric}
+    bounds = predicted_vs_achieved(run)
+    assert bounds.columns[:5] == ["problem", "dtype", "class", "best achieved", "achieved / Fermi-like"]
+    first = bounds.rows[0]
+    assert first[4].endswith(" %") and float(first[3].replace(",", "")) > 0
+    page = (run_folder / "report.html").read_text()
+    assert "th { background: #eef0f3; }" in page  # headers wrap instead of widening the table

@@ -120,7 +120,7 @@ def databases_limited_to_their_size() -> object:
 
 
 def test_a_full_database_is_named_and_nothing_recorded_is_lost(tmp_path, monkeypatch, capsys, no_report):
-    monkeypatch.setattr(tuning, "open_backends", lambda *args: [ScriptedBackend()])
+    monkeypatch.setattr(tuning, "open_backends", lambda *args, **options: [ScriptedBackend()])
     out = tmp_path / "run"
     out.mkdir()
     (out / "study.db").touch()  # the folder's own storage in SQLite, as earlier versions kept it

@@ -31,6 +31,7 @@ from tuner.study import (
     RECORD_ATTR,
     Budget,
     StudySearch,
+    ask_configuration,
     check_choice,
     open_storage,
     open_study,
@@ -100,17 +101,33 @@ def test_one_space_per_problem_and_dtype_with_the_listed_values():
     assert key.endswith("naive/float32/BLOCK_X=64,BLOCK_Y=32") and "threads per block" in reason
 
 
-def test_parameters_round_trip_every_axis_present_numbers_as_positions():
+def test_a_trial_stores_its_familys_values_while_the_strategies_see_every_axis_as_positions():
     space = fermi_space()
     assert [a.name for a in space.axes] == ["family", "naive.BLOCK_X", "naive.BLOCK_Y", "tiled.TILE_WIDTH"]
     for config in space.valid:
         params = space.params(config)
-        assert params["family"] == config.family and set(params) == {a.name for a in space.axes}
+        assert params == {"family": config.family, **{f"{config.family}.{k}": v for k, v in config.params}}
         assert space.config_of(params) == config
-    tiled16 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 16})
-    assert space.params(tiled16) == {"family": "tiled", "naive.BLOCK_X": 0, "naive.BLOCK_Y": 0,
-                                     "tiled.TILE_WIDTH": 1}
+        point = space.point_of(params)
+        assert space.index_point(space.index_params(point)).tolist() == point.tolist()
+        assert set(space.index_params(point)) == {a.name for a in space.axes}
+    tiled32 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 32})
+    assert space.params(tiled32) == {"family": "tiled", "tiled.TILE_WIDTH": 32}
+    assert space.index_params(space.point_of(space.params(tiled32))) == {
+        "family": "tiled", "naive.BLOCK_X": 0, "naive.BLOCK_Y": 0, "tiled.TILE_WIDTH": 2}
+    assert space.distributions()["tiled.TILE_WIDTH"] == optuna.distributions.IntDistribution(8, 32)
+    assert space.index_distributions()["tiled.TILE_WIDTH"] == optuna.distributions.IntDistribution(0, 2)
     assert space.config_of({"family": "naive", "naive.BLOCK_X": 8}) is None
+    assert space.config_of({"family": "tiled", "tiled.TILE_WIDTH": 12}) is None
+
+
+def test_a_study_written_before_holds_positions_and_is_read_so():
+    space = fermi_space().stored_as("positions")
+    tiled32 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 32})
+    assert space.params(tiled32) == {"family": "tiled", "naive.BLOCK_X": 0, "naive.BLOCK_Y": 0,
+                                     "tiled.TILE_WIDTH": 2}
+    assert space.config_of(space.params(tiled32)) == tiled32
+    assert space.distributions() == space.index_distributions()
 
 
 def test_a_single_family_needs_no_family_parameter():
@@ -118,7 +135,7 @@ def test_a_single_family_needs_no_family_parameter():
     parameters: {BLOCK_X: [8, 16, 32, 64], BLOCK_Y: [4, 8, 16, 32]}
 """, "")
     space = study_spaces(parse_experiment(text, "tiny.yaml"))[0]
-    assert space.params(space.valid[0]) == {"tiled.TILE_WIDTH": 0}
+    assert space.params(space.valid[0]) == {"tiled.TILE_WIDTH": 8}
 
 
 def test_every_status_is_a_record_with_its_reason_and_static_rejects_are_never_asked(storage):
@@ -187,7 +204,7 @@ def test_a_continued_study_counts_earlier_evaluations_against_its_budget(storage
 def test_a_dead_runs_trials_become_the_queue_in_order_and_a_measured_one_is_told(storage):
     space = fermi_space()
     study = open_study(storage, space, "random", seed=0)
-    left = [study.ask(space.distributions()) for _ in range(3)]
+    left = [ask_configuration(study, space) for _ in range(3)]
     for trial in left:
         trial.set_user_attr(CLAIM_ATTR, space.config_of(trial.params).key)
         trial.set_user_attr(WORKER_ATTR, "gone/1/1")
@@ -322,7 +339,7 @@ def test_the_sole_worker_makes_each_trial_in_one_write(storage, name, monkeypatc
     assert outcome.evaluated == 6 and writes.count("create_new_trial") == 6
     assert "set_trial_param" not in writes and writes.count("set_trial_user_attr") == 6  # the record, once each
     for trial in study.get_trials():
-        assert trial.state == TrialState.COMPLETE and set(trial.params) == set(space.distributions())
+        assert trial.state == TrialState.COMPLETE and space.params(space.config_of(trial.params)) == trial.params
         assert trial.user_attrs[CLAIM_ATTR] == space.config_of(trial.params).key
         assert trial.user_attrs[WORKER_ATTR] and RECORD_ATTR in trial.user_attrs
     if name == "ils":

@@ -19,7 +19,7 @@ from tuner import cli
 from tuner.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
 from tuner.experiment import ExperimentError, load_experiment
 from tuner.progress import Progress
-from tuner.study import Budget, StudySearch, open_storage, open_study
+from tuner.study import Budget, StudySearch, ask_configuration, open_storage, open_study
 from tuner.study_space import study_spaces
 from tuner.transfer import same_space, transfer_best
 
@@ -36,7 +36,8 @@ def measured_study(space, gflops_by_key: dict[str, float]) -> optuna.Study:
     study = optuna.create_study(direction="maximize")
     for config in space.valid:
         if config.key in gflops_by_key:
-            study.add_trial(optuna.trial.create_trial(params=space.params(config), distributions=space.distributions(),
+            params = space.params(config)
+            study.add_trial(optuna.trial.create_trial(params=params, distributions=space.distributions_of(params),
                                                       value=gflops_by_key[config.key]))
     return study
 
@@ -192,7 +193,7 @@ def test_a_transferred_trial_a_dead_worker_left_is_asked_again_still_naming_its_
     study = open_study(storage, second, "random", seed=0)
     config = second.valid[2]
     study.enqueue_trial(second.params(config), user_attrs={TRANSFER_ATTR: first.name})
-    left = study.ask(second.distributions())
+    left = ask_configuration(study, second)
     left.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}/not-a-pid/0")  # a process of this host that is gone
     search = StudySearch(study, second, ScriptedBackend(), Budget(3), ListRecorder(), Progress(quiet=True),
                          HostWorkers())

@@ -21,7 +21,7 @@ from tuner.errors import TunerError
 from tuner.experiment import load_experiment
 from tuner.metadata import metadata_id
 from tuner.storage import close_storage, open_storage, own_storage_url
-from tuner.study import RECORD_ATTR, study_spaces
+from tuner.study import RECORD_ATTR, ask_configuration, study_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -159,7 +159,7 @@ def _leave_running(out):
     study = optuna.load_study(study_name=space.name, storage=storage)
     config = space.valid[10]
     study.enqueue_trial(space.params(config))
-    trial = study.ask(space.distributions())
+    trial = ask_configuration(study, space)
     return space, config, trial, storage
 
 

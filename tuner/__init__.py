@@ -11,7 +11,8 @@ Public API::
     ``sampler=`` takes a strategy's name, an Optuna sampler or a Strategy factory (``tuner.Strategy``, over a
     ``tuner.Domain``); ``storage=`` a URL or an Optuna storage; ``callbacks=`` functions given a
     ``tuner.Evaluation`` after each measurement. ``tuner.Experiment(name, problems, kernels=(tuner.KernelSpec(...),))``
-    builds an experiment in Python, validated as a file is.
+    builds an experiment in Python, validated as a file is. ``tuner.tune(source=..., parameters=...,
+    restrictions=[...], problem=...)`` tunes a kernel given as source text, as ``kernel_tuner.tune_kernel`` does.
 
 The names are imported when first used, so that a worker process importing one module of the package does
 not pay for the whole of it.
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
     from tuner.experiment import Experiment, load_experiment
     from tuner.measurement import Measurement, Status
     from tuner.results import RunResult
+    from tuner.settings import MeasureSettings
     from tuner.space import KernelSpec
     from tuner.strategies import Domain, Strategy
     from tuner.study import Evaluation
+    from tuner.tune_source import tune
     from tuner.tuning import run
 
 _EXPORTS = {
@@ -43,14 +46,16 @@ _EXPORTS = {
     "Strategy": "tuner.strategies",
     "Experiment": "tuner.experiment",
     "Measurement": "tuner.measurement",
+    "MeasureSettings": "tuner.settings",
     "Problem": "tuner.config",
     "RunResult": "tuner.results",
     "Status": "tuner.measurement",
     "load_experiment": "tuner.experiment",
     "run": "tuner.tuning",
+    "tune": "tuner.tune_source",
 }
-__all__ = ["Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec", "Measurement",
-           "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run"]
+__all__ = ["Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec", "MeasureSettings",
+           "Measurement", "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run", "tune"]
 
 
 def __getattr__(name: str) -> Any:

@@ -80,6 +80,18 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from tuner.recorded.export import export
+
+    for done in export(args.run_dir, args.format, args.out):
+        missing = "" if done.unmeasured <= 0 else f"; {done.unmeasured} valid configuration(s) never measured, left out"
+        unknown = "; the experiment could not be read again, so only what was measured is written" \
+            if done.unmeasured < 0 else ""
+        filled = f", {done.filled} rejected by the rules written as invalid" if done.filled else ""
+        print(f"{done.path}  ({done.study}, {done.family}: {done.recorded} measured{filled}{missing}{unknown})")
+    return 0
+
+
 def _device(args: argparse.Namespace) -> int:
     if args.cpu:
         from tuner.cpu.ceilings import print_cpu
@@ -139,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
                      "of the problems of its dtype before it (default: the experiment's search.transfer)")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
-                     "or journal:///PATH/FILE.log (default: SQLite in the output folder)")
+                     "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder; "
+                     "a folder that holds an earlier version's study.db goes on with it)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
                      "worker each (indices in CUDA_VISIBLE_DEVICES order)")
     run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "
@@ -194,6 +207,15 @@ def build_parser() -> argparse.ArgumentParser:
                          help="output folder (default reports/compare)")
     compare.add_argument("--quiet", action="store_true", help="no progress on stderr")
     compare.set_defaults(handler=_compare)
+
+    export = commands.add_parser("export", help="write a run folder's evaluations as Kernel Tuner cache files or T4 "
+                                 "results (one file per study and family)")
+    export.add_argument("run_dir", help="a run's output folder")
+    export.add_argument("--format", required=True, choices=("kernel-tuner-cache", "t4"),
+                        help="kernel-tuner-cache: Kernel Tuner's cache file (its simulation mode reads it); t4: the "
+                        "T4 results format")
+    export.add_argument("--out", metavar="DIR", help="folder of the files (default: RUN_DIR/export)")
+    export.set_defaults(handler=_export)
 
     device = commands.add_parser("device", help="describe the GPU (or the CPU) and measure its ceilings")
     device.add_argument("--cpu", action="store_true", help="the CPU: cores, caches, vector extensions, compiler; "

@@ -402,6 +402,9 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
         handle = nvml_handle(device["pci_bus_id"])
         timer = Timer(device["l2_bytes"] or 0, SmClock(handle) if handle else None, device["arch"])
     window = (load or _gpu_load_meter(device)).window()
+    if progress:
+        print(f"measuring this GPU's ceilings (memory bandwidth, arithmetic rates), once per device: they are cached "
+              f"in {path} for the runs that follow", file=sys.stderr, flush=True)
     try:
         ceilings = measure_ceilings(device, timer, progress=progress)
     finally:

@@ -23,6 +23,7 @@ from tuner.kernels.targets import target
 from tuner.model import MachineModel
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
+from tuner.restriction_rules import restriction_refusal
 from tuner.settings import COUNTERS_CHOICES, CompileSettings, MeasureSettings, SearchSettings
 from tuner.space import KernelSpec, count_valid, size_refusal
 from tuner.strategies.catalog import NAMES
@@ -148,7 +149,7 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
     if isinstance(value, dict) and "template" not in value:
         raise v.r.error(path, "missing required key 'template' (a kernel family) or 'recorded' (a brute-force "
                               "recording: a Kernel Tuner cache file or T4 results file)")
-    m = v.mapping(value, path, ("template",), ("parameters",))
+    m = v.mapping(value, path, ("template",), ("parameters", "restrictions"))
     known = families()
     name = v.text(m["template"], (*path, "template"))
     if name not in known:
@@ -171,7 +172,13 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
     refusal = size_refusal(values, dtypes)
     if refusal is not None:
         raise v.r.error(ppath, refusal)
-    spec = KernelSpec(name, values, dtypes, arch)
+    rpath = (*path, "restrictions")
+    restrictions = tuple(_list(v, m.get("restrictions", []), rpath))
+    for i, text in enumerate(restrictions):
+        refusal = restriction_refusal(text, names)
+        if refusal is not None:
+            raise v.r.error((*rpath, i), refusal)
+    spec = KernelSpec(name, values, dtypes, arch, restrictions)
     try:
         total, valid, reasons = count_valid(spec)
     except FamilyError as exc:
@@ -532,6 +539,10 @@ def check_experiment(experiment: Experiment) -> None:
         refusal = size_refusal(spec.values, spec.dtypes)
         if refusal is not None:
             raise fail(f"kernels[{i}].parameters", refusal)
+        for j, text in enumerate(spec.restrictions):
+            refusal = restriction_refusal(text, family.parameter_names)
+            if refusal is not None:
+                raise fail(f"kernels[{i}].restrictions[{j}]", refusal)
         try:
             total, valid, reasons = count_valid(spec)
         except FamilyError as exc:

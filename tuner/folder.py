@@ -53,40 +53,67 @@ def iso(moment: datetime) -> str:
 
 ENVIRONMENT_PREFIX = "environment "
 RUN_PREFIX = "run "
+LEDGER_PREFIX = "tuner:"
+FIRST_STARTED = "first_started_utc"
 
 
 class Ledger:
-    """The run records and environments of an experiment, kept in the study ``<experiment>/runs``.
+    """The run records and environments of an experiment, kept in the storage beside its studies.
 
-    Each environment and each run is a user attribute of its own (``environment <id>``, ``run <start> <host/pid>``),
-    so that processes sharing the storage add theirs without overwriting another's. (Storages written before
-    keep them as two lists, ``environments`` and ``runs``, which are read too.)
+    Each environment and each run is a system attribute of its own (``tuner:environment <id>``, ``tuner:run <start>
+    <host/pid>``, and ``tuner:first_started_utc``) of the run's first study, so that processes sharing the storage
+    add theirs without overwriting another's, and Optuna's own tools, which show user attributes, list the
+    experiment's studies alone. They are read from every study of the experiment. Storages written before keep them
+    as user attributes of a study ``<experiment>/runs`` (each one an attribute, or two lists, ``environments`` and
+    ``runs``), which are read too.
     """
 
-    def __init__(self, storage: optuna.storages.BaseStorage, experiment: str):
-        self.study = optuna.create_study(storage=storage, study_name=f"{experiment}/runs", direction="maximize",
-                                         load_if_exists=True)
-        if "first_started_utc" not in self.study.user_attrs:
-            self.study.set_user_attr("first_started_utc", iso(now()))
+    def __init__(self, storage: optuna.storages.BaseStorage, experiment: str, home: optuna.Study):
+        self.storage, self.experiment, self.home = storage, experiment, home._study_id
         self.environments: dict[str, dict[str, Any]] = {}
         self.runs: list[dict[str, Any]] = []
         self._run_key: str | None = None
         self.refresh()
+        if self._first is None:
+            self._set(FIRST_STARTED, iso(now()))
+            self.refresh()
+
+    def _set(self, key: str, value: Any) -> None:
+        self.storage.set_study_system_attr(self.home, LEDGER_PREFIX + key, value)
+
+    def _entries(self) -> list[dict[str, Any]]:
+        """The ledger's attributes, as each study of the experiment (and a ``runs`` study written before) holds them."""
+        found = []
+        for frozen in self.storage.get_all_studies():
+            if frozen.study_name == f"{self.experiment}/runs":
+                found.append(dict(frozen.user_attrs))
+            elif frozen.study_name.startswith(f"{self.experiment}/"):
+                found.append({key[len(LEDGER_PREFIX):]: value for key, value in frozen.system_attrs.items()
+                              if key.startswith(LEDGER_PREFIX)})
+        return found
 
     def refresh(self) -> None:
         """Read what every process has recorded so far."""
-        attrs = self.study.user_attrs
-        self.first_started = datetime.fromisoformat(attrs["first_started_utc"])
-        self.environments = {**dict(attrs.get("environments", {})), **{
-            key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items() if key.startswith(ENVIRONMENT_PREFIX)}}
-        runs = [*attrs.get("runs", []), *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+        environments: dict[str, dict[str, Any]] = {}
+        runs: list[dict[str, Any]] = []
+        starts: list[str] = []
+        for attrs in self._entries():
+            environments.update(dict(attrs.get("environments", {})))
+            environments.update({key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items()
+                                 if key.startswith(ENVIRONMENT_PREFIX)})
+            runs += [*attrs.get("runs", []), *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+            if isinstance(attrs.get(FIRST_STARTED), str):
+                starts.append(attrs[FIRST_STARTED])
+        self._first = min(starts) if starts else None
+        self.first_started = datetime.fromisoformat(self._first) if self._first else now()
+        self.environments = environments
         self.runs = sorted(runs, key=lambda run: str(run.get("started_utc")))
 
     def add_environments(self, environments: Mapping[str, dict[str, Any]]) -> None:
         for key, value in environments.items():
             if key not in self.environments:
                 self.environments[key] = value
-                self.study.set_user_attr(f"{ENVIRONMENT_PREFIX}{key}", value)
+                self._set(f"{ENVIRONMENT_PREFIX}{key}", value)
 
     def adopt(self, metadata: Mapping[str, Any]) -> None:
         """Take the environments and runs a folder's metadata.json holds that the storage lacks."""
@@ -98,10 +125,10 @@ class Ledger:
             known = {run.get("started_utc") for run in self.runs}
             for number, run in enumerate(runs):
                 if isinstance(run, dict) and run.get("started_utc") not in known:
-                    self.study.set_user_attr(f"{RUN_PREFIX}{run.get('started_utc')} adopted {number}", run)
+                    self._set(f"{RUN_PREFIX}{run.get('started_utc')} adopted {number}", run)
             starts = [str(run["started_utc"]) for run in runs if isinstance(run, dict) and run.get("started_utc")]
             if starts and min(starts) < iso(self.first_started):
-                self.study.set_user_attr("first_started_utc", min(starts))
+                self._set(FIRST_STARTED, min(starts))
             self.refresh()
 
     def start_run(self, run: dict[str, Any]) -> None:
@@ -110,7 +137,7 @@ class Ledger:
 
     def update_run(self, run: dict[str, Any]) -> None:
         assert self._run_key is not None, "start_run first"
-        self.study.set_user_attr(self._run_key, run)
+        self._set(self._run_key, run)
         self.runs = [r for r in self.runs if r.get("started_utc") != run["started_utc"]] + [run]
         self.runs.sort(key=lambda r: str(r.get("started_utc")))
 

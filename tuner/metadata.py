@@ -94,7 +94,7 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
     (the folders of families beyond the package's), families (what a report needs of the families in those
     folders, as data: tuner.kernels.discovery.folder_family_records), created_utc.
     """
-    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash
+    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash, template_text_hash
     from tuner.measure import describe_method
 
     summary = device_summary or {}
@@ -122,6 +122,7 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
         "compile": {"arch": compile_settings.arch, "options": list(compile_settings.options),
                     "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
         "templates": {name: template_hash(name) for name in families()},
+        "template_texts": {name: template_text_hash(name) for name in families()},
         "template_dirs": [str(folder) for folder in family_dirs()],
         "families": folder_family_records(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -1,11 +1,14 @@
 """What a person sees of a run: one progress line per study on stderr, and the summary table on stdout.
 
-On a terminal the line of the running study is rewritten in place; elsewhere (a log file, CI) a plain line
-is printed every few seconds and when the study ends. ``quiet`` silences the progress, not the summary.
+On a terminal the line of the running study is rewritten in place, fitted to the terminal's width (one column
+short of it, so that it never wraps: a wrapped line would leave one cut-off copy per update), the best
+configuration's description shortened first; elsewhere (a log file, CI) a plain line is printed every few seconds
+and when the study ends. ``quiet`` silences the progress, not the summary.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -30,6 +33,8 @@ from tuner.results import (
 from tuner.text_table import format_table, terminal_width, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0
+NARROWEST = 20
+"""The fewest columns a progress line is fitted to, whatever the terminal says."""
 NOTHING_OK = "(nothing ok)"
 
 
@@ -64,26 +69,41 @@ class Progress:
         self._started = time.monotonic()
         self._last_plain = 0.0
         self._line = ""
+        self._parts: tuple[list[str], str, str, list[str]] = ([], "", "", [])
 
     def study_started(self, name: str, budget: int, timeout_s: float | None) -> None:
         self._name, self._budget, self._timeout = name, budget, timeout_s
         self._started = time.monotonic()
         self._last_plain = 0.0
+        self._parts = ([name, f"0/{budget}"], "best -", "", [])
 
     def evaluated(self, done: int, new: int, best: tuple[float, Config] | None) -> None:
         elapsed = time.monotonic() - self._started
-        parts = [self._name, f"{done}/{self._budget}"]
-        parts.append(f"best {best[0]:.1f} {unit_of_config(best[1])} ({describe(best[1])})" if best else "best -")
-        parts.append(f"elapsed {duration(elapsed)}")
+        tail = [f"elapsed {duration(elapsed)}"]
         left = self._time_left(done, new, elapsed)
         if left is not None:
-            parts.append(f"~{duration(left)} left")
-        self._line = "  ".join(parts)
+            tail.append(f"~{duration(left)} left")
+        self._parts = ([self._name, f"{done}/{self._budget}"],
+                       f"best {best[0]:.1f} {unit_of_config(best[1])}" if best else "best -",
+                       describe(best[1]) if best else "", tail)
+        self._line = self._fitted()
         if self.tty:
             self._write(f"\r{self._line}\x1b[K")
         elif time.monotonic() - self._last_plain >= PLAIN_INTERVAL_S:
             self._last_plain = time.monotonic()
             self._write(f"{self._line}\n")
+
+    def _fitted(self, end: str = "") -> str:
+        """The progress line (and ``end``, with no time left), within the terminal's width where the stream is
+        one."""
+        head, best, description, tail = self._parts
+        if end:
+            tail = [*(part for part in tail if not part.endswith(" left")), end]
+        return fitted_line(head, best, description, tail,
+                           self._width() if self.tty else None)
+
+    def _width(self) -> int:
+        return max(NARROWEST, shutil.get_terminal_size((80, 24)).columns - 1)
 
     def _time_left(self, done: int, new: int, elapsed: float) -> float | None:
         remaining = max(0, self._budget - done)
@@ -94,8 +114,11 @@ class Progress:
         return estimate if remaining else 0.0
 
     def study_finished(self, reason: str) -> None:
-        end = f"  [{reason}]"
-        self._write(f"\r{self._line}{end}\x1b[K\n" if self.tty else f"{self._line}{end}\n")
+        end = f"[{reason}]"
+        line = self._fitted(end)
+        if self.tty and not line.endswith(end):  # the reason on a line of its own rather than cut off
+            line = f"{self._fitted()}\x1b[K\n  {end}"
+        self._write(f"\r{line}\x1b[K\n" if self.tty else f"{line}\n")
 
     def note(self, text: str) -> None:
         """A line of its own (e.g. a baseline measured, a warning)."""
@@ -105,6 +128,27 @@ class Progress:
         if not self.quiet:
             self.stream.write(text)
             self.stream.flush()
+
+
+def fitted_line(head: list[str], best: str, description: str, tail: list[str], width: int | None) -> str:
+    """``name  count  best (description)  tail`` within ``width`` columns (None: as it is): the description
+    shortened with an ellipsis, then left out, then the study's name shortened from its start (its problem and
+    dtype stay), then the line cut with an ellipsis."""
+    def joined(name: str, about: str) -> str:
+        return "  ".join([name, *head[1:], f"{best} ({about})" if about else best, *tail])
+
+    name = head[0] if head else ""
+    line = joined(name, description)
+    if width is None or len(line) <= width:
+        return line
+    keep = len(description) - (len(line) - width) - 1
+    if keep >= 8:
+        return joined(name, description[:keep] + "…")
+    line = joined(name, "")
+    keep = len(name) - (len(line) - width) - 1
+    if len(line) > width and keep >= 12:
+        line = joined("…" + name[len(name) - keep:], "")
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT,

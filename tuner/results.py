@@ -506,8 +506,11 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RunResult:
+    """What ``tuner.run`` returns: the results table, the output folder and its metadata. It shows itself in one
+    line in a console and as the summary table in a notebook."""
+
     df: pd.DataFrame
     """Every evaluation of the experiment's studies, one row each (the saved results table)."""
     out: Path
@@ -519,6 +522,16 @@ class RunResult:
         """The best ``ok`` row per problem and dtype (cuBLAS rows aside) by the run's objective (the fastest
         where it searched time and energy at once)."""
         return best_rows(self.df, recorded_objective(self.metadata))
+
+    def __repr__(self) -> str:
+        from tuner.result_display import short_text
+
+        return short_text(self)
+
+    def _repr_html_(self) -> str:
+        from tuner.result_display import html_view
+
+        return html_view(self)
 
 
 def performance(df: pd.DataFrame) -> pd.Series:

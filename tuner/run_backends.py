@@ -34,9 +34,10 @@ def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | Non
 
 
 def open_backend(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None,
-                 gpu: str | None = None, wait: bool = True) -> Backend:
+                 gpu: str | None = None, wait: bool = True, progress: bool = False) -> Backend:
     """The backend a name stands for (a Backend object is itself); ``gpu``: the GPU of a PyCUDA backend;
-    ``wait``: wait until a PyCUDA backend's worker is ready (else its ``wait_ready`` does)."""
+    ``wait``: wait until a PyCUDA backend's worker is ready (else its ``wait_ready`` does); ``progress``: a
+    measuring backend says on stderr what it measures where it measures its device's ceilings."""
     if not isinstance(backend, str):
         return backend
     if is_recorded(experiment) and (backend != "replay" or replay is not None):
@@ -55,7 +56,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
     if backend == "cpu":
         from tuner.backends.cpu.backend import CpuBackend
 
-        return CpuBackend(experiment.measure, experiment.compile)
+        return CpuBackend(experiment.measure, experiment.compile, progress=progress)
     if backend != "pycuda":
         raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
     try:
@@ -65,7 +66,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
                          f"and a CUDA GPU (pip install -e \".[cuda]\" in the checkout); without a GPU, replay a "
                          f"recorded run with --backend replay --replay PATH") from None
     try:
-        return PycudaBackend(experiment.measure, experiment.compile, gpu=gpu, wait=wait)
+        return PycudaBackend(experiment.measure, experiment.compile, gpu=gpu, wait=wait, progress=progress)
     except TunerError:
         raise
     except Exception as exc:  # driver errors when no device can be opened
@@ -75,7 +76,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
 
 def open_backends(backend: str | Backend, experiment: Experiment, replay: str | os.PathLike[str] | None,
                   gpus: str | None = None, pace: float | None = None,
-                  meanwhile: Callable[[], None] | None = None) -> list[Backend]:
+                  meanwhile: Callable[[], None] | None = None, progress: bool = False) -> list[Backend]:
     """The run's backends: one, or one per GPU that ``gpus`` names; ``pace``: the replay pace (``--replay-pace``).
     Measuring workers start together; ``meanwhile`` runs while they start, before the backends are returned
     ready. Close them in reverse order (the first owns the shared compile pool)."""
@@ -85,14 +86,14 @@ def open_backends(backend: str | Backend, experiment: Experiment, replay: str | 
     if gpus is not None and not isinstance(backend, str):
         raise TunerError("--gpus needs a backend by name (pycuda or replay): a backend object measures on its own")
     if gpus is None:
-        chosen = [open_backend(backend, experiment, replay, wait=False)]
+        chosen = [open_backend(backend, experiment, replay, wait=False, progress=progress)]
     elif backend == "replay":
         count = len(parse_gpus(gpus, [str(i) for i in range(max(_indices(gpus), default=0) + 1)]))
         chosen = [open_backend(backend, experiment, replay) for _ in range(count)]
     elif backend != "pycuda":
         raise TunerError(f"--gpus measures on GPUs: it is used with --backend pycuda or replay, not '{backend}'")
     else:
-        chosen = _gpu_backends(experiment, parse_gpus(gpus, visible_gpus()))
+        chosen = _gpu_backends(experiment, parse_gpus(gpus, visible_gpus()), progress)
     for one in chosen:
         if isinstance(one, ReplayBackend) and pace is not None:
             one.pace = pace
@@ -116,8 +117,8 @@ def _indices(spec: str) -> list[int]:
     return [int(part) for part in parts if part.strip().lstrip("-").isdigit()]
 
 
-def _gpu_backends(experiment: Experiment, gpus: list[str]) -> list[Backend]:
-    first = open_backend("pycuda", experiment, None, gpus[0], wait=False)
+def _gpu_backends(experiment: Experiment, gpus: list[str], progress: bool) -> list[Backend]:
+    first = open_backend("pycuda", experiment, None, gpus[0], wait=False, progress=progress)
     chosen = [first]
     try:
         from tuner.backends.pycuda.backend import PycudaBackend
@@ -125,7 +126,7 @@ def _gpu_backends(experiment: Experiment, gpus: list[str]) -> list[Backend]:
         assert isinstance(first, PycudaBackend)
         for gpu in gpus[1:]:
             chosen.append(PycudaBackend(experiment.measure, experiment.compile, gpu=gpu, compiler=first.compiler,
-                                        wait=False))
+                                        wait=False, progress=progress))
     except BaseException:
         for one in reversed(chosen):
             one.close()

@@ -23,6 +23,7 @@ from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Params
 from tuner.kernels.targets import Target, target
+from tuner.restriction_rules import restriction_rules
 from tuner.rule_table import RuleFailed, RuleTable, tabulate
 from tuner.settings import CompileSettings
 from tuner.space_configs import ConfigSequence, union
@@ -45,6 +46,8 @@ class KernelSpec:
     values: dict[str, tuple[Any, ...]]
     dtypes: tuple[str, ...]
     arch: str = CompileSettings().arch
+    restrictions: tuple[str, ...] = ()
+    """Python expressions over the parameters every configuration must satisfy (:mod:`tuner.restriction_rules`)."""
 
 
 class Entries(Protocol):
@@ -204,14 +207,15 @@ def size_refusal(values: Mapping[str, tuple[Any, ...]] | tuple[tuple[Any, ...], 
 
 
 def build_entry_space(family: Family, names: tuple[str, ...], values: tuple[tuple[ParamValue, ...], ...],
-                      dtypes: tuple[str, ...], on: Target | None = None) -> EntrySpace:
-    """Tabulate every rule of ``family`` on the target ``on`` over the product of ``dtypes`` and ``values`` and
-    combine the tables; SpaceTooLarge past MAX_COMBINATIONS."""
+                      dtypes: tuple[str, ...], on: Target | None = None,
+                      restrictions: tuple[Constraint, ...] = ()) -> EntrySpace:
+    """Tabulate every rule of ``family`` on the target ``on``, and the entry's ``restrictions``, over the product
+    of ``dtypes`` and ``values`` and combine the tables; SpaceTooLarge past MAX_COMBINATIONS."""
     refusal = size_refusal(values, dtypes)
     if refusal is not None:
         raise SpaceTooLarge(f"the kernel entry of family '{family.name}': {refusal}")
     shape = (len(dtypes), *(len(v) for v in values))
-    family_rules = rules(family, on)
+    family_rules = (*rules(family, on), *restrictions)
     mask = np.zeros(shape, dtype=bool)
     tables: tuple[RuleTable, ...] = ()
     if mask.size:
@@ -233,15 +237,17 @@ def _tabulated(family: Family, rule: Constraint, names: tuple[str, ...],
 
 @lru_cache(maxsize=16)
 def _cached_entry_space(family: Family, names: tuple[str, ...], values: tuple[tuple[ParamValue, ...], ...],
-                        dtypes: tuple[str, ...], on: Target) -> EntrySpace:
-    return build_entry_space(family, names, values, dtypes, on)
+                        dtypes: tuple[str, ...], on: Target, restrictions: tuple[str, ...]) -> EntrySpace:
+    checked = restriction_rules(restrictions, names, f"the restrictions of family '{family.name}'")
+    return build_entry_space(family, names, values, dtypes, on, checked)
 
 
 def entry_space(spec: KernelSpec) -> EntrySpace:
     """The space of a kernel entry, built once and shared by every problem and every caller."""
     names = tuple(spec.values)
     values = tuple(tuple(spec.values[n]) for n in names)
-    return _cached_entry_space(get_family(spec.family), names, values, tuple(spec.dtypes), target(spec.arch))
+    return _cached_entry_space(get_family(spec.family), names, values, tuple(spec.dtypes), target(spec.arch),
+                               tuple(spec.restrictions))
 
 
 def count_valid(spec: KernelSpec) -> tuple[int, int, Counter]:

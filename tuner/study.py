@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -44,6 +45,7 @@ import optuna
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, start_evaluation
+from tuner.callbacks import Callback, adapted
 from tuner.claims import (
     CLAIM_ATTR,
     DEAD_ATTR,
@@ -60,7 +62,7 @@ from tuner.claims import (
     within_budget,
 )
 from tuner.config import Config
-from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, study_objective
+from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, metric_names, study_objective
 from tuner.energy.values import reported
 from tuner.errors import TunerError
 from tuner.measurement import Measurement
@@ -70,11 +72,13 @@ from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
 from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer, trial_params
-from tuner.study_space import AXES_ATTR, FAMILY_PARAM, StudySpace, study_spaces
+from tuner.strategies.user_samplers import copies_of, pristine_copy
+from tuner.study_space import AXES_ATTR, FAMILY_PARAM, STORED_ATTR, VALUES, StudySpace, stored_space, study_spaces
 from tuner.trial_making import making, trial_in_making
 
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "StudySearch", "StudySpace",
-           "open_storage", "open_study", "strategy_name", "study_spaces"]
+           "ask_configuration", "check_same_strategy", "open_storage", "open_study", "stored_space", "strategy_name",
+           "study_spaces"]
 
 READY_POLL_S = 1.0
 """How long a search waits for one of its configurations to finish compiling before it looks at the others again
@@ -89,6 +93,9 @@ Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 
 # --- strategies and storage -------------------------------------------------------------------------------
 
+
+SAMPLER_ATTR = "sampler"
+"""Study user attribute: the strategy that searches the study (its name in the results table)."""
 
 _asking_locks: dict[str, threading.Lock] = {}
 _asking_guard = threading.Lock()
@@ -113,13 +120,16 @@ def strategy_name(choice: Choice) -> str:
 
 
 def check_choice(choice: Choice) -> None:
-    """TunerError for a name that names no strategy, or a strategy whose package is missing."""
+    """TunerError for a name that names no strategy, a strategy whose package is missing, or a sampler object
+    that cannot be copied for each study and trial."""
     if isinstance(choice, str):
         if choice not in catalog.NAMES:
             raise TunerError(f"unknown sampler '{choice}'; choose one of {', '.join(catalog.NAMES)}")
         if choice in catalog.OPTUNA:
             sampler_maker(choice)
-    elif not isinstance(choice, optuna.samplers.BaseSampler) and not callable(choice):
+    elif isinstance(choice, optuna.samplers.BaseSampler):
+        pristine_copy(choice)
+    elif not callable(choice):
         raise TunerError(f"a sampler is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
                          f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
 
@@ -129,7 +139,7 @@ def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
     name = strategy_name(choice)
     proposer: Proposer
     if isinstance(choice, optuna.samplers.BaseSampler):
-        proposer = OptunaProposer(name, lambda study, trial: choice, space, seed, space.name)
+        proposer = OptunaProposer(name, copies_of(choice), space, seed, space.name)
     elif isinstance(choice, str) and choice in catalog.OPTUNA:
         proposer = OptunaProposer(name, sampler_maker(choice), space, seed, space.name)
     else:
@@ -156,15 +166,64 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
                              f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
         for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
-                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective),
-                           AXES_ATTR: space.axes_attr()}.items():
+                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective), SAMPLER_ATTR: strategy_name(choice),
+                           STORED_ATTR: VALUES, AXES_ATTR: space.axes_attr()}.items():
             study.set_user_attr(key, value)
+        attrs = study.user_attrs
     elif attrs[AXES_ATTR] != space.axes_attr():
         raise TunerError(f"study '{space.name}' in the Optuna storage was created with other parameter values than "
                          f"the experiment now lists; restore the values, or run into a new output folder or storage")
+    names = metric_names(objective, space.unit)
+    if study.metric_names != names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(names)
+    space = stored_space(study, space)
     complete_measured(study, space, liveness or SoleWorker())
     study.sampler = make_sampler(choice, space, seed)
     return study
+
+
+def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice: Choice) -> None:
+    """TunerError where the study ``name`` exists and was searched with another strategy than ``choice`` (a study
+    written before the strategy was kept names it in its evaluations' records); nothing is written. A run into a
+    folder's own storage calls it: continuing a study with another strategy would mix the two, so that the results
+    would say nothing about either (workers sharing a storage may each bring their own strategy; each row names
+    its strategy)."""
+    try:
+        study_id = storage.get_study_id_from_name(name)
+    except KeyError:
+        return
+    searched = storage.get_study_user_attrs(study_id).get(SAMPLER_ATTR)
+    if searched is None:
+        records = [t.user_attrs[RECORD_ATTR] for t in storage.get_all_trials(study_id, deepcopy=False,
+                                                                             states=(TrialState.COMPLETE,))
+                   if isinstance(t.user_attrs.get(RECORD_ATTR), dict)]
+        searched = records[-1].get("sampler") if records else None
+    chosen = strategy_name(choice)
+    if searched is not None and searched != chosen:
+        raise TunerError(f"study '{name}' in the Optuna storage was searched with the sampler '{searched}', not "
+                         f"'{chosen}': continuing it with another strategy would mix the two, so that the results "
+                         f"say nothing about either; run with --sampler {searched} to continue it, or into a new "
+                         f"output folder (--out) or storage to search with '{chosen}'")
+
+
+def ask_configuration(study: optuna.Study, space: StudySpace) -> Trial:
+    """A new trial of the study (the first of its queue, if any) with its configuration's parameters set."""
+    trial = study.ask()
+    suggest_configuration(trial, space)
+    return trial
+
+
+def suggest_configuration(trial: Trial, space: StudySpace) -> None:
+    """Set a trial's parameters: those it was queued with, else its sampler's proposal (each trial holds its
+    family's parameters only, so the search space is not fixed in advance)."""
+    frozen = trial.study._storage.get_trial(trial._trial_id)
+    queued = dict(frozen.system_attrs.get("fixed_params") or {})
+    params = queued if space.point_of(queued) is not None else trial.relative_params
+    distributions = space.distributions()
+    for name in params:
+        trial._suggest(name, distributions[name])
 
 
 def complete_measured(study: optuna.Study, space: StudySpace, liveness: Liveness) -> None:
@@ -232,8 +291,6 @@ class Evaluation:
     budget: int
 
 
-Callback = Callable[[Evaluation], None]
-
 
 @dataclass(frozen=True)
 class StudyOutcome:
@@ -266,8 +323,9 @@ class StudySearch:
     def __init__(self, study: optuna.Study, space: StudySpace, backend: Backend, budget: Budget,
                  recorder: Recorder, progress: Reporter, liveness: Liveness | None = None,
                  callbacks: Sequence[Callback] = ()):
-        self.study, self.space, self.backend, self.budget = study, space, backend, budget
-        self.recorder, self.progress, self.callbacks = recorder, progress, tuple(callbacks)
+        self.study, self.space, self.backend, self.budget = study, stored_space(study, space), backend, budget
+        self.recorder, self.progress = recorder, progress
+        self.callbacks = tuple(adapted(callback) for callback in callbacks)
         self.liveness = liveness or SoleWorker()
         self.sole = isinstance(self.liveness, SoleWorker)
         self.lookahead = ask_ahead(backend)
@@ -464,17 +522,16 @@ class StudySearch:
         included (:mod:`tuner.trial_making`), where the study's queue is empty; otherwise Optuna's ``ask`` makes it
         and stores each parameter in a write of its own."""
         sampler = self.study.sampler
-        distributions = self.space.distributions()
         if not self.sole or not isinstance(sampler, DomainSampler):
-            return self.study.ask(distributions)
+            return ask_configuration(self.study, self.space)
         trials = self.study.get_trials(deepcopy=False)
         if any(t.state == TrialState.WAITING for t in trials):
-            return self.study.ask(distributions)
+            return ask_configuration(self.study, self.space)
         made = trial_in_making(len(trials))
         with making(self.study, made):
             sampler.before_trial(self.study, made)
-            made.params = sampler.sample_relative(self.study, made, distributions)
-        made.distributions = dict(distributions)
+            made.params = sampler.sample_relative(self.study, made, self.space.distributions())
+        made.distributions = self.space.distributions_of(made.params)
         config = self.space.config_of(made.params)
         if config is not None:
             made.user_attrs.update({CLAIM_ATTR: config.key, WORKER_ATTR: this_worker()})
@@ -545,9 +602,8 @@ class StudySearch:
             return
         for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             trial = Trial(self.study, frozen._trial_id)
-            if any(name not in frozen.params for name in self.space.distributions()):
-                for name, distribution in self.space.distributions().items():  # asked, never sampled: sample now
-                    trial._suggest(name, distribution)
+            if self.space.point_of(frozen.params) is None:  # asked, never sampled: sample now
+                suggest_configuration(trial, self.space)
             self._queue(trial)
 
     def _fail_dead(self) -> None:
@@ -598,7 +654,7 @@ class StudySearch:
         evaluation = Evaluation(self.space.name, trial.number, config, measurement, value, record, self.best,
                                 len(self.done), self._limit)
         for callback in self.callbacks:
-            callback(evaluation)
+            callback(evaluation, self.study, trial)
 
     def _report_progress(self) -> None:
         if self.running:

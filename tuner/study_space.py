@@ -1,16 +1,25 @@
 """What one study searches: a problem, a dtype, the families listing that dtype, and their valid configurations as
-a search domain whose parameters Optuna sees.
+a search domain, seen two ways: by the strategies as value indices, by Optuna's storage as the values themselves.
 
 Each study is named ``<experiment>/<MxNxK>/<dtype>``. Its domain (:class:`~tuner.strategies.domain.Domain`) holds
 one candidate per valid configuration, in enumeration (file) order, with one axis per parameter: ``family`` when
-the study holds several families, then ``<family>.<PARAM>`` for each parameter of each family. A configuration of
-one family holds every other family's parameters at their first value, so every candidate has every axis.
+the study holds several families, then ``<family>.<PARAM>`` for each parameter of each family.
 
-Optuna sees every axis in every trial (a fixed search space, so that samplers model all of them jointly):
-a parameter whose values are numbers is an integer, the position of the value in the increasing list of the values
-the experiment lists (``IntDistribution(0, n-1)``); a text or true/false parameter, and the family, is categorical
-over its values. The experiment's values are kept in the study's user attribute ``axes``; a study opened with other
-values is refused, since its positions would mean other values.
+The index view (what the strategies search, and what Optuna's samplers see through
+:mod:`tuner.strategies.index_view`): every axis in every point, so that samplers model all of them jointly; a
+parameter whose values are numbers is the position of the value in the increasing list of the values the
+experiment lists (``IntDistribution(0, n-1)``), a text or true/false parameter, and the family, is categorical
+over its values, and a configuration of one family holds every other family's parameters at their first position.
+
+The stored view (a trial's parameters in the storage, what ``optuna-dashboard``, ``study.trials_dataframe()`` and
+``optuna.load_study`` show): the family, where the study holds several, and only that family's parameters, each
+with its value: integers as ``IntDistribution(low, high)`` over the listed values' range, other numbers as
+``FloatDistribution``, text and true/false as ``CategoricalDistribution`` (study user attribute ``params``:
+``values``). Studies written before that (no ``params`` attribute) hold every axis as its index view; they are
+read and continued that way (``stored = POSITIONS``), so that a folder written then resumes as it was.
+
+The experiment's values are kept in the study's user attribute ``axes``; a study opened with other values is
+refused, since its positions would mean other values.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from tuner.config import Config, ParamValue, Problem
 from tuner.energy.objective import study_objective
@@ -42,6 +51,9 @@ if TYPE_CHECKING:
 FAMILY_PARAM = "family"
 AXES_ATTR = "axes"
 """Study user attribute: every axis and its values, as the experiment listed them when the study was created."""
+STORED_ATTR = "params"
+"""Study user attribute: how its trials hold their parameters (VALUES; absent in studies that hold POSITIONS)."""
+VALUES, POSITIONS = "values", "positions"
 
 
 @dataclass(frozen=True)
@@ -55,9 +67,24 @@ class Axis:
     ordered: bool
 
     def distribution(self) -> BaseDistribution:
+        """The axis in the index view."""
         if self.ordered:
             return IntDistribution(0, len(self.values) - 1)
         return CategoricalDistribution(list(self.values))
+
+    def stored_distribution(self) -> BaseDistribution:
+        """The axis in the stored view: over the values themselves."""
+        if not self.ordered:
+            return CategoricalDistribution(list(self.values))
+        if all(isinstance(v, int) for v in self.values):
+            return IntDistribution(int(self.values[0]), int(self.values[-1]))
+        return FloatDistribution(float(self.values[0]), float(self.values[-1]))
+
+    def value_position(self, value: Any) -> int | None:
+        """The position of a stored value (a number equal to a listed one, or a listed text or truth value)."""
+        if self.ordered:
+            return next((i for i, v in enumerate(self.values) if v == value), None) if _is_number(value) else None
+        return self.position(value)
 
     def optuna_value(self, index: int) -> Any:
         return index if self.ordered else self.values[index]
@@ -89,6 +116,8 @@ class StudySpace:
     """Config key -> the static rules it breaks, for every listed but invalid combination."""
     arch: str = CompileSettings().arch
     """The target whose resource limits the configurations respect."""
+    stored: str = VALUES
+    """How the study's trials hold their parameters in the storage (VALUES, or POSITIONS: written before)."""
 
     @property
     def baseline(self) -> str | None:
@@ -99,6 +128,13 @@ class StudySpace:
     @property
     def name(self) -> str:
         return f"{self.experiment}/{self.problem.label}/{self.dtype}"
+
+    @cached_property
+    def unit(self) -> str:
+        """The unit of the speed a trial reports: GFLOP/s, or GB/s where the study's kernels do no arithmetic."""
+        if len(self.valid) == 0:
+            return "GFLOP/s"
+        return "GFLOP/s" if get_family(self.valid[0].family).flops(self.problem) else "GB/s"
 
     @property
     def size(self) -> int:
@@ -143,15 +179,9 @@ class StudySpace:
     def config(self, candidate: int) -> Config:
         return self.valid[candidate]
 
-    def point_of(self, params: Mapping[str, Any]) -> np.ndarray | None:
-        """The value indices Optuna parameters stand for; None where one is missing or names no listed value."""
-        point = np.zeros(len(self.axes))
-        for j, axis in enumerate(self.axes):
-            index = axis.index_of(params[axis.name]) if axis.name in params else None
-            if index is None:
-                return None
-            point[j] = index
-        return point
+    def stored_as(self, stored: str) -> StudySpace:
+        """The same space over a study whose trials hold their parameters as ``stored`` says."""
+        return self if stored == self.stored else dataclasses.replace(self, stored=stored)
 
     def candidate(self, config: Config) -> int:
         """The candidate of a configuration, -1 when it is not one of the study's valid configurations."""
@@ -176,29 +206,85 @@ class StudySpace:
             point[j] = index
         return point
 
-    # --- Optuna's view ------------------------------------------------------------------------------------
+    # --- the index view (the strategies', and Optuna's samplers') ----------------------------------------
 
-    def distributions(self) -> dict[str, BaseDistribution]:
+    def index_distributions(self) -> dict[str, BaseDistribution]:
         return {axis.name: axis.distribution() for axis in self.axes}
 
-    def params_of(self, candidate: int) -> dict[str, Any]:
-        return self._params_at(self.domain.index_row(candidate))
-
-    def _params_at(self, point: np.ndarray) -> dict[str, Any]:
+    def index_params(self, point: np.ndarray) -> dict[str, Any]:
         return {axis.name: axis.optuna_value(int(index)) for axis, index in zip(self.axes, point, strict=True)}
 
+    def index_point(self, params: Mapping[str, Any]) -> np.ndarray | None:
+        """The value indices index-view parameters stand for; None where one is missing or names no listed value."""
+        point = np.zeros(len(self.axes))
+        for j, axis in enumerate(self.axes):
+            index = axis.index_of(params[axis.name]) if axis.name in params else None
+            if index is None:
+                return None
+            point[j] = index
+        return point
+
+    # --- the stored view (a trial's parameters in the storage) -------------------------------------------
+
+    def distributions(self) -> dict[str, BaseDistribution]:
+        """The distribution of every parameter a trial of the study may hold (each trial holds its family's)."""
+        if self.stored == POSITIONS:
+            return self.index_distributions()
+        return {axis.name: axis.stored_distribution() for axis in self.axes}
+
+    def distributions_of(self, params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
+        """The distributions of the parameters a trial holds."""
+        every = self.distributions()
+        return {name: every[name] for name in params}
+
+    def params_of(self, candidate: int) -> dict[str, Any]:
+        """The stored parameters of a candidate."""
+        return self._stored_at(self.domain.index_row(candidate))
+
     def params(self, config: Config) -> dict[str, Any] | None:
-        """The Optuna parameters of any configuration the experiment lists (valid or not), None for another."""
+        """The stored parameters of any configuration the experiment lists (valid or not), None for another."""
         point = self._point_of_config(config)
-        return None if point is None else self._params_at(point)
+        return None if point is None else self._stored_at(point)
+
+    def _stored_at(self, point: np.ndarray) -> dict[str, Any]:
+        if self.stored == POSITIONS:
+            return self.index_params(point)
+        family = self._family_at(point)
+        return {axis.name: axis.values[int(index)] for axis, index in zip(self.axes, point, strict=True)
+                if axis.family in (None, family)}
+
+    def _family_at(self, point: np.ndarray) -> str:
+        return next(iter(self.choices)) if len(self.choices) == 1 else str(self.axes[0].values[int(point[0])])
+
+    def point_of(self, params: Mapping[str, Any]) -> np.ndarray | None:
+        """The value indices stored parameters stand for (the family's own; another family's are not looked at);
+        None where one is missing or names no listed value."""
+        if self.stored == POSITIONS:
+            return self.index_point(params)
+        if len(self.choices) == 1:
+            family: Any = next(iter(self.choices))
+        else:
+            family = params.get(FAMILY_PARAM)
+        point = np.zeros(len(self.axes))
+        for j, axis in enumerate(self.axes):
+            if axis.family is None:
+                index = axis.position(family)
+            elif axis.family != family:
+                continue
+            else:
+                index = axis.value_position(params[axis.name]) if axis.name in params else None
+            if index is None:
+                return None
+            point[j] = index
+        return point
 
     def config_of(self, params: Mapping[str, Any]) -> Config | None:
-        """The configuration a trial's parameters describe; None when they do not name one the experiment lists."""
+        """The configuration a trial's stored parameters describe; None when they name none the experiment lists."""
         point = self.point_of(params)
         if point is None:
             return None
         indices = point.astype(np.int64)
-        family = next(iter(self.choices)) if len(self.choices) == 1 else str(self.axes[0].values[indices[0]])
+        family = self._family_at(indices)
         values = {axis.parameter: axis.values[index] for axis, index in zip(self.axes, indices, strict=True)
                   if axis.family == family}
         return Config.make(self.problem, family, self.dtype, values)
@@ -225,7 +311,7 @@ class StudySpace:
         if params is None or self.candidate(record.config) < 0:
             return False
         study.add_trial(optuna.trial.create_trial(
-            params=params, distributions=self.distributions(),
+            params=params, distributions=self.distributions_of(params),
             values=reported(study_objective(study.user_attrs), record.config, record.measurement),
             user_attrs={RECORD_ATTR: record.attrs()}))
         return True
@@ -242,6 +328,14 @@ class StudySpace:
             segments.append((entry, rows[keep[start:start + len(rows)]]))
             start += len(rows)
         return dataclasses.replace(self, valid=ConfigSequence(self.problem, segments))
+
+
+def stored_space(study: optuna.Study, space: StudySpace) -> StudySpace:
+    """The space as the study's trials hold their parameters: by value, or by position in a study written before
+    (one that lists its axes but not how it stores them)."""
+    attrs = study.user_attrs
+    return space.stored_as(POSITIONS if AXES_ATTR in attrs and STORED_ATTR not in attrs else
+                           str(attrs.get(STORED_ATTR, VALUES)))
 
 
 def _is_number(value: object) -> bool:

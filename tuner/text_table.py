@@ -27,6 +27,27 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[object]], right:
     return "\n".join(lines)
 
 
+def stacked_table(header: Sequence[str], rows: Sequence[Sequence[object]], width: int, keep: int = 1,
+                  indent: str = "") -> str:
+    """Columns aligned as :func:`format_table` aligns them (all but the first ``keep`` right-aligned) within
+    ``width`` columns: the columns that do not fit go on in a further block below, a blank line apart, each block
+    starting with the first ``keep`` columns again."""
+    cells = [[str(c) for c in header], *([str(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    kept = len(indent) + sum(widths[:keep]) + 2 * keep
+    blocks: list[list[int]] = []
+    for i in range(keep, len(header)):
+        used = kept + sum(widths[j] + 2 for j in blocks[-1]) if blocks else width + 1
+        if used + widths[i] > width:
+            blocks.append([])
+        blocks[-1].append(i)
+    return "\n\n".join(
+        format_table([header[j] for j in (*range(keep), *block)],
+                     [[row[j] for j in (*range(keep), *block)] for row in rows],
+                     right=range(keep, keep + len(block)), indent=indent)
+        for block in blocks or [[]])
+
+
 def widest(text: str) -> int:
     return max((len(line) for line in text.splitlines()), default=0)
 

@@ -13,14 +13,14 @@ with a cold compile cache each next problem needs up to k compiles less.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
 from tuner.claims import TRANSFER_ATTR
+from tuner.config import Config
 from tuner.strategies.sampler import trial_params
-from tuner.study_space import StudySpace
+from tuner.study_space import StudySpace, stored_space
 
 
 def same_space(one: StudySpace, other: StudySpace) -> bool:
@@ -35,6 +35,7 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
     space, the latest study first, until ``count`` have been transferred to it (counting those transferred before
     and leaving out configurations it holds already) or it holds ``budget`` trials (failed ones aside); how many
     were queued now."""
+    space = stored_space(study, space)
     held = study.get_trials(deepcopy=False)
     wanted = min(count - sum(1 for trial in held if TRANSFER_ATTR in trial.user_attrs),
                  budget - sum(1 for trial in held if trial.state != TrialState.FAIL))
@@ -48,9 +49,10 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
         for ranking in rankings:  # the best of each earlier study, then the second best of each, ...
             if rank >= len(ranking):
                 continue
-            source, params = ranking[rank]
-            config = space.config_of(params)
-            if config is None or config.key in taken or space.candidate(config) < 0:
+            source, found = ranking[rank]
+            config = Config.make(space.problem, found.family, space.dtype, found.param_dict)
+            params = space.params(config)
+            if params is None or config.key in taken or space.candidate(config) < 0:
                 continue
             study.enqueue_trial(params, user_attrs={TRANSFER_ATTR: source})
             taken.add(config.key)
@@ -60,11 +62,13 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
     return queued
 
 
-def _ranked(study: optuna.Study, space: StudySpace) -> list[tuple[str, dict[str, Any]]]:
+def _ranked(study: optuna.Study, space: StudySpace) -> list[tuple[str, Config]]:
     """The study's measured configurations, best first by its objective (the fastest first under time and
     energy; rates differ between problems, so each study ranks its own)."""
-    measured = [(trial.values[0], trial.params)
+    space = stored_space(study, space)
+    measured = [(trial.values[0], config)
                 for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                if trial.values is not None and trial.values[0] > 0]
+                if trial.values is not None and trial.values[0] > 0
+                and (config := space.config_of(trial.params)) is not None]
     measured.sort(key=lambda entry: entry[0], reverse=True)
-    return [(space.name, params) for _, params in measured]
+    return [(space.name, config) for _, config in measured]

@@ -16,12 +16,12 @@ saved every few seconds and at the end) and ``metadata.json``::
                "recording", "counters"}, ...],
      "counters": {how the folder's counters.parquet was read (tuner.counters.store.conditions)}}
 
-The runs and environments live in the storage too (user attributes of the study ``<experiment>/runs``), so
-the folder can always be rebuilt from it. ``wall_s`` is the wall time of the search (after the backend has
-described its device) and ``gpu_busy_fraction`` the backend's device time over it; a replayed run has no
-fraction (its ``device_busy_s`` is the recorded device time of what it replayed). After the search the hardware
-counters that ``measure.counters`` asks for are read (:mod:`tuner.counters`); ``counters`` says what was read and
-how, or why not, and how long it took (not part of ``wall_s``).
+The runs and environments live in the storage too (system attributes of the run's first study,
+:class:`tuner.folder.Ledger`), so the folder can always be rebuilt from it. ``wall_s`` is the wall time of the
+search (after the backend has described its device) and ``gpu_busy_fraction`` the backend's device time over it;
+a replayed run has no fraction (its ``device_busy_s`` is the recorded device time of what it replayed). After the
+search the hardware counters that ``measure.counters`` asks for are read (:mod:`tuner.counters`); ``counters``
+says what was read and how, or why not, and how long it took (not part of ``wall_s``).
 
 Running the same command again continues the same studies. Ctrl-C abandons the evaluation in progress,
 saves everything, writes the report and re-raises KeyboardInterrupt after printing the command that continues.
@@ -53,6 +53,7 @@ import optuna
 from tuner import results
 from tuner.backends.protocol import Backend
 from tuner.baseline import measure_again_if_load_changed, measure_baseline
+from tuner.callbacks import Callback, adapted
 from tuner.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.energy.capability import check_energy
 from tuner.energy.objective import Objective
@@ -79,12 +80,13 @@ from tuner.storage import (
 )
 from tuner.study import (
     Budget,
-    Callback,
     Choice,
     StudySearch,
     StudySpace,
     check_choice,
+    check_same_strategy,
     open_study,
+    stored_space,
     strategy_name,
     study_spaces,
 )
@@ -224,9 +226,11 @@ def run(
     :mod:`tuner.strategies`).
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
-    runs at the same time. ``callbacks`` are called after each evaluation with a :class:`tuner.study.Evaluation`
-    (from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as "0,1") measures on several
-    GPUs of this host at once, one measuring worker each (with the replay backend, indices stand for GPUs).
+    runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
+    :class:`tuner.study.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
+    (:mod:`tuner.callbacks`; from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as
+    "0,1") measures on several GPUs of this host at once, one measuring worker each (with the replay backend,
+    indices stand for GPUs).
     ``heartbeat`` is the interval in seconds of this worker's heartbeat in a shared storage (default 10; a worker
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
     slows the replay backend to its recorded device times times the factor. ``objective`` ("time", "energy",
@@ -248,6 +252,8 @@ def run(
     else:
         check_name(experiment)
     use_family_dirs(experiment.template_dirs)
+    for callback in callbacks:
+        adapted(callback)  # a function of neither form is refused before anything is written
     experiment, sampler, goal = resolve_objective(experiment, objective, sampler, quiet)
     choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
     if transfer is not None:
@@ -268,7 +274,8 @@ def run(
     heartbeat_s = _heartbeat(heartbeat)
     if backend is None:
         backend = default_backend(experiment, replay)
-    chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None)
+    chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None,
+                           progress=not quiet)
     created = not out_dir.exists()
     try:
         check_energy(chosen, goal)
@@ -446,11 +453,16 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
             prepare = getattr(measuring, "prepare", None)
             if prepare is not None and spaces:
                 prepare(spaces[0].problem, spaces[0].dtype)
-        ledger = Ledger(store, experiment.name)
+        own_seed = worker_seed(seed, place.liveness)
+        for space in spaces if place.storage is None else ():  # before any study is opened: nothing written
+            check_same_strategy(store, space.name, choice)
+        studies: dict[StudySpace, optuna.Study] = {}
+        for space in spaces:
+            study = open_study(store, space, choice, own_seed, place.liveness, objective)
+            studies[stored_space(study, space)] = study
+        ledger = Ledger(store, experiment.name, next(iter(studies.values())))
         ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
                                                                                    strict=True)))
-        own_seed = worker_seed(seed, place.liveness)
-        studies = {space: open_study(store, space, choice, own_seed, place.liveness, objective) for space in spaces}
         table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
         if place.previous is not None:
             ledger.adopt(place.previous.metadata)

@@ -92,4 +92,7 @@ def test_the_ceilings_are_measured_cached_and_printed(quick_ceilings):
     assert summary()["ceilings"]["measured_utc"] == quick_ceilings["ceilings"]["measured_utc"]  # from the cache
     text = format_summary(quick_ceilings)
     assert "STREAM copy" in text and "float64 multiply-add" in text and quick_ceilings["device"]["name"] in text
+    assert max(len(line) for line in text.splitlines()) <= 80  # python -m tuner device --cpu fits 80 columns
+    long = {**quick_ceilings, "device": {**quick_ceilings["device"], "clock_source": "a source " * 20}}
+    assert max(len(line) for line in format_summary(long).splitlines()) <= 80
     assert QUICK_CEILINGS.max_samples >= details["fma_float64"]["1"]["samples"]

@@ -86,13 +86,14 @@ class MeasuringWorker:
     def request(self, kind: str, payload: Any, crashed: Measurement) -> Measurement:
         return self.submit(kind, payload, crashed).wait()
 
-    def describe(self, remeasure: bool) -> dict[str, Any]:
-        """The device's summary from the worker (TunerError when the worker fails at it)."""
+    def describe(self, remeasure: bool, progress: bool = False) -> dict[str, Any]:
+        """The device's summary from the worker (TunerError when the worker fails at it); ``progress``: the worker
+        says on stderr what it measures where it measures the ceilings."""
         if self._in_flight is not None:
             self._in_flight.wait()
         try:
             process = self.live()
-            process.send("device", remeasure)
+            process.send("device", (remeasure, progress))
             summary, _ = process.receive(DEVICE_TIMEOUT_S, DEVICE_TIMEOUT_S)
         except WorkerCrashed as exc:
             self._drop()

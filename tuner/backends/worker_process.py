@@ -20,6 +20,7 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from typing import Any
 
+from tuner.child_start import main_module_hidden
 from tuner.errors import TunerError
 from tuner.lifetime import die_with_parent
 
@@ -80,7 +81,7 @@ class WorkerProcess:
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_bootstrap, args=(entry, os.getpid(), child, *args), daemon=True,
                                        name=name)
-        with _environment(environment or {}):
+        with _environment(environment or {}), main_module_hidden():
             self.process.start()
         child.close()
         self.start_timeout_s = start_timeout_s

@@ -10,7 +10,10 @@ from typing import Any
 
 from tuner.compare.comparison import CaseResult
 from tuner.strategies.catalog import DEFAULT
+from tuner.text_table import stacked_table, wrapped
 
+TEXT_WIDTH = 80
+"""The columns comparison.txt (and what compare prints) fits its text to."""
 CONVENTION_LABEL = {"valid": "(a) valid", "product": "(b) product"}
 
 
@@ -48,19 +51,17 @@ def text_table(results: list[CaseResult]) -> str:
         header = (f"{case.name} ({case.space.device or 'device not recorded'}), convention "
                   f"{CONVENTION_LABEL[case.convention.value]}, {first.runs} runs, optimum {result.optimum_ms:.4g} ms")
         best = [max(s.fractions.mean[i] for s in result.scored.values()) for i in range(len(budgets))]
-        width = max(len(s) for s in result.scored) + 2
         best_p = max((s.p for s in result.scored.values() if math.isfinite(s.p)), default=math.nan)
-        lines = [header, f"{'strategy':<{width}}" + "".join(f"{f'@{b}':>17}" for b in budgets)
-                 + f"{'P':>9}{'3% cost':>9}{'ms/eval':>9}"]
-        for strategy, scored in result.scored.items():
-            cells = "".join(f"{_cell(scored.fractions.mean[i], scored.fractions.std[i], best[i]):>17}"
-                            for i in range(len(budgets)))
-            lines.append(f"{strategy:<{width}}{cells}{_p(scored.p, best_p):>9}{_share(scored.near_optimum_cost):>9}"
-                         f"{scored.think_ms:>9.2f}")
+        header_row = ["strategy", *(f"@{b}" for b in budgets), "P", "3% cost", "ms/eval"]
+        table = [[strategy, *(_cell(scored.fractions.mean[i], scored.fractions.std[i], best[i])
+                              for i in range(len(budgets))),
+                  _p(scored.p, best_p), _share(scored.near_optimum_cost), f"{scored.think_ms:.2f}"]
+                 for strategy, scored in result.scored.items()]
+        lines = [wrapped(header, TEXT_WIDTH, hanging="  "), stacked_table(header_row, table, TEXT_WIDTH)]
         notes = [f"{strategy}: P not scored ({scored.score_note})" for strategy, scored in result.scored.items()
                  if scored.score is None]
-        blocks.append("\n".join(lines + notes))
-    return "\n\n".join(blocks) + "\n\n" + LEGEND
+        blocks.append("\n".join(lines + [wrapped(note, TEXT_WIDTH, hanging="  ") for note in notes]))
+    return "\n\n".join(blocks) + "\n\n" + wrapped(LEGEND, TEXT_WIDTH, hanging="")
 
 
 LEGEND = ("@b: fraction of the optimum after b evaluations (optimum time / best time found), mean ± standard "
@@ -96,7 +97,8 @@ def write_tables(results: list[CaseResult], out: Path, settings: dict[str, Any])
     found = rows(results)
     text, data, table = out / "comparison.txt", out / "comparison.json", out / "comparison.csv"
     summary = side_by_side(results, DEFAULT)
-    text.write_text(text_table(results) + ("\n\n" + SIDE_BY_SIDE_TITLE + "\n" + summary if summary else "") + "\n",
+    text.write_text(text_table(results) + ("\n\n" + wrapped(SIDE_BY_SIDE_TITLE, TEXT_WIDTH, hanging="") + "\n" + summary
+                                           if summary else "") + "\n",
                     encoding="utf-8")
     data.write_text(json.dumps({"settings": settings, "rows": found, "curves": _curves(results)}, indent=1) + "\n",
                     encoding="utf-8")
@@ -119,24 +121,24 @@ def _curves(results: list[CaseResult]) -> list[dict[str, Any]]:
 def side_by_side(results: list[CaseResult], ours: str) -> str:
     """Per case where Kernel Tuner's strategies ran: ``ours`` against the best of them at each budget (picked
     per budget, in hindsight) and against the best P of theirs; '' where none ran."""
-    lines: list[str] = []
+    header: list[str] = []
+    lines: list[list[str]] = []
     for result in results:
         theirs = {name: s for name, s in result.scored.items() if name.startswith(PEER_PREFIX)}
         if not theirs or ours not in result.scored:
             continue
         mine = result.scored[ours]
-        if not lines:
-            budgets = mine.budgets
-            lines.append(f"{'space':<24}" + "".join(f"{f'{ours} @{b}':>16}{f'best kt @{b}':>30}" for b in budgets)
-                         + f"{f'{ours} P':>10}{'best kt P':>30}")
-        cells = ""
+        if not header:
+            header = ["space", *(f"{label} @{b}" for b in mine.budgets for label in (ours, "best kt")),
+                      f"{ours} P", "best kt P"]
+        cells = []
         for i in range(len(mine.budgets)):
             name, best = max(((n, s.fractions.mean[i]) for n, s in theirs.items()), key=lambda item: item[1])
-            cells += f"{mine.fractions.mean[i]:>16.3f}{f'{best:.3f} ({name})':>30}"
+            cells += [f"{mine.fractions.mean[i]:.3f}", f"{best:.3f} ({name})"]
         p_name, p_best = max(((n, s.p) for n, s in theirs.items() if math.isfinite(s.p)),
                              key=lambda item: item[1], default=("—", math.nan))
-        lines.append(f"{result.case.name:<24}{cells}{mine.p:>10.3f}{f'{p_best:.3f} ({p_name})':>30}")
-    return "\n".join(lines)
+        lines.append([result.case.name, *cells, f"{mine.p:.3f}", f"{p_best:.3f} ({p_name})"])
+    return stacked_table(header, lines, TEXT_WIDTH) if lines else ""
 
 
 PEER_PREFIX = "kt:"

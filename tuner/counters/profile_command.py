@@ -25,7 +25,7 @@ from tuner.counters import store
 from tuner.counters.collect import CountersNote, chosen, count_configurations, countable
 from tuner.counters.sources import NcuCounters
 from tuner.errors import TunerError
-from tuner.kernels.discovery import families, template_hash, use_family_dirs
+from tuner.kernels.discovery import changed_template, families, use_family_dirs
 from tuner.settings import COUNTERS_BEST, CompileSettings
 
 
@@ -44,10 +44,8 @@ def _environment(df: pd.DataFrame, metadata: dict[str, Any]) -> dict[str, Any]:
 
 def _changed_templates(df: pd.DataFrame, env: dict[str, Any]) -> set[str]:
     """The families whose template differs from the one the run measured (by the hash its metadata keeps)."""
-    recorded = _mapping(env.get("templates"))
     known = families()
-    return {f for f in set(df["family"].astype(str)) if f in known and f in recorded
-            and recorded[f] != template_hash(f)}
+    return {f for f in set(df["family"].astype(str)) if f in known and changed_template(env, f) is not None}
 
 
 def _source(env: dict[str, Any], template_dirs: Sequence[str | os.PathLike[str]]) -> NcuCounters:

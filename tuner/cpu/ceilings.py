@@ -19,7 +19,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import platform
+import re
 import sys
+import textwrap
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -45,6 +47,8 @@ FMA_PIPES_ASSUMED = 2
 FMA_CALL_SECONDS = 0.02
 """The multiply-add kernel's iterations are chosen so that one call lasts about this long."""
 FMA_DTYPES = ("float32", "float64")
+TEXT_WIDTH = 80
+"""The columns ``device --cpu`` fits its text to."""
 NUMPY_FLOAT = {"float32": np.float32, "float64": np.float64}
 
 
@@ -206,6 +210,10 @@ def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bo
     if cached is not None and "load" in (cached.get("ceilings") or {}):
         return {**cached, "device": device, "versions": compiler, "cache_file": str(path)}
     array_bytes = array_bytes or stream_array_bytes()
+    if progress:
+        counts = " and ".join(map(str, thread_counts()))
+        print(f"measuring this CPU's ceilings (memory bandwidth and multiply-add rates on {counts} thread(s)), once "
+              f"per machine: they are cached in {path} for the runs that follow", file=sys.stderr, flush=True)
     measured = measure_ceilings(timer or CpuTimer(), array_bytes=array_bytes, settings=settings, progress=progress,
                                 watch=load)
     cores = max(int(count) for count in measured["by_threads"])
@@ -276,7 +284,7 @@ def format_summary(info: dict[str, Any]) -> str:
         "compiler",
         f"  {v['cc']} ({v['cc_path']})",
         f"  flags                     {' '.join(v['flags'])}" + ("" if v["openmp"] else " (no OpenMP: one thread)"),
-        "ceilings                    theoretical      measured    % of theoretical",
+        f"ceilings{'theoretical':>45}  {'measured':>12}  {'% of it':>8}",
     ]
     for count, measured in sorted(info["by_threads"].items(), key=lambda item: int(item[0])):
         theoretical = theoretical_peaks(d, int(count))
@@ -286,7 +294,7 @@ def format_summary(info: dict[str, Any]) -> str:
                                  ("bandwidth (STREAM triad)", "triad_gbs", "B/s")):
             peak, got = theoretical.get(key), measured.get(key)
             share = f"{100 * got / peak:.0f}%" if peak and got else "?"
-            lines.append(f"  {count} thread(s) {label:<26} {_rate(peak, unit):>12}  {_rate(got, unit):>12}  {share:>8}")
+            lines.append(f"  {count} thread(s) {label:<24} {_rate(peak, unit):>14}  {_rate(got, unit):>12}  {share:>8}")
     if d.get("clock_mhz") and "fma" in d["flags"]:
         lanes64 = fma_vector_bytes(d) // 8
         lines.append(f"  (multiply-add: cores × {d['clock_mhz']:.0f} MHz × {FMA_PIPES_ASSUMED} FMA pipes (assumed) × "
@@ -307,7 +315,17 @@ def format_summary(info: dict[str, Any]) -> str:
         if load:
             lines.append(f"  load while measured: {load['worst']} (within what the measurements leave free)")
         lines.append(f"cached in {info['cache_file']} (python -m tuner device --cpu --remeasure to measure again)")
-    return "\n".join(lines)
+    return "\n".join(_fitted(line) for line in lines)
+
+
+def _fitted(line: str) -> str:
+    """A line within TEXT_WIDTH columns, its continuation lines under its value (or its text)."""
+    if len(line) <= TEXT_WIDTH:
+        return line
+    labelled = re.match(r"^\s*\S.*?\s{2,}", line)
+    hanging = len(labelled.group(0)) if labelled and len(labelled.group(0)) < TEXT_WIDTH // 2 else \
+        len(line) - len(line.lstrip()) + 2
+    return textwrap.fill(line, TEXT_WIDTH, subsequent_indent=" " * hanging, break_on_hyphens=False)
 
 
 def print_cpu(remeasure: bool = False) -> None:

@@ -19,7 +19,7 @@ def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSetti
     count, ceilings, versions (cc, blas, python, numpy, optuna, tuner), git, measure, compile, templates,
     template_dirs, families, created_utc."""
     from tuner.backends.cpu.worker import blas_description
-    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash
+    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash, template_text_hash
 
     compiler = summary["versions"]
     ceilings = summary.get("ceilings") or {}
@@ -35,6 +35,7 @@ def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSetti
         "compile": {"compiler": compiler["cc"], "path": compiler["cc_path"], "flags": compiler["flags"],
                     "openmp": compiler["openmp"]},
         "templates": {name: template_hash(name) for name in families()},
+        "template_texts": {name: template_text_hash(name) for name in families()},
         "template_dirs": [str(folder) for folder in family_dirs()],
         "families": folder_family_records(),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -33,6 +33,14 @@ MEANING = {
 }
 
 
+def metric_names(objective: Objective, unit: str = "GFLOP/s") -> list[str]:
+    """What each value a trial reports is, with its unit (an Optuna study's metric names): ``unit`` is the speed's,
+    GFLOP/s, or GB/s for kernels without arithmetic."""
+    work = unit.split("/")[0]
+    names = {TIME: f"speed [{unit}]", ENERGY: f"efficiency [{work}/J]", EDP: f"speed × efficiency [{work}²/(s·J)]"}
+    return [names[name] for name in objective]
+
+
 class ObjectiveError(ValueError):
     """Not an objective; the message says what is allowed."""
 

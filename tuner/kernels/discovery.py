@@ -20,11 +20,12 @@ import importlib.metadata
 import importlib.util
 import pkgutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from tuner.errors import TunerError
 from tuner.kernels.family import Family
@@ -223,6 +224,26 @@ def template_hash(name: str) -> str:
     family = get_family(name)
     sources = (family.recording,) if family.recording is not None else (family.template_path, family.declaration)
     return _files_hash(tuple((str(path), *_stamp(path)) for path in sources if path is not None))
+
+
+def template_text_hash(name: str) -> str:
+    """SHA-256 (first 16 hex digits) of the family's template text alone (its recording, for a recorded family):
+    what decides the source a configuration compiles to, where its declaration module may change beside it."""
+    family = get_family(name)
+    source = family.recording if family.recording is not None else family.template_path
+    return _files_hash(((str(source), *_stamp(source)),))
+
+
+def changed_template(environment: Mapping[str, Any], name: str) -> tuple[str, str] | None:
+    """(recorded, current) hash where the family's template differs from the one a run's environment recorded,
+    else None: the template text's hash where the environment keeps it (``template_texts``), else (a run written
+    before) the hash of the template and its declaration (``templates``)."""
+    for key, current in (("template_texts", template_text_hash), ("templates", template_hash)):
+        recorded = environment.get(key)
+        if isinstance(recorded, Mapping) and isinstance(recorded.get(name), str):
+            now = current(name)
+            return None if recorded[name] == now else (recorded[name], now)
+    return None
 
 
 def _stamp(path: Path) -> tuple[int, int]:

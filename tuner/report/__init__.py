@@ -20,6 +20,7 @@ from typing import NamedTuple, ParamSpec, TypeVar
 from matplotlib.figure import Figure
 
 from tuner import atomic_file
+from tuner.child_start import main_module_hidden
 from tuner.lifetime import die_with_parent, name_starter
 from tuner.report.bandwidth import bandwidth_plan
 from tuner.report.convergence import convergence_figure
@@ -182,7 +183,8 @@ def start_drawing_processes() -> None:
     _context()
     from multiprocessing import forkserver
 
-    forkserver.ensure_running()
+    with main_module_hidden():
+        forkserver.ensure_running()
 
 
 def _tie_to_server() -> None:
@@ -227,7 +229,7 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
             notes[section] = [f"Nothing to draw: {absent}."]
     planned = _plan(run)
     took: dict[str, PartTime] = {part: PartTime(0.0, 0.0) for part in REPORT_PARTS[1:-1]}
-    with _pool(min(jobs, len(planned) + 1)) as pool:
+    with main_module_hidden(), _pool(min(jobs, len(planned) + 1)) as pool:
         importances = pool.submit(_importances, str(folder), importances_deadline_s)
         drawn = [(item, pool.submit(_draw, str(folder), item.name, item.draw)) for item in planned]
         for item, future in drawn:

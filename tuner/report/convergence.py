@@ -3,10 +3,12 @@ per sampler (a study continued with another sampler gets a line for each)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import Formatter, MaxNLocator
 
 from tuner.report.formatting import number, performance_unit
 from tuner.report.run_folder import Run
@@ -25,6 +27,21 @@ def best_so_far(rows: pd.DataFrame, by: str = "trial") -> pd.DataFrame:
     rows["evaluation"] = range(1, len(rows) + 1)
     rows["best"] = rows["performance"].where(rows["status"] == "ok").cummax().ffill()
     return rows
+
+
+class TickLabels(Formatter):
+    """Labels with thousands separators and as few decimals as tell the drawn ticks apart (2.5 as 2.5, not 2)."""
+
+    ticks: tuple[float, ...] = ()
+
+    def set_locs(self, locs: Sequence[float]) -> None:
+        self.ticks = tuple(float(t) for t in locs)
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        ticks = self.ticks or (x,)
+        decimals = next((d for d in range(7) if all(abs(round(t, d) - t) <= 1e-9 * max(1.0, abs(t)) for t in ticks)),
+                        6)
+        return f"{x:,.{decimals}f}"
 
 
 def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[str, str],
@@ -51,7 +68,7 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
             ax.text(0.99, 0.98, f"{library} {number(baseline)} GFLOP/s (above this scale)", transform=ax.transAxes,
                     ha="right", va="top", fontsize=8, color="#444444", gid="baseline")
         ax.set_ylim(0, top * 1.15 if top > 0 else 1)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_major_formatter(TickLabels())
         ax.grid(True, alpha=0.3)
     ax_trial.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_trial.legend(fontsize=8, loc="lower right")

@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from tuner.config import DTYPE_BYTES
 from tuner.report.axes import log_log
@@ -29,6 +30,12 @@ MODEL_STYLES: tuple[dict[str, Any], ...] = (
     {"color": "#d62728", "linestyle": "-."}, {"color": "#17becf", "linestyle": ":"},
     {"color": "#bcbd22", "linestyle": (0, (6, 2, 1, 2, 1, 2))})
 PROBLEM_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">")
+"""The evaluations' markers, one per problem. Every other mark has a shape of its own: a ridge point is a vertical
+bar on its roof, a class's bound on a model a horizontal bar, the best configuration a hexagon ring, the library a
+star, and a class is a colour (a patch in the legend)."""
+RIDGE_MARKER = "|"
+BOUND_MARKER = "_"
+BEST_MARKER = "H"
 CUBLAS_COLOR = "#ffd700"
 LABEL_SPACING = 2.0
 """Classes closer than this factor in intensity with the same bound share one written value."""
@@ -82,8 +89,8 @@ def _draw_ceiling(ax: Axes, xs: np.ndarray, ceiling: Ceiling, device: str, handl
     ridge = ceiling.ridge_point
     if ridge is not None and xs[0] < ridge < xs[-1]:
         suffix = "-tensor" if tensor else ""
-        ax.plot([ridge], [float(ceiling.gflops or 0)], marker="o", color=style["color"], markersize=6, zorder=3,
-                gid=f"ridge-{ceiling.kind}{suffix}")
+        ax.plot([ridge], [float(ceiling.gflops or 0)], marker=RIDGE_MARKER, color=style["color"], markersize=12,
+                markeredgewidth=2, zorder=3, gid=f"ridge-{ceiling.kind}{suffix}")
         above = ceiling.kind == "theoretical"
         ax.annotate(f"ridge {number(ridge)}", (ridge, ceiling.gflops), xytext=(5, 5 if above else -6),
                     textcoords="offset points", va="bottom" if above else "top", fontsize=8, color=style["color"],
@@ -101,8 +108,8 @@ def _draw_models(ax: Axes, run: Run, dtype: str, xs: np.ndarray, ylim: tuple[flo
         (line,) = ax.plot(xs, ys, label=label, linewidth=1.8, zorder=2, gid=f"model-{model.name}", **style)
         handles.append(line)
         if ridge is not None and xs[0] < ridge < xs[-1]:
-            ax.plot([ridge], [float(peak or 0)], marker="D", color=style["color"], markersize=6, zorder=3,
-                    gid=f"ridge-{model.name}")
+            ax.plot([ridge], [float(peak or 0)], marker=RIDGE_MARKER, color=style["color"], markersize=12,
+                    markeredgewidth=2, zorder=3, gid=f"ridge-{model.name}")
         _label_slope(ax, f"{model.name} model", model.bandwidth_gbs, xs, ylim, style["color"],
                      f"model-label-{model.name}")
 
@@ -123,8 +130,8 @@ def _draw_bounds(ax: Axes, bounds: list[ClassBound], colors: dict) -> None:
     for entry in sorted(bounds, key=lambda b: b.intensity):
         color = colors[entry.group]
         for (name, bound), style in zip(entry.model_bounds, MODEL_STYLES * len(entry.model_bounds), strict=False):
-            ax.plot([entry.intensity], [bound], marker="o", markersize=8, markerfacecolor="white",
-                    markeredgecolor=color, markeredgewidth=2, linestyle="none", zorder=5,
+            ax.plot([entry.intensity], [bound], marker=BOUND_MARKER, markersize=14, markeredgecolor=color,
+                    markeredgewidth=3, linestyle="none", zorder=5,
                     gid=f"bound-{name}-{entry.group.label}")
             if entry.best_gflops is not None:
                 ax.plot([entry.intensity] * 2, [bound, entry.best_gflops], color=color, linestyle=":",
@@ -153,8 +160,8 @@ def _draw_evaluations(ax: Axes, ok: pd.DataFrame, groups: list[Group], colors: d
                            edgecolors="white", linewidths=0.5, alpha=0.9, zorder=4, gid="evaluations",
                            label=f"{group.label} ({problem})")
         achieved = any((group, problem) in by_class for problem in problems)
-        handles.append(Line2D([], [], marker="o", linestyle="none", color=colors[group], markersize=7,
-                              label=group.label if achieved else f"{group.label} (no successful evaluation)"))
+        handles.append(Patch(facecolor=colors[group], edgecolor="none",
+                             label=group.label if achieved else f"{group.label} (no successful evaluation)"))
     if len(problems) > 1:
         for problem in problems:
             handles.append(Line2D([], [], marker=markers[problem], linestyle="none", color="#666666",
@@ -168,8 +175,8 @@ def _mark_best(ax: Axes, ok: pd.DataFrame, problems: list[str], unit: str, descr
         if points.empty:
             continue
         best = points.loc[points["gflops"].idxmax()]
-        ax.scatter([best["intensity"]], [best["gflops"]], s=190, facecolors="none", edgecolors="black",
-                   linewidths=1.8, zorder=6, gid="best")
+        ax.scatter([best["intensity"]], [best["gflops"]], s=230, marker=BEST_MARKER, facecolors="none",
+                   edgecolors="black", linewidths=1.8, zorder=6, gid="best")
         if describe:
             params = ", ".join(f"{k}={v}" for k, v in best["params"].items())
             text = textwrap.fill(f"best: {best['family']} {params}", BEST_LABEL_WIDTH, subsequent_indent="  ")
@@ -181,8 +188,8 @@ def _mark_best(ax: Axes, ok: pd.DataFrame, problems: list[str], unit: str, descr
                                             "shrinkB": 9, "connectionstyle": "arc3,rad=0.15"})
             label.set_in_layout(False)
     if not ok.empty:
-        handles.append(Line2D([], [], marker="o", linestyle="none", markerfacecolor="none", markeredgecolor="black",
-                              markersize=11, markeredgewidth=1.8, label="best configuration"))
+        handles.append(Line2D([], [], marker=BEST_MARKER, linestyle="none", markerfacecolor="none",
+                              markeredgecolor="black", markersize=12, markeredgewidth=1.8, label="best configuration"))
 
 
 def _draw_baselines(ax: Axes, xs: list[float], ys: list[float], describe: bool, handles: list, library: str) -> None:
@@ -240,8 +247,12 @@ def draw_roofline(ax: Axes, run: Run, dtype: str, problems: list[str]) -> None:
     _draw_baselines(ax, base_x, base_y, describe, handles, run.library)
     _draw_bounds(ax, bounds, colors)
     if bounds and run.machine_models:
-        handles.append(Line2D([], [], marker="o", linestyle="none", markerfacecolor="white", markeredgecolor="#555555",
-                              markeredgewidth=2, markersize=8, label="bound of each class on the model (GFLOP/s)"))
+        handles.append(Line2D([], [], marker=BOUND_MARKER, linestyle="none", markeredgecolor="#555555",
+                              markeredgewidth=3, markersize=14, label="bound of each class on the model (GFLOP/s)"))
+    if any(str(line.get_gid()).startswith("ridge-") for line in ax.get_lines()):
+        handles.append(Line2D([], [], marker=RIDGE_MARKER, linestyle="none", markeredgecolor="#555555",
+                              markeredgewidth=2, markersize=12,
+                              label="ridge point (where a roof's slope meets its peak)"))
     if ok.empty:
         ax.text(0.5, 0.5, "no successful evaluation", transform=ax.transAxes, ha="center", fontsize=12,
                 color="#aa0000")

@@ -10,7 +10,7 @@ import pandas as pd
 
 from tuner import results
 from tuner.config import Config
-from tuner.kernels.discovery import families, template_hash
+from tuner.kernels.discovery import changed_template, families
 from tuner.kernels.render import launch, render, render_stored
 from tuner.report.formatting import params_text, performance_unit
 from tuner.report.run_folder import Run
@@ -103,12 +103,10 @@ def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
     except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:
         return KernelSource(title, None, notes=[f"the template could not render this configuration ({exc})"])
     entry = KernelSource(title, source)
-    recorded = (run.environment(run.ok[run.ok["config_key"] == row["config_key"]]).get("templates") or {})
-    recorded_hash = recorded.get(config.family)
-    current = template_hash(config.family)
-    if recorded_hash and recorded_hash != current:
-        entry.notes.append(f"the template of '{config.family}' changed since this run (recorded hash {recorded_hash}, "
-                           f"now {current}): the source shown is rendered from the current template")
+    changed = changed_template(run.environment(run.ok[run.ok["config_key"] == row["config_key"]]), config.family)
+    if changed is not None:
+        entry.notes.append(f"the template of '{config.family}' changed since this run (recorded hash {changed[0]}, "
+                           f"now {changed[1]}): the source shown is rendered from the current template")
     return entry
 
 

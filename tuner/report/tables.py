@@ -56,6 +56,15 @@ def _compute_share(run: Run, row: pd.Series) -> str:
         "?" if results.ceilings_under_load(run.metadata, row.get("metadata_id")) else "")
 
 
+def leading(table: Table, identity: int, key: list[str]) -> Table:
+    """The table with its ``key`` columns (ratios, rates) right after its first ``identity`` columns, so that a
+    wide table shows them before any horizontal scroll."""
+    named = [table.columns.index(name) for name in key if name in table.columns]
+    order = [*range(identity), *named, *(i for i in range(identity, len(table.columns)) if i not in named)]
+    return Table([table.columns[i] for i in order], [[row[i] for i in order] for row in table.rows],
+                 {order.index(i) for i in table.numeric}, table.caption)
+
+
 def _flag_caption(table: Table, caption: str) -> str:
     """The caption, with the meaning of each flag the table's cells carry."""
     used = [note for mark, note in FLAGS.items() if any(mark in cell for row in table.rows for cell in row[3:])]
@@ -147,7 +156,8 @@ def top_configurations(run: Run, count: int = TOP) -> list[tuple[str, Table]]:
                 percent(row.get("pct_bandwidth_ceiling")), "—", "—", "—",
             ])
         table.caption = _flag_caption(table, table.caption)
-        tables.append((f"{problem}, {dtype}", table))
+        tables.append((f"{problem}, {dtype}", leading(table, 3, ["GFLOP/s", "% compute peak", "% bandwidth peak",
+                                                                 "median ms"])))
     return tables
 
 
@@ -194,4 +204,4 @@ def predicted_vs_achieved(run: Run) -> Table:
             *(_ratio(fraction(b.best_gflops, device_bounds[k])) if k in device_bounds else "—" for k in device),
             f"{b.ok} / {b.evaluations}",
         ])
-    return table
+    return leading(table, 3, ["best achieved", *(c for c in columns if c.startswith("achieved / "))])

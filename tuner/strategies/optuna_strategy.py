@@ -52,6 +52,16 @@ class IndexParameters:
             return None
         return point if np.all((point >= 0) & (point < self.domain.radices)) else None
 
+    # the study in memory stores the index view itself
+    def index_distributions(self) -> dict[str, BaseDistribution]:
+        return self._distributions
+
+    def index_params(self, point: np.ndarray) -> dict[str, Any]:
+        return {name: int(index) for name, index in zip(self.domain.names, point, strict=True)}
+
+    def index_point(self, params: Mapping[str, Any]) -> np.ndarray | None:
+        return self.point_of(params)
+
 
 class OptunaStrategy:
     """One of Optuna's samplers, by name (:data:`tuner.strategies.catalog.OPTUNA`), searching a domain."""

@@ -7,9 +7,11 @@ finished (RUNNING), or waiting in the study's queue (WAITING). What is evaluated
 say, so a proposal is never repeated and never invalid. Where the proposal comes from:
 
 * :class:`OptunaProposer`: an Optuna sampler, made afresh for every trial from a seed derived from the run's seed,
-  the study and the trial number (:mod:`tuner.strategies.optuna_samplers`). It samples the parameters it models
-  jointly (its relative search space) and the others one by one (its independent sampling); the result, a point of
-  the index box, is projected. A sampler object given by the user is used as it is.
+  the study and the trial number (:mod:`tuner.strategies.optuna_samplers`; a sampler object given by the user is
+  copied afresh the same way, :mod:`tuner.strategies.user_samplers`). It sees the study in the index view
+  (:mod:`tuner.strategies.index_view`: every axis, numbers as positions), whatever the storage holds. It samples the
+  parameters it models jointly (its relative search space) and the others one by one (its independent sampling);
+  the result, a point of the index box, is projected.
 * :class:`StrategyProposer`: a :class:`~tuner.strategies.protocol.Strategy`, kept alive across trials. Before each
   ask it is told every evaluation completed since, in trial order; each trial it asks notes how many results it had
   been told then (system attribute ``tuner:asked``). A new process rebuilds the strategy from the storage by making
@@ -37,6 +39,7 @@ from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from tuner.strategies.domain import Domain
+from tuner.strategies.index_view import Translation, index_view
 from tuner.strategies.protocol import Strategy, StrategyFactory
 
 ASKED_ATTR = "tuner:asked"
@@ -44,22 +47,31 @@ ASKED_ATTR = "tuner:asked"
 
 
 class Parameters(Protocol):
-    """What the sampler needs of a study's search space."""
+    """What the sampler needs of a study's search space: its stored view (a trial's parameters in the storage) and
+    its index view (what strategies and Optuna's samplers search: every axis, numbers as positions)."""
 
     @property
     def domain(self) -> Domain: ...
 
     def distributions(self) -> dict[str, BaseDistribution]:
-        """The Optuna distribution of every parameter (the same for every trial)."""
+        """The stored distribution of every parameter a trial may hold."""
         ...
 
     def params_of(self, candidate: int) -> dict[str, Any]:
-        """The Optuna parameters of a candidate."""
+        """The stored parameters of a candidate."""
         ...
 
     def point_of(self, params: Mapping[str, Any]) -> np.ndarray | None:
-        """The value indices the parameters stand for (None where they do not name listed values)."""
+        """The value indices stored parameters stand for (None where they do not name listed values)."""
         ...
+
+    def index_distributions(self) -> dict[str, BaseDistribution]:
+        """Every axis in the index view (the same for every trial)."""
+        ...
+
+    def index_params(self, point: np.ndarray) -> dict[str, Any]: ...
+
+    def index_point(self, params: Mapping[str, Any]) -> np.ndarray | None: ...
 
 
 def trial_seed(seed: int, study_name: str, number: int) -> int:
@@ -88,9 +100,8 @@ class History:
                 continue
             candidate = known.get(trial.number, -2)
             if candidate == -2:
-                params = trial_params(trial)
-                candidate = _candidate(parameters, params)
-                if len(params) == len(parameters.distributions()):  # a trial's parameters are set once
+                candidate = _candidate(parameters, trial_params(trial))
+                if candidate >= 0 and trial.params:  # a trial's parameters are set once
                     known[trial.number] = candidate
             if candidate < 0:
                 continue
@@ -184,6 +195,7 @@ class OptunaProposer:
         self.name, self.make, self.parameters = name, make, parameters
         self.seed, self.study_name = seed, study_name
         self._made: tuple[int, optuna.samplers.BaseSampler] | None = None
+        self._translate = Translation(parameters)
 
     def _sampler(self, trial: FrozenTrial) -> optuna.samplers.BaseSampler:
         if self._made is None or self._made[0] != trial.number:
@@ -193,11 +205,12 @@ class OptunaProposer:
         return self._made[1]
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        self._sampler(trial).before_trial(study, trial)
+        self._sampler(trial).before_trial(index_view(study, self._translate), self._translate(trial))
 
     def propose(self, study: Study, trial: FrozenTrial, history: History) -> np.ndarray:
         sampler = self._sampler(trial)
-        space = self.parameters.distributions()
+        study, trial = index_view(study, self._translate), self._translate(trial)
+        space = self.parameters.index_distributions()
         relative = {name: distribution for name, distribution in
                     sampler.infer_relative_search_space(study, trial).items()
                     if name in space and not distribution.single()}
@@ -209,13 +222,13 @@ class OptunaProposer:
                 params[name] = (optuna.distributions._get_single_value(distribution) if distribution.single() else
                                 sampler.sample_independent(study, partial, name, distribution))
             partial.params[name], partial.distributions[name] = params[name], distribution
-        point = self.parameters.point_of(params)
+        point = self.parameters.index_point(params)
         assert point is not None, params
         return point
 
     def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
                     values: Sequence[float] | None) -> None:
-        self._sampler(trial).after_trial(study, trial, state, values)
+        self._sampler(trial).after_trial(index_view(study, self._translate), self._translate(trial), state, values)
 
 
 class StrategyProposer:

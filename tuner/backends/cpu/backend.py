@@ -63,13 +63,16 @@ class CpuBackend(BackendBase):
     name = "cpu"
 
     def __init__(self, measure_settings: MeasureSettings | None = None,
-                 compile_settings: CompileSettings | None = None, threads: int | None = None):
+                 compile_settings: CompileSettings | None = None, threads: int | None = None,
+                 progress: bool = False):
+        """``progress``: say on stderr what is measured where the CPU's ceilings are measured (a first run)."""
         if threads is not None and threads < 1:
             raise TunerError(f"the CPU backend needs at least one thread, not {threads}")
         flags(find_cc())  # fail now without a compiler; probe OpenMP once, here
         self.measure = measure_settings or MeasureSettings()
         self.compile = compile_settings or CompileSettings()
         self.threads = threads or default_threads()
+        self.progress = progress
         idle = usable_cpus() - self.threads
         self.overlap = idle > 0
         self.compiler = CompilePool(lambda source: compile_source(source),
@@ -123,7 +126,7 @@ class CpuBackend(BackendBase):
     def device(self, remeasure: bool = False) -> dict[str, Any]:
         """The CPU's summary (:func:`tuner.cpu.ceilings.summary`): description, compiler, peaks, ceilings."""
         if self._device is None or remeasure:
-            self._device = self.worker.describe(remeasure)
+            self._device = self.worker.describe(remeasure, self.progress)
         return self._device
 
     def metadata(self) -> dict[str, Any]:

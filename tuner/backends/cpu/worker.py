@@ -2,7 +2,7 @@
 
 Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, library, resources))`` — the shared
 library the one compiler made, loaded from its file in the cache —, ``("baseline", (problem, dtype))``,
-``("device", remeasure)``, ``("stop", None)``. The parent starts it with ``OMP_NUM_THREADS`` and
+``("device", (remeasure, progress))``, ``("stop", None)``. The parent starts it with ``OMP_NUM_THREADS`` and
 ``OPENBLAS_NUM_THREADS`` (and MKL's) set to the backend's thread count, so that the OpenMP runtime and numpy's
 BLAS size their thread pools once, before either is loaded, and both the kernels and the baseline run on that
 many threads for the worker's whole life.
@@ -123,11 +123,13 @@ class CpuWorker:
         result = self._verify_and_time(lambda: np.matmul(A, B, out=C), ws, Resources())
         return result if result.status is not Status.OK else replace(result, reason=blas_description(self.threads))
 
-    def device_summary(self, remeasure: bool) -> dict[str, Any]:
+    def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
+        """The CPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
         from tuner.cpu.ceilings import summary
 
+        remeasure, progress = request
         self.workspace = None  # the STREAM arrays want the memory
-        found = summary(remeasure=remeasure, timer=self.timer, load=self.load)
+        found = summary(remeasure=remeasure, timer=self.timer, load=self.load, progress=progress)
         return found if self.energy is None else {**found, "energy": self.energy.describe()}
 
     # --- the steps -------------------------------------------------------------------------------------------

@@ -52,10 +52,11 @@ class PycudaBackend(BackendBase):
 
     def __init__(self, measure_settings: MeasureSettings | None = None,
                  compile_settings: CompileSettings | None = None, gpu: str | None = None,
-                 compiler: CompilePool | None = None, wait: bool = True):
+                 compiler: CompilePool | None = None, wait: bool = True, progress: bool = False):
         """``gpu``: the CUDA_VISIBLE_DEVICES value of the one GPU the worker measures on (None: the default GPU);
         ``compiler``: a compile pool shared with the backends of other GPUs (closed by its owner), else its own;
-        ``wait``: wait for the GPU worker to be ready (else ``wait_ready`` does, or the first request)."""
+        ``wait``: wait for the GPU worker to be ready (else ``wait_ready`` does, or the first request);
+        ``progress``: say on stderr what is measured where the GPU's ceilings are measured (a first run)."""
         if importlib.util.find_spec("pycuda") is None:
             raise TunerError(f"the pycuda backend needs PyCUDA, which is not installed here; install it with "
                              f"{INSTALL_HINT} (from the checkout) on a machine with an NVIDIA GPU and nvcc, or use "
@@ -64,6 +65,7 @@ class PycudaBackend(BackendBase):
         self.measure = measure_settings or MeasureSettings()
         self.compile = compile_settings or CompileSettings()
         self.gpu = gpu
+        self.progress = progress
         self._owns_compiler = compiler is None
         self.compiler = compiler or CompilePool(self._compile, self.compile.workers)
         self.ask_ahead = max(LOOKAHEAD, min(ASK_AHEAD_PER_COMPILER * self.compiler.workers + 1, MOST_ASKED_AHEAD))
@@ -140,7 +142,7 @@ class PycudaBackend(BackendBase):
     def device(self, remeasure: bool = False) -> dict[str, Any]:
         """The GPU's summary (``tuner.device.summary``): description, versions, peaks, ceilings."""
         if self._device is None or remeasure:
-            self._device = self.worker.describe(remeasure)
+            self._device = self.worker.describe(remeasure, self.progress)
         return self._device
 
     def counters(self) -> NcuCounters:

@@ -3,7 +3,7 @@
 Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
 cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baseline", (problem, dtype))``,
 ``("prepare", (problem, dtype))`` (inputs and reference made ahead in a thread, the baseline's library loaded),
-``("device", remeasure)``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
+``("device", (remeasure, progress))``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
 buffers are allocated, inputs filled with the same random values the reference was computed from, outputs
 poisoned before each verified launch.
 """
@@ -296,11 +296,13 @@ class GpuWorker:
         with contextlib.suppress(BaselineUnavailable):
             gemm_launcher(0, 0, 0, problem.M, problem.N, problem.K, dtype)  # nothing launched: the library loads
 
-    def device_summary(self, remeasure: bool) -> dict[str, Any]:
+    def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
+        """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
         from tuner.device import summary
 
+        remeasure, progress = request
         self._free_workspaces(0)  # the copy ceiling wants the memory
-        found = summary(remeasure=remeasure, timer=self.timer, load=self.load)
+        found = summary(remeasure=remeasure, timer=self.timer, load=self.load, progress=progress)
         return found if self.energy is None else {**found, "energy": self.energy.describe()}
 
     # --- the steps -------------------------------------------------------------------------------------------
