@@ -141,7 +141,7 @@ def test_an_experiment_built_in_python_is_checked_the_same_way():
 
     experiment = parse_experiment(EXPERIMENT, "x.yaml")
     built = dataclasses.replace(experiment, path=None, search=SearchSettings(objective=("time", "energy")))
-    with pytest.raises(ExperimentError, match="'ils' searches for one value"):
+    with pytest.raises(ExperimentError, match=f"'{SearchSettings().sampler}' searches for one value"):
         check_experiment(built)
     check_experiment(dataclasses.replace(built, search=SearchSettings(sampler="nsga2", objective=("time", "energy"))))
     with pytest.raises(ExperimentError, match="unknown objective"):

@@ -9,14 +9,16 @@ What each holds, per configuration (the first row of each; vendor baselines left
   family's sizes, ``[M, N, K]``), ``tune_params_keys`` and ``tune_params`` (the family's parameters and values, in
   the experiment's order), ``objective`` ``time``, and ``cache``: ``"v1,v2,…"`` → the parameter values, ``time``
   (the median, ms), ``times`` (the timed samples, ms), ``compile_time``, ``verification_time`` (0: verifying is
-  part of the device time), ``benchmark_time`` (the evaluation's device time), ``framework_time`` and
+  part of the device time), ``benchmark_time`` (the evaluation's device time), ``framework_time`` (the part of the
+  device time outside the timed samples: warm-up, cache flushes, verification; so that compile + framework time and
+  the samples, which is how Kernel Tuner's methodology counts a configuration's time, give the recorded cost),
   ``strategy_time`` (0), ``timestamp``; a failure names Kernel Tuner's class in ``time`` and ``__error__``:
   invalid ``InvalidConfig``, compile_error ``CompilationFailedConfig``, crashed and wrong ``RuntimeFailedConfig``
   (Kernel Tuner has no class for a wrong result; read back, such a row is crashed).
-* T4 results (``kernel_tuner/schema/T4/1.0.0``): per evaluation its ``configuration``, ``times`` (``compilation``,
-  ``validation`` 0, ``benchmark``, ``framework`` and ``search_algorithm`` 0, ``runtimes``), ``invalidity``
-  (``correct``, ``constraints``, ``compile``, ``runtime``, ``correctness`` for a wrong result), ``correctness``
-  and the ``time`` measurement in milliseconds.
+* T4 results (``kernel_tuner/schema/T4/1.0.0``): per evaluation its ``configuration``, ``times``
+  (``compilation``, ``validation`` 0, ``benchmark``, ``framework`` as in the cache file, ``search_algorithm`` 0,
+  ``runtimes``), ``invalidity`` (``correct``, ``constraints``, ``compile``, ``runtime``, ``correctness`` for a
+  wrong result), ``correctness`` and the ``time`` measurement in milliseconds.
 
 Completeness. Kernel Tuner's simulation mode looks up every configuration its restrictions let through and stops
 at one the cache lacks. So where the folder's experiment can be read again (its stored text, with the package's
@@ -203,7 +205,8 @@ def _records(kernel: Kernel) -> list[tuple[dict[str, ParamValue], dict[str, Any]
         status = str(row["status"])
         record: dict[str, Any] = {**params, "time": _number(row.get("time_median_ms"))}
         record.update({"times": _samples(row.get("samples_ms")), "compile_time": _ms(row.get("compile_time_s")),
-                       "verification_time": 0.0, "benchmark_time": _ms(row.get("device_s")), "framework_time": 0.0,
+                       "verification_time": 0.0, "benchmark_time": _ms(row.get("device_s")),
+                       "framework_time": _outside_samples_ms(row),
                        "strategy_time": 0.0, "timestamp": str(row.get("measured_at") or "")})
         if status != Status.OK.value:
             record["time"] = record["__error__"] = KERNEL_TUNER_ERRORS[status]
@@ -226,7 +229,8 @@ def t4_document(kernel: Kernel) -> dict[str, Any]:
             "timestamp": str(row.get("measured_at") or ""),
             "configuration": results.row_params(row),
             "times": {"compilation": _ms(row.get("compile_time_s")), "validation": 0.0,
-                      "benchmark": _ms(row.get("device_s")), "framework": 0.0, "search_algorithm": 0.0,
+                      "benchmark": _ms(row.get("device_s")), "framework": _outside_samples_ms(row),
+                      "search_algorithm": 0.0,
                       "runtimes": _samples(row.get("samples_ms"))},
             "invalidity": T4_INVALIDITY[status],
             "correctness": 0 if status == Status.WRONG.value else 1,
@@ -252,6 +256,11 @@ def _number(value: Any) -> float | None:
 def _ms(seconds: Any) -> float:
     number = _number(seconds)
     return 0.0 if number is None or not math.isfinite(number) else number * 1000.0
+
+
+def _outside_samples_ms(row: Any) -> float:
+    """The evaluation's device time outside its timed samples (ms, at least 0)."""
+    return max(0.0, _ms(row.get("device_s")) - sum(_samples(row.get("samples_ms"))))
 
 
 def _samples(value: Any) -> list[float]:
