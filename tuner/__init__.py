@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tuner.config import Config, Problem
     from tuner.experiment import Experiment, load_experiment
     from tuner.measurement import Measurement, Status
-    from tuner.results import RunResult
+    from tuner.result_display import RunResult
     from tuner.settings import MeasureSettings
     from tuner.space import KernelSpec
     from tuner.strategies import Domain, Strategy
@@ -48,7 +48,7 @@ _EXPORTS = {
     "Measurement": "tuner.measurement",
     "MeasureSettings": "tuner.settings",
     "Problem": "tuner.config",
-    "RunResult": "tuner.results",
+    "RunResult": "tuner.result_display",
     "Status": "tuner.measurement",
     "load_experiment": "tuner.experiment",
     "run": "tuner.tuning",

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import optuna
 from optuna.trial import Trial
 
 from tuner.errors import TunerError
 
-if TYPE_CHECKING:
-    from tuner.study import Evaluation
-
 Callback = Callable[..., Any]
 """``f(evaluation)`` or ``f(study, trial)`` (see the module text)."""
-Called = Callable[["Evaluation", optuna.Study, Trial], None]
+Called = Callable[[Any, optuna.Study, Trial], None]
 """A callback as the search loop calls it: with the evaluation, the study and the trial just told."""
 
 

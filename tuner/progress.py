@@ -17,20 +17,16 @@ from typing import Any, TextIO
 import pandas as pd
 
 from tuner.config import Config
-from tuner.energy.objective import DEFAULT, Objective, recorded_objective
-from tuner.energy.summary import energy_summary
+from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.discovery import get_family
 from tuner.measurement import Status
 from tuner.results import (
     BASELINE_FAMILY,
-    RunResult,
-    baseline_library,
     best_rows,
     ceilings_under_load,
-    measuring_device,
     row_params,
 )
-from tuner.text_table import format_table, terminal_width, widest, wrapped
+from tuner.text_table import format_table, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0
 NARROWEST = 20
@@ -253,28 +249,3 @@ def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS", devic
     flags = [wrapped(note.format(device=device, remeasure=REMEASURE.get(device, REMEASURE["GPU"])), width, hanging="")
              for symbol, note in MARK_NOTES.items() if symbol in used]
     return "\n".join([text, *legend, wrapped(SUMMARY_NOTES.format(library=library), width, hanging=""), *flags])
-
-
-def print_summary(result: RunResult, stream: TextIO | None = None, width: int | None = None) -> None:
-    stream = stream if stream is not None else sys.stdout
-    objective = recorded_objective(result.metadata)
-    table = summary_table(result.df, objective, result.metadata)
-    device = measuring_device(result.metadata)
-    if table.empty:
-        print("nothing was evaluated", file=stream)
-    else:
-        print(summary_text(table, width or terminal_width(), baseline_library(result.metadata), device), file=stream)
-        energy = energy_summary(result.df, objective, width or terminal_width())
-        if energy:
-            print(energy, file=stream)
-    run = result.metadata["runs"][-1]
-    busy = run.get("gpu_busy_fraction")
-    if busy is not None:
-        print(f"{device} busy: {100 * busy:.0f}% of {duration(run['wall_s'])} wall time", file=stream)
-    elif run.get("device_busy_s") is not None:
-        print(f"{device} busy: {run['device_busy_s']:.1f} s of recorded device time (replayed in "
-              f"{duration(run['wall_s'])})", file=stream)
-    counters = run.get("counters") or {}
-    if counters.get("text") and counters.get("setting") != "none":
-        print(wrapped(f"counters: {counters['text']}", width or terminal_width(), hanging="  "), file=stream)
-    print(f"results: {result.out}", file=stream)

@@ -92,7 +92,7 @@ from tuner.energy.columns import (
     energy_from_row,
 )
 from tuner.energy.front import objective_score
-from tuner.energy.objective import DEFAULT, Objective, recorded_objective
+from tuner.energy.objective import DEFAULT, Objective
 from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.discovery import families, get_family
@@ -504,34 +504,6 @@ def to_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         elif column not in extra:
             df[column] = pd.to_numeric(df[column], errors="coerce").astype("float64")
     return df
-
-
-@dataclass(frozen=True, repr=False)
-class RunResult:
-    """What ``tuner.run`` returns: the results table, the output folder and its metadata. It shows itself in one
-    line in a console and as the summary table in a notebook."""
-
-    df: pd.DataFrame
-    """Every evaluation of the experiment's studies, one row each (the saved results table)."""
-    out: Path
-    metadata: dict[str, Any]
-    """What metadata.json holds: the experiment, the environments and the runs."""
-
-    @property
-    def best(self) -> pd.DataFrame:
-        """The best ``ok`` row per problem and dtype (cuBLAS rows aside) by the run's objective (the fastest
-        where it searched time and energy at once)."""
-        return best_rows(self.df, recorded_objective(self.metadata))
-
-    def __repr__(self) -> str:
-        from tuner.result_display import short_text
-
-        return short_text(self)
-
-    def _repr_html_(self) -> str:
-        from tuner.result_display import html_view
-
-        return html_view(self)
 
 
 def performance(df: pd.DataFrame) -> pd.Series:

@@ -28,7 +28,7 @@ from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.given import write_family
 from tuner.restriction_rules import restriction_refusal
-from tuner.results import RunResult
+from tuner.result_display import RunResult
 from tuner.settings import MeasureSettings
 
 DEFAULT_ARGUMENTS = tuple(argument.name for argument in matmul.ARGUMENTS)

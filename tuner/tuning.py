@@ -64,8 +64,8 @@ from tuner.folder import Ledger, Previous, Table, claim, iso, now, reseed, stora
 from tuner.kernels.discovery import use_family_dirs
 from tuner.metadata import metadata_id
 from tuner.parallel import search_on_each
-from tuner.progress import Progress, print_summary
-from tuner.results import RunResult
+from tuner.progress import Progress
+from tuner.result_display import RunResult, print_summary
 from tuner.run_backends import default_backend, open_backends
 from tuner.settings import COUNTERS_CHOICES, STORAGE_FILE
 from tuner.storage import (

@@ -9,11 +9,12 @@ What each holds, per configuration (the first row of each; vendor baselines left
   family's sizes, ``[M, N, K]``), ``tune_params_keys`` and ``tune_params`` (the family's parameters and values, in
   the experiment's order), ``objective`` ``time``, and ``cache``: ``"v1,v2,…"`` → the parameter values, ``time``
   (the median, ms), ``times`` (the timed samples, ms), ``compile_time``, ``verification_time`` (0: verifying is
-  part of the device time), ``benchmark_time`` (the evaluation's device time), ``framework_time`` (the device
-  time beyond the timed samples: warm-ups, verification, cache flushes; so compile, framework and run times sum
-  to what the evaluation cost), ``strategy_time`` (0) and ``timestamp``; a failure names Kernel Tuner's class in
-  ``time`` and ``__error__``: invalid ``InvalidConfig``, compile_error ``CompilationFailedConfig``, crashed and
-  wrong ``RuntimeFailedConfig`` (Kernel Tuner has no class for a wrong result; read back, such a row is crashed).
+  part of the device time), ``benchmark_time`` (the evaluation's device time), ``framework_time`` (the part of the
+  device time outside the timed samples: warm-up, cache flushes, verification; so that compile + framework time and
+  the samples, which is how Kernel Tuner's methodology counts a configuration's time, give the recorded cost),
+  ``strategy_time`` (0), ``timestamp``; a failure names Kernel Tuner's class in ``time`` and ``__error__``:
+  invalid ``InvalidConfig``, compile_error ``CompilationFailedConfig``, crashed and wrong ``RuntimeFailedConfig``
+  (Kernel Tuner has no class for a wrong result; read back, such a row is crashed).
 * T4 results (``kernel_tuner/schema/T4/1.0.0``): per evaluation its ``configuration``, ``times``
   (``compilation``, ``validation`` 0, ``benchmark``, ``framework`` as in the cache file, ``search_algorithm`` 0,
   ``runtimes``), ``invalidity`` (``correct``, ``constraints``, ``compile``, ``runtime``, ``correctness`` for a
@@ -203,9 +204,9 @@ def _records(kernel: Kernel) -> list[tuple[dict[str, ParamValue], dict[str, Any]
         params = results.row_params(row)
         status = str(row["status"])
         record: dict[str, Any] = {**params, "time": _number(row.get("time_median_ms"))}
-        samples = _samples(row.get("samples_ms"))
-        record.update({"times": samples, "compile_time": _ms(row.get("compile_time_s")), "verification_time": 0.0,
-                       "benchmark_time": _ms(row.get("device_s")), "framework_time": _beyond(row, samples),
+        record.update({"times": _samples(row.get("samples_ms")), "compile_time": _ms(row.get("compile_time_s")),
+                       "verification_time": 0.0, "benchmark_time": _ms(row.get("device_s")),
+                       "framework_time": _outside_samples_ms(row),
                        "strategy_time": 0.0, "timestamp": str(row.get("measured_at") or "")})
         if status != Status.OK.value:
             record["time"] = record["__error__"] = KERNEL_TUNER_ERRORS[status]
@@ -224,13 +225,13 @@ def t4_document(kernel: Kernel) -> dict[str, Any]:
     evaluations = []
     for row in kernel.rows:
         status = str(row["status"])
-        samples = _samples(row.get("samples_ms"))
         evaluations.append({
             "timestamp": str(row.get("measured_at") or ""),
             "configuration": results.row_params(row),
             "times": {"compilation": _ms(row.get("compile_time_s")), "validation": 0.0,
-                      "benchmark": _ms(row.get("device_s")), "framework": _beyond(row, samples),
-                      "search_algorithm": 0.0, "runtimes": samples},
+                      "benchmark": _ms(row.get("device_s")), "framework": _outside_samples_ms(row),
+                      "search_algorithm": 0.0,
+                      "runtimes": _samples(row.get("samples_ms"))},
             "invalidity": T4_INVALIDITY[status],
             "correctness": 0 if status == Status.WRONG.value else 1,
             "measurements": ([{"name": "time", "value": _number(row.get("time_median_ms")), "unit": "ms"}]
@@ -257,12 +258,9 @@ def _ms(seconds: Any) -> float:
     return 0.0 if number is None or not math.isfinite(number) else number * 1000.0
 
 
-def _beyond(row: Any, samples: list[float]) -> float:
-    """The evaluation's device time beyond its timed samples (ms): warm-ups, verification, cache flushes, launches
-    and copies. Written as framework time, so that a reader that counts a configuration's time as the methodology
-    package does (compile + validation + framework + the runs, the benchmark time left out) counts the device
-    time recorded."""
-    return max(0.0, _ms(row.get("device_s")) - sum(samples))
+def _outside_samples_ms(row: Any) -> float:
+    """The evaluation's device time outside its timed samples (ms, at least 0)."""
+    return max(0.0, _ms(row.get("device_s")) - sum(_samples(row.get("samples_ms"))))
 
 
 def _samples(value: Any) -> list[float]:
