@@ -18,6 +18,7 @@ from tuner.experiment import check_experiment, parse_experiment
 from tuner.measurement import Measurement, Status
 from tuner.results import BASELINE_FAMILY
 from tuner.settings import SearchSettings
+from tuner.strategies.catalog import DEFAULT
 
 TILED16 = Config.make(PROBLEM, "tiled", "float32", {"TILE_WIDTH": 16})
 FLOPS = 2 * 1024**3
@@ -141,7 +142,7 @@ def test_an_experiment_built_in_python_is_checked_the_same_way():
 
     experiment = parse_experiment(EXPERIMENT, "x.yaml")
     built = dataclasses.replace(experiment, path=None, search=SearchSettings(objective=("time", "energy")))
-    with pytest.raises(ExperimentError, match="'ils' searches for one value"):
+    with pytest.raises(ExperimentError, match=f"'{DEFAULT}' searches for one value"):
         check_experiment(built)
     check_experiment(dataclasses.replace(built, search=SearchSettings(sampler="nsga2", objective=("time", "energy"))))
     with pytest.raises(ExperimentError, match="unknown objective"):
