@@ -110,6 +110,7 @@ def test_nvcc_is_found_under_cuda_home(tmp_path: Path, monkeypatch: pytest.Monke
     assert find_nvcc() == str(tool)
 
 
+@pytest.mark.slow
 def test_every_fermi_configuration_compiles_with_its_resources(fermi) -> None:
     configs, first, _, _ = fermi
     assert set(first) == set(configs)
@@ -128,6 +129,7 @@ def test_every_fermi_configuration_compiles_with_its_resources(fermi) -> None:
         assert "Compiling entry function 'matmul' for 'sm_90'" in result.log
 
 
+@pytest.mark.slow
 def test_problem_sizes_share_one_compilation(fermi) -> None:
     configs, first, _, calls = fermi
     kernels = {(c.family, c.dtype, c.params) for c in configs}

@@ -117,6 +117,7 @@ def test_the_python_api_takes_the_objective(recorded, tmp_path):
     assert configuration(result.best.iloc[0]) == EFFICIENT
 
 
+@pytest.mark.slow
 def test_the_report_draws_the_front_and_names_each_point(recorded, tmp_path):
     from tuner.report import write_report
 
@@ -147,6 +148,7 @@ def test_a_strategy_object_searches_two_objectives_told_their_product(recorded, 
     assert len(result.df) == 9 and result.metadata["runs"][-1]["objective"] == ["time", "energy"]
 
 
+@pytest.mark.slow
 def test_the_report_of_an_energy_search_names_the_most_efficient_as_best(recorded, tmp_path):
     from tuner.report import write_report
 

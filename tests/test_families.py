@@ -114,6 +114,7 @@ def test_a_problem_gives_exactly_the_sizes_its_families_take(tmp_path):
         parse_experiment(text.replace("{N: 1000}", "{}"), "exp.yaml")
 
 
+@pytest.mark.slow
 def test_the_command_line_adds_folders(tmp_path):
     folder = family_folder(tmp_path)
     (tmp_path / "exp.yaml").write_text(experiment_text())
@@ -188,6 +189,7 @@ def test_the_example_transposes_and_its_reference_catches_a_wrong_one():
     assert cost(naive).global_bytes == 37 * 29 * (4 + 32)
 
 
+@pytest.mark.slow
 def test_every_example_kernel_compiles(nvcc, tmp_path, monkeypatch):
     from tuner.compile.nvcc import compile_configs
 

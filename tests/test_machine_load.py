@@ -226,6 +226,7 @@ def test_ceilings_measured_on_an_idle_machine_are_cached_with_their_load(cache, 
     assert json.loads(cached.read_text())["ceilings"]["load"]["loaded"] == []
 
 
+@pytest.mark.slow
 def test_a_cache_written_before_loads_were_watched_is_measured_again(cache, capsys, monkeypatch):
     from tuner.cpu import ceilings
 

@@ -272,6 +272,7 @@ NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize(("dtype", "params"), BEST)
+@pytest.mark.slow
 def test_best_configurations_compile_for_sm90_without_spilling(dtype, params, tmp_path):
     c = Config.make(SQUARE, "regblock", dtype, params)
     source = tmp_path / "kernel.cu"

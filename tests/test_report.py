@@ -237,6 +237,7 @@ def _bound_for(run, model: str, family: str, key: tuple = ()) -> list:
 
 # --- the roofline -------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_report_files_are_written(run_folder, written):
     names = {p.name for p in written}
     assert {"roofline.png", "convergence.png", "report.html"} <= names
@@ -391,6 +392,7 @@ def test_failed_cells_name_their_status(fixture_folder):
     assert {"invalid", "wrong", "crashed"} <= set(cells)
 
 
+@pytest.mark.slow
 def test_generic_parameter_figure_for_a_family_of_many_parameters(tmp_path):
     """A family of more than two parameters gets bars of the best rate per value of each parameter it varied."""
     family = get_family("regblock")
@@ -475,6 +477,7 @@ def _named(trial, several: bool) -> dict:
     return {FAMILY_PARAM: config["family"], **params} if several else params
 
 
+@pytest.mark.slow
 def test_importances_need_no_storage_and_stop_at_their_deadline(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
@@ -535,6 +538,7 @@ def test_html_shows_the_best_kernel_source_and_launch(run_folder, written):
     assert "&lt;" in page or "<" not in re.search(r"<pre[^>]*>(.*?)</pre>", page, re.S).group(1)
 
 
+@pytest.mark.slow
 def test_html_escapes_recorded_text(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
@@ -559,6 +563,7 @@ def test_folder_without_results_is_a_tuner_error(tmp_path):
         write_report(tmp_path / "missing")
 
 
+@pytest.mark.slow
 def test_cli_report_prints_the_paths(fixture_folder):
     from conftest import run_cli
 
@@ -570,6 +575,7 @@ def test_cli_report_prints_the_paths(fixture_folder):
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and "Traceback" not in missing.stderr
 
 
+@pytest.mark.slow
 def test_minimal_metadata_and_no_baseline(tmp_path, fixture_folder):
     """No cuBLAS rows, no measured ceilings, no machine models, int32 only: a report all the same."""
     df, metadata = results.load(fixture_folder)
@@ -591,6 +597,7 @@ def test_minimal_metadata_and_no_baseline(tmp_path, fixture_folder):
     assert "machine models" in page and "roofline.png" in {p.name for p in written}
 
 
+@pytest.mark.slow
 def test_results_without_metadata(tmp_path, fixture_folder):
     shutil.copy(fixture_folder / results.RESULTS_PARQUET, tmp_path / results.RESULTS_PARQUET)
     written = write_report(tmp_path)
@@ -618,6 +625,7 @@ def _add_records(folder: Path, configs: list[Config], sampler: str = "tpe") -> N
     results.save(results.to_frame(df.to_dict("records") + rows), metadata, folder)
 
 
+@pytest.mark.slow
 def test_two_dtypes_get_a_panel_each_and_their_own_ceilings(tmp_path):
     folder = build_run_folder(tmp_path)
     problem = Problem(1024, 1024, 1024)
@@ -639,6 +647,7 @@ def test_two_dtypes_get_a_panel_each_and_their_own_ceilings(tmp_path):
     assert "roofline_float64_1024x1024x1024.png" in written
 
 
+@pytest.mark.slow
 def test_a_run_without_any_success(tmp_path, fixture_folder):
     df, metadata = results.load(fixture_folder)
     df = df[(df["family"] != "baseline") & (df["status"] != "ok")]
@@ -653,6 +662,7 @@ def test_a_run_without_any_success(tmp_path, fixture_folder):
     assert "report.html" in {p.name for p in written}
 
 
+@pytest.mark.slow
 def test_a_changed_template_is_noted_beside_the_source(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
@@ -664,6 +674,7 @@ def test_a_changed_template_is_noted_beside_the_source(tmp_path, fixture_folder)
     assert "the template of 'tiled' changed since this run (recorded hash feedfacefeedface" in page
 
 
+@pytest.mark.slow
 def test_the_report_of_a_folder_that_tuner_run_wrote(tmp_path, capsys):
     """tuner.run writes the report at its end; it reads the folder exactly as the run left it."""
     from scripted_backend import ScriptedBackend
@@ -711,6 +722,7 @@ def test_best_so_far_by_wall_time_follows_the_clock_not_the_trial_numbers():
     assert list(best_so_far(rows)["best"]) == [10.0, 30.0, 30.0]
 
 
+@pytest.mark.slow
 def test_figures_drawn_by_several_processes_are_the_same_report(tmp_path):
     alone, parallel = tmp_path / "alone", tmp_path / "parallel"
     shutil.copytree(SHIPPED, alone)

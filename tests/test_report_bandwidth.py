@@ -55,6 +55,7 @@ def test_the_search_maximizes_the_effective_bandwidth(transposed):
     assert all(str(cell).endswith(" GB/s") for cell in table["GFLOP/s"])
 
 
+@pytest.mark.slow
 def test_the_report_draws_bandwidth_rooflines(transposed):
     written = {path.name for path in write_report(transposed.out, quiet=True)}
     assert {f"bandwidth_{d}_{p}.png" for d in ("float32", "float64") for p in ("8192x8192", "4000x3000")} <= written

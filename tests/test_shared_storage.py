@@ -16,6 +16,8 @@ from tuner.errors import TunerError
 from tuner.folder import stored_records
 from tuner.storage import close_storage, open_storage, shown
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 

@@ -21,6 +21,8 @@ from optuna.trial import TrialState
 from tuner.results import RECORD_ATTR
 from tuner.storage import close_storage, open_storage
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 RECORDING = ROOT / "experiments" / "data" / "fermi_like_h100"

@@ -52,6 +52,7 @@ def assert_same_as_one_by_one(spec: KernelSpec, family: Family | None = None) ->
 
 
 @pytest.mark.parametrize("name", SPECS)
+@pytest.mark.slow
 def test_truth_tables_find_the_valid_set_and_the_rejections_of_checking_one_by_one(name):
     spec = SPECS[name]
     space = assert_same_as_one_by_one(spec)
@@ -66,6 +67,7 @@ def test_truth_tables_find_the_valid_set_and_the_rejections_of_checking_one_by_o
         assert violations(family, params, dtype) == broken
 
 
+@pytest.mark.slow
 def test_every_regblock_entry_of_the_h100_experiment(root):
     for spec in load_experiment(root / "experiments/h100_sgemm.yaml").kernels:
         space = assert_same_as_one_by_one(spec)

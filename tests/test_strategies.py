@@ -73,6 +73,7 @@ def _available(name: str) -> bool:
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
+@pytest.mark.slow
 def test_each_strategy_finds_the_optimum_of_a_recorded_space_without_a_static_reject(recording, tmp_path, name):
     if not _available(name):
         pytest.skip(f"the {name} sampler needs a package that is not installed here")

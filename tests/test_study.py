@@ -121,6 +121,7 @@ def test_a_single_family_needs_no_family_parameter():
     assert space.params(space.valid[0]) == {"tiled.TILE_WIDTH": 0}
 
 
+@pytest.mark.slow
 def test_every_status_is_a_record_with_its_reason_and_static_rejects_are_never_asked(storage):
     space = fermi_space()
     static_invalid = Config.make(space.problem, "naive", "float32", {"BLOCK_X": 64, "BLOCK_Y": 32})

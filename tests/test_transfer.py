@@ -130,6 +130,7 @@ def test_each_next_problem_starts_with_the_fastest_of_its_dtype_on_the_problem_b
     assert rebuilt["transferred_from"].notna().sum() == 6
 
 
+@pytest.mark.slow
 def test_a_study_prepared_early_is_topped_up_when_it_starts_and_a_resumed_run_adds_none(tmp_path):
     """fermi_like's three problems share one space: each next study is prepared while the one before measures its
     last configurations, and is given the rest of its three when it starts."""
@@ -159,6 +160,7 @@ def test_transfer_is_a_whole_number(tmp_path):
         load_experiment(path)
 
 
+@pytest.mark.slow
 def test_the_command_line_transfers_as_the_experiment_says_unless_told_otherwise(tmp_path, capsys):
     sgemm = ROOT / "experiments" / "h100_sgemm.yaml"
     recording = ROOT / "experiments" / "data" / "h100_sgemm_h100"

@@ -183,6 +183,7 @@ def _planted_folder(tmp_path: Path) -> tuple[Path, Path]:
     return run, marker
 
 
+@pytest.mark.slow
 def test_opening_a_report_never_runs_code_a_run_folder_names(tmp_path):
     run, marker = _planted_folder(tmp_path)
     done = run_cli("report", str(run), cwd=tmp_path)
@@ -191,6 +192,7 @@ def test_opening_a_report_never_runs_code_a_run_folder_names(tmp_path):
     assert (run / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_replaying_and_comparing_a_run_folder_never_runs_its_code(tmp_path):
     run, marker = _planted_folder(tmp_path)
     done = run_cli("compare", str(run), "--repeats", "2", "--budgets", "5", "--strategies", "random",

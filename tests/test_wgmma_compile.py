@@ -16,6 +16,8 @@ from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
 from tuner.space import violations
 
+pytestmark = pytest.mark.slow
+
 ARCH = "sm_90a"
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from tuner.workers import WorkerRegistry
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(params=["postgresql", "journal"])
 def shared_url(request, tmp_path):
