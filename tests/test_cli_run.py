@@ -12,8 +12,10 @@ import pytest
 from scripted_backend import ScriptedBackend
 
 import tuner
-from tuner import cli, results, tuning
-from tuner.experiment import load_experiment
+from tuner import cli
+from tuner.experiment.schema import load_experiment
+from tuner.results import table as results
+from tuner.tuning import run as tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

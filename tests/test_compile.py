@@ -13,11 +13,11 @@ from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import DTYPE_BYTES, Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import render
-from tuner.measurement import Resources
-from tuner.space import valid_configs
+from tuner.measure.measurement import Resources
+from tuner.space.entry_space import valid_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

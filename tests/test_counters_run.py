@@ -20,8 +20,8 @@ from tuner.counters import store
 from tuner.counters.ncu import NCU_ENV
 from tuner.counters.sources import NcuCounters
 from tuner.errors import TunerError
-from tuner.experiment import parse_experiment
-from tuner.results import BASELINE_FAMILY
+from tuner.experiment.schema import parse_experiment
+from tuner.results.table import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 HERE = Path(__file__).parent
@@ -203,7 +203,7 @@ def test_a_session_is_read_back_into_rows(fake_ncu, nvcc, mode, tmp_path):
 def test_profile_adds_counters_to_a_finished_folder(fake_ncu, nvcc, tmp_path, capsys):
     fake_ncu("ok")
     tuner.run(seed_experiment("none"), backend=CountedBackend(), out=tmp_path, quiet=True, report=False)
-    from tuner.counters.profile_command import profile_folder
+    from tuner.tuning.profile_command import profile_folder
 
     note = profile_folder(tmp_path, "all", report=True, quiet=True)
     assert (note.asked, note.counted) == (3, 3)

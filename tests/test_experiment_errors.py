@@ -6,8 +6,8 @@ import pytest
 
 from tests.conftest import run_cli
 from tuner.errors import ExperimentError
-from tuner.experiment import load_experiment
-from tuner.yaml_document import MAX_DEPTH
+from tuner.experiment.schema import load_experiment
+from tuner.experiment.yaml_document import MAX_DEPTH
 
 VALID = """\
 name: t

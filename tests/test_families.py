@@ -13,13 +13,13 @@ import pytest
 from tests.conftest import run_cli
 from tuner.config import Config, Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import load_experiment, parse_experiment
+from tuner.experiment.schema import load_experiment, parse_experiment
 from tuner.kernels import discovery
 from tuner.kernels.discovery import families, get_family, template_hash, use_family_dirs
+from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
-from tuner.model import cost
-from tuner.space import kernel_space
-from tuner.verify import check_all, random_inputs
+from tuner.kernels.verify import check_all, random_inputs
+from tuner.space.entry_space import kernel_space
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "transpose"
@@ -40,7 +40,7 @@ def family_folder(tmp_path: Path, name: str = "scale", template: str | None = No
     (folder / f"{name}.py").write_text(textwrap.dedent(f"""
         from tuner.kernels.arguments import Buffer, Scalar
         from tuner.kernels.family import Family, Parameter
-        from tuner.verify import Full, Tolerance
+        from tuner.kernels.verify import Full, Tolerance
 
         FAMILY = Family(
             name="{name}", description="y = 2·x", kernel_name="scale", dims=("N",),

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT, run_cli
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels import discovery
 
 C_TEMPLATE = (ROOT / "kernel_templates" / "cpu_naive.c.j2").read_text().replace("{% if PARALLEL %}", "{% if T > 5 %}")

@@ -13,8 +13,8 @@ import pytest
 import tuner
 from tests.conftest import run_cli
 from tests.scripted_backend import ScriptedBackend
-from tuner import results
 from tuner.errors import TunerError
+from tuner.results import table as results
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

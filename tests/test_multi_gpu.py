@@ -12,11 +12,11 @@ import pytest
 
 import tuner
 from benchmarks import multi_gpu
-from tuner import results
 from tuner.backends.replay import ReplayBackend
 from tuner.errors import TunerError
 from tuner.report import tables
 from tuner.report.run_folder import load_run
+from tuner.results import table as results
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

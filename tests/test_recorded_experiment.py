@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from tuner import results
 from tuner.errors import ExperimentError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
-from tuner.space import entry_space
+from tuner.results import table as results
+from tuner.space.entry_space import entry_space
 
 ROOT = Path(__file__).resolve().parent.parent
 A100 = ROOT / "experiments" / "recorded_gemm_a100.yaml"

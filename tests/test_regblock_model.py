@@ -11,12 +11,12 @@ import pytest
 
 from kernel_templates import regblock
 from tuner.config import Config, Problem
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
+from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
 from tuner.kernels.targets import target
-from tuner.model import cost
-from tuner.space import valid_configs, violations
+from tuner.space.entry_space import valid_configs, violations
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ROOT / "experiments" / "h100_sgemm.yaml"

@@ -23,14 +23,13 @@ import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 
-from tuner import results
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import parse_experiment
+from tuner.experiment.schema import parse_experiment
 from tuner.kernels import matmul
 from tuner.kernels.discovery import get_family, template_hash
-from tuner.measurement import Measurement, Resources, Status, Timing
-from tuner.model import cost
+from tuner.kernels.model import cost
+from tuner.measure.measurement import Measurement, Resources, Status, Timing
 from tuner.report import write_report
 from tuner.report.bounds import class_bounds
 from tuner.report.convergence import TRIAL_LABEL, convergence_figure
@@ -38,9 +37,10 @@ from tuner.report.importances import BARS_UP_TO, Importances, importances_figure
 from tuner.report.parameters import parameter_figure
 from tuner.report.roofline import INTENSITY_LABEL, roofline_figure
 from tuner.report.run_folder import load_run
-from tuner.results import Record
-from tuner.space import KernelSpec, kernel_space
-from tuner.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
+from tuner.results import table as results
+from tuner.results.table import Record
+from tuner.search.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
+from tuner.space.entry_space import KernelSpec, kernel_space
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "experiments/data/fermi_like_h100"
@@ -124,7 +124,7 @@ def _record(config: Config, measurement: Measurement, study: str, sampler: str, 
 
 
 def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> None:
-    """The study as tuner.study keeps it: parameters ``family`` and ``<family>.<PARAM>`` (numbers as positions in
+    """The study as tuner.search.study keeps it: parameters ``family`` and ``<family>.<PARAM>`` (numbers as positions in
     their sorted values), the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
     ``record``."""
     distributions = space.distributions()
@@ -680,7 +680,7 @@ def test_the_report_of_a_folder_that_tuner_run_wrote(tmp_path, capsys):
     from scripted_backend import ScriptedBackend
 
     import tuner
-    from tuner.experiment import load_experiment
+    from tuner.experiment.schema import load_experiment
 
     out = tmp_path / "run"
     tuner.run(load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(), out=out,

@@ -9,12 +9,12 @@ import pytest
 
 import tuner
 from tests.scripted_backend import ScriptedBackend
-from tuner import results
 from tuner.config import Config
 from tuner.kernels import discovery
-from tuner.measurement import Measurement, Resources, Status, Timing
-from tuner.progress import summary_table
+from tuner.measure.measurement import Measurement, Resources, Status, Timing
 from tuner.report import write_report
+from tuner.results import table as results
+from tuner.tuning.progress import summary_table
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "transpose" / "transpose.yaml"
 

@@ -16,9 +16,9 @@ import pytest
 from conftest import run_cli
 from test_report import build_run_folder
 
-from tuner import results
 from tuner.report import REPORT_PARTS, PartTime, write_report
 from tuner.report.run_folder import load_run
+from tuner.results import table as results
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments/fermi_like.yaml"

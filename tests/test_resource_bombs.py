@@ -18,10 +18,10 @@ from tests.conftest import ROOT, run_cli
 from tuner import input_file
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import Experiment, check_experiment, load_experiment
+from tuner.experiment.schema import Experiment, check_experiment, load_experiment
 from tuner.kernels import discovery
 from tuner.recorded import load
-from tuner.space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space
+from tuner.space.entry_space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")
 

@@ -19,8 +19,8 @@ from tests.conftest import ROOT, run_cli
 from tuner.backends.cpu.backend import default_threads
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.results import BASELINE_FAMILY
-from tuner.space import KernelSpec
+from tuner.results.table import BASELINE_FAMILY
+from tuner.space.entry_space import KernelSpec
 
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 RECORDING = ROOT / "experiments" / "data" / "fermi_like_h100"

@@ -18,10 +18,13 @@ import sqlalchemy
 from scripted_backend import ScriptedBackend
 
 import tuner
-from tuner import cli, metadata, results, tuning
+from tuner import cli
 from tuner.errors import TunerError
-from tuner.folder import stored_records
-from tuner.storage import open_storage
+from tuner.results import metadata
+from tuner.results import table as results
+from tuner.search.storage import open_storage
+from tuner.tuning import run as tuning
+from tuner.tuning.folder import stored_records
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

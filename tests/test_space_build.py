@@ -8,13 +8,21 @@ import pytest
 
 from benchmarks.space_build import checked_one_by_one, count_one_by_one
 from tuner.config import Config, Problem
-from tuner.experiment import load_experiment, parse_experiment
+from tuner.experiment.schema import load_experiment, parse_experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, FamilyError, Parameter
-from tuner.rule_table import tabulate
-from tuner.space import EntrySpace, KernelSpec, build_entry_space, count_valid, kernel_space, valid_configs, violations
-from tuner.space_table import print_space
-from tuner.study import study_spaces
+from tuner.search.study import study_spaces
+from tuner.space.entry_space import (
+    EntrySpace,
+    KernelSpec,
+    build_entry_space,
+    count_valid,
+    kernel_space,
+    valid_configs,
+    violations,
+)
+from tuner.space.rule_table import tabulate
+from tuner.tuning.space_command import print_space
 
 ODD = Problem(1000, 777, 333)
 REGBLOCK = {p.name: p.default for p in get_family("regblock").parameters}

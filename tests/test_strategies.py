@@ -13,7 +13,7 @@ import pytest
 
 import tuner
 from tuner.compare.harness import simulate
-from tuner.experiment import SAMPLERS, load_experiment
+from tuner.experiment.schema import SAMPLERS, load_experiment
 from tuner.strategies import Domain, catalog
 from tuner.strategies.domain import ADJACENT, HAMMING
 

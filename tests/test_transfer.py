@@ -16,12 +16,12 @@ from test_study import ListRecorder
 
 import tuner
 from tuner import cli
-from tuner.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
-from tuner.experiment import ExperimentError, load_experiment
-from tuner.progress import Progress
-from tuner.study import Budget, StudySearch, open_storage, open_study
-from tuner.study_space import study_spaces
-from tuner.transfer import same_space, transfer_best
+from tuner.experiment.schema import ExperimentError, load_experiment
+from tuner.search.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
+from tuner.search.study import Budget, StudySearch, open_storage, open_study
+from tuner.search.study_space import study_spaces
+from tuner.search.transfer import same_space, transfer_best
+from tuner.tuning.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

@@ -16,12 +16,13 @@ from optuna.trial import TrialState
 from scripted_backend import ENVIRONMENT, ScriptedBackend, TimedCompileBackend, scripted_gflops, scripted_outcome
 
 import tuner
-from tuner import results, tuning
 from tuner.errors import TunerError
-from tuner.experiment import load_experiment
-from tuner.metadata import metadata_id
-from tuner.storage import close_storage, open_storage, own_storage_url
-from tuner.study import RECORD_ATTR, study_spaces
+from tuner.experiment.schema import load_experiment
+from tuner.results import table as results
+from tuner.results.metadata import metadata_id
+from tuner.search.storage import close_storage, open_storage, own_storage_url
+from tuner.search.study import RECORD_ATTR, study_spaces
+from tuner.tuning import run as tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -208,9 +209,9 @@ def test_the_device_measures_the_next_study_while_the_last_configurations_of_a_s
     recorded in its own study, and the progress of a study counts only its own. Only the last study's end
     waits for its compiles."""
     shown: list[tuple[str, int]] = []
-    monkeypatch.setattr(tuner.progress.Progress, "study_started",
+    monkeypatch.setattr(tuner.tuning.progress.Progress, "study_started",
                         lambda self, name, budget, timeout_s: shown.append((name, -1)))
-    monkeypatch.setattr(tuner.progress.Progress, "evaluated",
+    monkeypatch.setattr(tuner.tuning.progress.Progress, "evaluated",
                         lambda self, done, new, best: shown.append((shown[-1][0], done)))
     slow = 12
     backend = TimedCompileBackend(lambda config, n: slow if n > VALID_PER_PROBLEM - 4 else 0)

@@ -25,29 +25,29 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tuner.backends.protocol import Backend, BackendBase
     from tuner.config import Config, Problem
-    from tuner.experiment import Experiment, load_experiment
-    from tuner.measurement import Measurement, Status
-    from tuner.results import RunResult
-    from tuner.space import KernelSpec
+    from tuner.experiment.schema import Experiment, load_experiment
+    from tuner.measure.measurement import Measurement, Status
+    from tuner.results.table import RunResult
+    from tuner.search.study import Evaluation
+    from tuner.space.entry_space import KernelSpec
     from tuner.strategies import Domain, Strategy
-    from tuner.study import Evaluation
-    from tuner.tuning import run
+    from tuner.tuning.run import run
 
 _EXPORTS = {
     "Backend": "tuner.backends.protocol",
     "BackendBase": "tuner.backends.protocol",
     "Config": "tuner.config",
     "Domain": "tuner.strategies",
-    "Evaluation": "tuner.study",
-    "KernelSpec": "tuner.space",
+    "Evaluation": "tuner.search.study",
+    "KernelSpec": "tuner.space.entry_space",
     "Strategy": "tuner.strategies",
-    "Experiment": "tuner.experiment",
-    "Measurement": "tuner.measurement",
+    "Experiment": "tuner.experiment.schema",
+    "Measurement": "tuner.measure.measurement",
     "Problem": "tuner.config",
-    "RunResult": "tuner.results",
-    "Status": "tuner.measurement",
-    "load_experiment": "tuner.experiment",
-    "run": "tuner.tuning",
+    "RunResult": "tuner.results.table",
+    "Status": "tuner.measure.measurement",
+    "load_experiment": "tuner.experiment.schema",
+    "run": "tuner.tuning.run",
 }
 __all__ = ["Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec", "Measurement",
            "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run"]

@@ -11,7 +11,7 @@ import pytest
 from tests.cpu.conftest import QUICK
 from tuner.backends.cpu.backend import CpuBackend
 from tuner.config import Config, Problem
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 ODD = Problem(37, 29, 53)
 FAMILY_PARAMS = {

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import run_cli
-from tuner import results
+from tuner.results import table as results
 
 
 @pytest.mark.slow

@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 from tests.test_lifetime import ROOT, command_line, processes_with, wait_until_gone
-from tuner.folder import stored_records
-from tuner.storage import open_storage, own_storage_url
+from tuner.search.storage import open_storage, own_storage_url
+from tuner.tuning.folder import stored_records
 
 pytestmark = pytest.mark.slow
 

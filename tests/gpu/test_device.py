@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tuner.metadata import metadata_id
+from tuner.results.metadata import metadata_id
 
 pytestmark = pytest.mark.gpu
 
@@ -60,7 +60,7 @@ def test_the_device_command_prints_the_gpu_and_its_ceilings(summary):
 def test_the_context_sleeps_while_it_waits_for_the_gpu():
     """The worker's primary context blocks on a synchronisation instead of spinning a core the compilers need."""
     probe = ("import ctypes\n"
-             "from tuner.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
+             "from tuner.gpu.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
              "require_gpu()\n"
              "flags = ctypes.c_uint()\n"
              "assert ctypes.CDLL('libcuda.so.1').cuCtxGetFlags(ctypes.byref(flags)) == 0\n"

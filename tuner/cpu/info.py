@@ -1,4 +1,5 @@
-"""The CPU this process runs on, as Linux describes it: model, cores, caches, vector extensions, clock.
+"""The CPU this process runs on, as Linux describes it: model, cores, caches, vector extensions, clock; and the BLAS
+numpy calls on it.
 
 Read from ``/proc/cpuinfo`` and sysfs (``/sys/devices/system/cpu``), so nothing runs and nothing needs root.
 What the system does not say (a clock under a hypervisor, the memory's speed) stays None.
@@ -13,10 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from tuner.compile.cc import PROC_CPUINFO, cpuinfo_fields
 from tuner.kernels.blocking import CacheLevel
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
-PROC_CPUINFO = Path("/proc/cpuinfo")
 VECTOR_FLAGS = ("sse2", "avx", "avx2", "fma", "avx512f", "avx512vl", "avx512_bf16", "amx_tile", "asimd", "sve")
 """The instruction-set flags the description keeps (x86 and Arm)."""
 FALLBACK_LLC_BYTES = 32 * 2**20
@@ -45,19 +48,6 @@ def parse_cpu_list(text: str) -> list[int]:
         low, _, high = part.partition("-")
         cpus.extend(range(int(low), int(high or low) + 1))
     return cpus
-
-
-def cpuinfo_fields(text: str) -> dict[str, str]:
-    """The first processor's "key: value" lines of /proc/cpuinfo."""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if fields:
-                break
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields
 
 
 def caches(cpu: int = 0) -> list[dict[str, Any]]:
@@ -159,3 +149,14 @@ def total_cache_bytes() -> int:
     cores = info["usable_cpus"]
     private = sum(c["bytes"] for c in info["caches"] if c["shared_by"] == 1)
     return llc_bytes() + cores * private
+
+
+def blas_description(threads: int) -> str:
+    """Which BLAS numpy calls, e.g. "scipy-openblas 0.3.31 through numpy 2.4.6 matmul, 1 thread"."""
+    library = "numpy's BLAS"
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        library = f"{blas.get('name', 'BLAS')} {blas.get('version', '')}".strip()
+    except (TypeError, KeyError, ValueError):
+        pass  # an older numpy prints its configuration instead of returning it
+    return f"{library} through numpy {np.__version__} matmul, {threads} thread{'s' * (threads != 1)}"

@@ -23,7 +23,7 @@ from tuner.kernels import matmul
 from tuner.kernels.arguments import Argument, Buffer
 from tuner.kernels.targets import SHARED_RESERVED_PER_BLOCK, Target
 from tuner.kernels.tensor_maps import TensorMap
-from tuner.verify import Expected, Tolerance
+from tuner.kernels.verify import Expected, Tolerance
 
 Params = Mapping[str, ParamValue]
 Dim3 = tuple[int, int, int]
