@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from space_listing import valid_configs
 
 from tuner.compile import nvcc as nvcc_compile
 from tuner.compile.nvcc import compile_configs, compile_source, find_nvcc, parse_ptxas_report
@@ -17,7 +18,6 @@ from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import render
 from tuner.measure.measurement import Resources
-from tuner.space.entry_space import valid_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from space_listing import kernel_space
 
 from tests.conftest import run_cli
 from tuner.config import Config, Problem
@@ -19,7 +20,6 @@ from tuner.kernels.discovery import families, get_family, template_hash, use_fam
 from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
 from tuner.kernels.verify import check_all, random_inputs
-from tuner.space.entry_space import kernel_space
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "transpose"

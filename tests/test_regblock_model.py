@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from space_listing import valid_configs
 
 from kernel_templates import regblock
 from tuner.config import Config, Problem
@@ -16,7 +17,7 @@ from tuner.kernels.discovery import get_family
 from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
 from tuner.kernels.targets import target
-from tuner.space.entry_space import valid_configs, violations
+from tuner.space.entry_space import violations
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ROOT / "experiments" / "h100_sgemm.yaml"

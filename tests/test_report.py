@@ -22,6 +22,7 @@ import optuna
 import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from space_listing import kernel_space
 
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
@@ -40,7 +41,7 @@ from tuner.report.run_folder import load_run
 from tuner.results import table as results
 from tuner.results.table import Record
 from tuner.search.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
-from tuner.space.entry_space import KernelSpec, kernel_space
+from tuner.space.entry_space import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "experiments/data/fermi_like_h100"

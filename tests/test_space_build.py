@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from space_listing import kernel_space, valid_configs
 
 from benchmarks.space_build import checked_one_by_one, count_one_by_one
 from tuner.config import Config, Problem
@@ -17,8 +18,6 @@ from tuner.space.entry_space import (
     KernelSpec,
     build_entry_space,
     count_valid,
-    kernel_space,
-    valid_configs,
     violations,
 )
 from tuner.space.rule_table import tabulate

@@ -2,6 +2,7 @@
 
 import pandas as pd
 import pytest
+from space_listing import experiment_space, kernel_space, valid_configs
 
 from tuner.config import Config, Problem
 from tuner.experiment.schema import load_experiment
@@ -12,7 +13,7 @@ from tuner.measure.measurement import Measurement, Status
 from tuner.report.groups import key_parameters
 from tuner.results import table as results
 from tuner.results.table import Record
-from tuner.space.entry_space import KernelSpec, count_valid, experiment_space, kernel_space, valid_configs, violations
+from tuner.space.entry_space import KernelSpec, count_valid, violations
 
 ODD = Problem(1000, 777, 333)
 

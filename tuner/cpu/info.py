@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from tuner.compile.cc import PROC_CPUINFO, cpuinfo_fields
-from tuner.kernels.blocking import CacheLevel
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 VECTOR_FLAGS = ("sse2", "avx", "avx2", "fma", "avx512f", "avx512vl", "avx512_bf16", "amx_tile", "asimd", "sve")
@@ -62,11 +61,6 @@ def caches(cpu: int = 0) -> list[dict[str, Any]]:
         shared = parse_cpu_list(_read(index / "shared_cpu_list") or str(cpu))
         found.append({"level": int(level), "type": kind, "bytes": size, "shared_by": len(shared)})
     return found
-
-
-def cache_levels(described: list[dict[str, Any]]) -> list[CacheLevel]:
-    """The cost model's view of the caches: L1d, L2, L3 … with their sizes."""
-    return [CacheLevel(f"L{c['level']}{'d' if c['type'] == 'Data' else ''}", int(c["bytes"])) for c in described]
 
 
 def usable_cpus() -> int:

@@ -53,10 +53,6 @@ class Parameter:
     """For a text parameter: a regular expression (matched whole) for the values an experiment may give beside
     the defaults; None admits the defaults only. Every text value must be a ``TOKEN`` as well."""
 
-    @property
-    def is_text(self) -> bool:
-        return any(isinstance(d, str) for d in self.default)
-
     def refusal(self, value: ParamValue) -> str | None:
         """Why ``value`` may not be given to this parameter, or None where it may."""
         if isinstance(value, str):

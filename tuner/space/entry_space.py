@@ -24,7 +24,6 @@ from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Params
 from tuner.kernels.targets import Target, target
 from tuner.settings import CompileSettings
-from tuner.space.configs import ConfigSequence, union
 from tuner.space.rule_table import RuleFailed, RuleTable, tabulate
 
 MAX_COMBINATIONS = 1_000_000
@@ -248,46 +247,3 @@ def count_valid(spec: KernelSpec) -> tuple[int, int, Counter]:
     """(combinations, valid combinations, how many each rule rejected) for one kernel entry."""
     space = entry_space(spec)
     return space.size, len(space.valid_rows), Counter(space.rejected_by)
-
-
-@dataclass(frozen=True)
-class KernelSpace:
-    """The configurations of one kernel entry for one problem."""
-
-    problem: Problem
-    entry: EntrySpace
-
-    @property
-    def family(self) -> str:
-        return self.entry.family.name
-
-    @property
-    def valid(self) -> ConfigSequence:
-        return ConfigSequence(self.problem, ((self.entry, self.entry.valid_rows),))
-
-    @property
-    def rejected(self) -> ConfigSequence:
-        return ConfigSequence(self.problem, ((self.entry, self.entry.invalid_rows),))
-
-    @property
-    def size_before(self) -> int:
-        return self.entry.size
-
-    @property
-    def size_after(self) -> int:
-        return len(self.entry.valid_rows)
-
-
-def kernel_space(spec: KernelSpec, problem: Problem) -> KernelSpace:
-    return KernelSpace(problem, entry_space(spec))
-
-
-def experiment_space(experiment: Entries) -> list[KernelSpace]:
-    """One KernelSpace per problem and kernel entry, problems first."""
-    return [kernel_space(spec, problem) for problem in experiment.problems for spec in experiment.kernels]
-
-
-def valid_configs(experiment: Entries) -> list[Config]:
-    """Every valid configuration of the experiment, without repeats, in a deterministic order."""
-    entries = [entry_space(spec) for spec in experiment.kernels]
-    return [config for problem in experiment.problems for config in union(problem, entries)]
