@@ -32,11 +32,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.reporting import DEFAULT_OUT, finish, gpu_slug, write  # noqa: E402
-from tuner import results  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
 from tuner.counters.sources import NcuCounters  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.model import cost  # noqa: E402
+from tuner.kernels.model import cost  # noqa: E402
+from tuner.results import table as results  # noqa: E402
 from tuner.settings import CompileSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

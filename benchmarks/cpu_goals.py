@@ -40,7 +40,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
-from tuner import results  # noqa: E402
 from tuner.backends.cpu.backend import CpuBackend  # noqa: E402
 from tuner.compile.cc import find_cc  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
@@ -53,9 +52,10 @@ from tuner.cpu.ceilings import (  # noqa: E402
 )
 from tuner.cpu.timing import CpuTimer  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.experiment import load_experiment  # noqa: E402
+from tuner.experiment.schema import load_experiment  # noqa: E402
 from tuner.kernels import matmul  # noqa: E402
-from tuner.measurement import Measurement, Status  # noqa: E402
+from tuner.measure.measurement import Measurement, Status  # noqa: E402
+from tuner.results import table as results  # noqa: E402
 from tuner.settings import MeasureSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

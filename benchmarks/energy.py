@@ -26,15 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
-from tuner import results  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.energy.front import measured  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.measure import describe_method  # noqa: E402
-from tuner.measurement import Measurement, Status  # noqa: E402
-from tuner.progress import describe  # noqa: E402
+from tuner.measure.measurement import Measurement, Status  # noqa: E402
+from tuner.measure.method import describe_method  # noqa: E402
+from tuner.results import table as results  # noqa: E402
 from tuner.settings import MeasureSettings  # noqa: E402
+from tuner.tuning.progress import describe  # noqa: E402
 
 MEASURE = MeasureSettings(max_time_s=1.0, energy=True)
 GOAL = 0.02

@@ -35,16 +35,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
-from tuner import results  # noqa: E402
 from tuner.compile.nvcc import compile_source, find_nvcc  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.counters.ncu import CLOCK_CONTROL, NcuUnavailable, find_ncu  # noqa: E402
 from tuner.counters.ncu_csv import RawMetrics, first_of, number, parse_ncu_raw, scaled  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels import matmul
+from tuner.kernels.model import cost  # noqa: E402
 from tuner.kernels.render import launch, render  # noqa: E402
-from tuner.metadata import metadata_id  # noqa: E402
-from tuner.model import cost  # noqa: E402
+from tuner.results import table as results  # noqa: E402
+from tuner.results.metadata import metadata_id  # noqa: E402
 from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
 
 FMA_OPCODE = {"float32": "FFMA", "float64": "DFMA", "int32": "IMAD"}

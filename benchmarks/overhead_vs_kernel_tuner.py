@@ -74,7 +74,7 @@ import kernel_tuner
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import render
-from tuner.space import violations
+from tuner.space.entry_space import violations
 
 size = {SIZE}
 problem = Problem(size, size, size)
@@ -122,7 +122,7 @@ def warm_up() -> None:
     """The one-time costs of a machine's first use, paid before anything is timed."""
     for command in ([sys.executable, "-m", "compileall", "-q", str(ROOT / "tuner"),
                      *(p for p in sys.path if p.endswith("site-packages") or p.startswith("/tmp/site"))],
-                    [sys.executable, "-c", "import kernel_tuner, tuner.report, tuner.tuning, matplotlib.pyplot"],
+                    [sys.executable, "-c", "import kernel_tuner, tuner.report, tuner.tuning.run, matplotlib.pyplot"],
                     [sys.executable, "-m", "tuner", "device"]):
         subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
 

@@ -28,12 +28,12 @@ from benchmarks.vs_cublas import best_configs  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.compile.nvcc import compile_source  # noqa: E402
 from tuner.config import Config  # noqa: E402
-from tuner.device import FMA_BLOCKS_PER_SM, FMA_CHAINS, FMA_THREADS, KERNEL_DIR  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
+from tuner.gpu.device import FMA_BLOCKS_PER_SM, FMA_CHAINS, FMA_THREADS, KERNEL_DIR  # noqa: E402
 from tuner.kernels import matmul
 from tuner.kernels.matmul import tolerance  # noqa: E402
 from tuner.kernels.render import launch, render  # noqa: E402
-from tuner.metadata import metadata_id  # noqa: E402
+from tuner.results.metadata import metadata_id  # noqa: E402
 
 OUTER_PRODUCTS = r"""
 // acc[m][n] += a[m] * b[n] over an 8×8 register tile, odd rows backwards (consecutive multiply-adds share an

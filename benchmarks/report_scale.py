@@ -39,11 +39,12 @@ sys.path.insert(0, str(ROOT / "tests"))  # the scripted stand-in backend
 from scripted_backend import ScriptedBackend  # noqa: E402
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
-from tuner import folder, tuning  # noqa: E402
-from tuner.experiment import Experiment, parse_experiment  # noqa: E402
-from tuner.metadata import git_state, metadata_id, python_versions  # noqa: E402
+from tuner.experiment.schema import Experiment, parse_experiment  # noqa: E402
 from tuner.report import REPORT_PARTS, PartTime, write_report  # noqa: E402
 from tuner.report.run_folder import load_run  # noqa: E402
+from tuner.results.metadata import git_state, metadata_id, python_versions  # noqa: E402
+from tuner.tuning import folder  # noqa: E402
+from tuner.tuning import run as tuning  # noqa: E402
 
 SIZES = (1000, 3000, 10000)
 STUDY_TRIALS = 800

@@ -12,8 +12,8 @@ from typing import Any
 from tuner.config import Problem
 from tuner.errors import TunerError
 from tuner.kernels import matmul
-from tuner.measurement import Measurement, Status
-from tuner.metadata import metadata_id
+from tuner.measure.measurement import Measurement, Status
+from tuner.results.metadata import metadata_id
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 

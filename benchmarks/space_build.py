@@ -1,5 +1,5 @@
-"""How fast a kernel entry's valid set is built: per-rule truth tables (tuner.space) against checking every
-combination one by one, as tuner/space.py did up to BASELINE.
+"""How fast a kernel entry's valid set is built: per-rule truth tables (tuner.space.entry_space) against checking
+every combination one by one, as tuner/space.py did up to BASELINE.
 
     python benchmarks/space_build.py [--out DIR] [--repeat N] [--baseline REV] [--skip-old]
 
@@ -39,13 +39,13 @@ sys.path.insert(0, str(ROOT))  # run from a checkout without installing
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.experiment import load_experiment  # noqa: E402
+from tuner.experiment.schema import load_experiment  # noqa: E402
 from tuner.kernels.discovery import get_family  # noqa: E402
 from tuner.kernels.family import Family  # noqa: E402
 from tuner.kernels.targets import target  # noqa: E402
-from tuner.metadata import git_state, python_versions  # noqa: E402
-from tuner.space import KernelSpec, build_entry_space, violations  # noqa: E402
-from tuner.space_table import format_table  # noqa: E402
+from tuner.results.metadata import git_state, python_versions  # noqa: E402
+from tuner.space.entry_space import KernelSpec, build_entry_space, violations  # noqa: E402
+from tuner.tuning.space_command import format_table  # noqa: E402
 
 EXPERIMENT = Path(__file__).resolve().parent / "space_build.yaml"
 BASELINE = "b4f4833"
@@ -147,8 +147,8 @@ def _space_rows(repeat: int, baseline: str | None) -> list[dict[str, Any]]:
     wall, cpu = _cli_seconds(ROOT, command, repeat)
     rows.append({"command": "python -m tuner space benchmarks/space_build.yaml", "revision": "this checkout",
                  "wall_s": wall, "cpu_s": cpu})
-    wall, cpu = _cli_seconds(ROOT, ["-c", "import tuner.space_table"], repeat)
-    rows.append({"command": "python -c 'import tuner.space_table'", "revision": "this checkout",
+    wall, cpu = _cli_seconds(ROOT, ["-c", "import tuner.tuning.space_command"], repeat)
+    rows.append({"command": "python -c 'import tuner.tuning.space_command'", "revision": "this checkout",
                  "wall_s": wall, "cpu_s": cpu})
     if baseline:
         print(f"python -m tuner space at {baseline}…", file=sys.stderr, flush=True)

@@ -26,13 +26,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.reporting import DEFAULT_OUT, finish, tflops, write  # noqa: E402
-from tuner import results  # noqa: E402
 from tuner.backends import PycudaBackend  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.measure import describe_method  # noqa: E402
-from tuner.metadata import metadata_id  # noqa: E402
+from tuner.measure.method import describe_method  # noqa: E402
 from tuner.peaks import compute_peak  # noqa: E402
+from tuner.results import table as results  # noqa: E402
+from tuner.results.metadata import metadata_id  # noqa: E402
 from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
 
 MEASURE = MeasureSettings(min_samples=20, max_samples=400, max_time_s=3.0)

@@ -111,7 +111,7 @@ def _workspace(problem: Problem, dtype: str, seed: int) -> Any:
     from tuner.backends.pycuda.worker import HostData, Workspace
     from tuner.kernels.arguments import Buffer
     from tuner.kernels.family import MATMUL
-    from tuner.verify import random_inputs
+    from tuner.kernels.verify import random_inputs
 
     buffers = [a for a in MATMUL.arguments if isinstance(a, Buffer)]
     host = HostData(random_inputs(buffers, problem, dtype, seed), {}, MATMUL.tolerance(dtype, problem))
@@ -139,7 +139,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
     """WARMUPS launches, then one inside the profiler range; the kernel's configuration or cuBLAS."""
     import pycuda.driver as cuda
 
-    from tuner.device import require_gpu
+    from tuner.gpu.device import require_gpu
 
     require_gpu()
     problem = Problem(size, size, size)
@@ -175,7 +175,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
 
 def device_ceilings(out: Path) -> None:
     """Print the device's ceilings as ``tuner device`` does and keep the summary in ``out/device.json``."""
-    from tuner.device import format_summary, summary
+    from tuner.gpu.device import format_summary, summary
 
     info = summary(progress=True)
     print(format_summary(info), flush=True)

@@ -13,8 +13,8 @@ from tuner.config import Config, Problem
 from tuner.counters.job import JobKernel, Launched, Manifest
 from tuner.counters.ncu import Session
 from tuner.counters.sources import Counted, describe_conditions, session_rows
-from tuner.experiment import Experiment
-from tuner.space import KernelSpec
+from tuner.experiment.schema import Experiment
+from tuner.space.entry_space import KernelSpec
 
 DATA = Path(__file__).parent / "data"
 SYNTHETIC_PAGE = DATA / "ncu_raw_seed_kernels_synthetic.csv"

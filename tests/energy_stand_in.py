@@ -14,7 +14,7 @@ from typing import Any
 from tuner.backends.protocol import BackendBase
 from tuner.config import Config, Problem
 from tuner.energy.measured import Energy
-from tuner.measurement import Measurement, Status, Timing
+from tuner.measure.measurement import Measurement, Status, Timing
 
 EXPERIMENT = """\
 name: energy_stand_in

@@ -11,7 +11,7 @@ from typing import Any
 
 from tuner.backends.protocol import BackendBase
 from tuner.config import Config, Problem
-from tuner.measurement import Measurement, Resources, Status, Timing
+from tuner.measure.measurement import Measurement, Resources, Status, Timing
 
 ENVIRONMENT: dict[str, Any] = {
     "backend": "scripted",

@@ -13,7 +13,8 @@ from optuna.trial import Trial, TrialState
 from scripted_backend import ScriptedBackend
 from test_study import ListRecorder
 
-from tuner.claims import (
+from tuner.experiment.schema import load_experiment
+from tuner.search.claims import (
     CLAIM_ATTR,
     DEAD_ATTR,
     LOST_ATTR,
@@ -23,9 +24,8 @@ from tuner.claims import (
     owner,
     this_worker,
 )
-from tuner.experiment import load_experiment
-from tuner.progress import Progress
-from tuner.study import Budget, StudySearch, ask_configuration, open_storage, open_study, study_spaces
+from tuner.search.study import Budget, StudySearch, ask_configuration, open_storage, open_study, study_spaces
+from tuner.tuning.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

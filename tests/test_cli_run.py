@@ -8,11 +8,14 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from scripted_backend import ScriptedBackend
 
 import tuner
-from tuner import cli, results, tuning
-from tuner.experiment import load_experiment
+from tuner import cli
+from tuner.experiment.schema import load_experiment
+from tuner.results import table as results
+from tuner.tuning import run as tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -25,6 +28,7 @@ def tuner_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+@pytest.mark.slow
 def test_cli_replay_run_writes_the_folder_and_matches_the_api(recording, tmp_path, monkeypatch):
     out = tmp_path / "cli"
     done = tuner_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--replay", str(recording),
@@ -52,6 +56,7 @@ def test_quiet_silences_the_progress_not_the_summary(recording, tmp_path, monkey
     assert "GFLOP/s" in captured.out and f"results: {tmp_path / 'cli'}" in captured.out
 
 
+@pytest.mark.slow
 def test_a_broken_storage_url_exits_2_naming_it(recording, tmp_path):
     done = tuner_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--replay", str(recording),
                      "--storage", "nosuchdb://here", "--out", str(tmp_path / "cli"))
@@ -60,6 +65,7 @@ def test_a_broken_storage_url_exits_2_naming_it(recording, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_replay_without_a_recording_exits_2(tmp_path):
     experiment = tmp_path / "other.yaml"
     experiment.write_text(FERMI.read_text().replace("name: fermi_like", "name: other"))

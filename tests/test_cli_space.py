@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = "experiments/fermi_like.yaml"
 PROBLEMS = ("4096x4096x4096", "1024x1024x1024", "1000x777x333")
@@ -57,6 +59,7 @@ def test_space_prints_sizes_and_parameters_per_problem_and_kernel() -> None:
     assert max(len(line) for line in done.stdout.splitlines()) <= 100  # the width when stdout is no terminal
 
 
+@pytest.mark.slow
 def test_space_compile_lists_every_kernel_with_its_resources(nvcc: str, tmp_path: Path) -> None:
     first = space(FERMI, "--compile", cache=tmp_path)
     assert first.returncode == 0, first.stderr

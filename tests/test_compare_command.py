@@ -60,6 +60,7 @@ def score_random(case: Case, budgets: tuple[int, ...], runs: int, seed: int, job
     return result.scored[BASELINE]
 
 
+@pytest.mark.slow
 def test_a_perfect_strategy_scores_one_and_random_its_expectation():
     space = toy_space()
     strategies = {"oracle": partial(Oracle, space), BASELINE: strategy_factories(["random"])[BASELINE]}
@@ -140,6 +141,7 @@ def test_inputs_name_their_spaces_and_refuse_what_is_not_recorded(tmp_path):
         recorded_spaces([A100, A100])
 
 
+@pytest.mark.slow
 def test_the_api_writes_every_output(tmp_path):
     run_comparison([H100_RUN], ["random"], repeats=3, budgets=(5, 10), convention="a", jobs=1, out=tmp_path,
                    quiet=True)
@@ -148,6 +150,7 @@ def test_the_api_writes_every_output(tmp_path):
     assert sum(name.endswith("_valid.png") for name in names) == 6
 
 
+@pytest.mark.slow
 def test_cli_compare_on_a_recorded_file(tmp_path):
     out = tmp_path / "cmp"
     done = run_cli("compare", str(A100), "--repeats", "3", "--budgets", "10,20", "--jobs", "1", "--out", str(out))
@@ -167,6 +170,7 @@ def test_cli_compare_on_a_recorded_file(tmp_path):
     assert page.count("data:image/png;base64,") == 2 and "Willemsen" in page
 
 
+@pytest.mark.slow
 def test_cli_compare_refuses_an_unknown_strategy_in_one_paragraph(tmp_path):
     done = run_cli("compare", str(A100), "--strategies", "nosuch", "--out", str(tmp_path / "cmp"))
     assert done.returncode == 2

@@ -111,6 +111,7 @@ def test_the_exact_expectation_of_random_search_matches_simulation(small):
     assert simulated == pytest.approx(expected_fraction_of_optimum(small, [1, 2, 3], "product"), abs=0.01)
 
 
+@pytest.mark.slow
 def test_random_search_on_the_product_reproduces_the_published_a100_figure(recorded_gemm):
     space = recorded_gemm["gemm_A100"]
     expected = expected_fraction_of_optimum(space, [100], Convention.PRODUCT)[0]

@@ -41,6 +41,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_a_space_whose_time_axis_holds_too_few_evaluations_is_compared_without_p(tmp_path):
     path = tmp_path / "space.json"
     path.write_text(json.dumps(_cache([1, 2], [1.0, 2.0])))
@@ -52,6 +53,7 @@ def test_a_space_whose_time_axis_holds_too_few_evaluations_is_compared_without_p
 
 
 @pytest.mark.parametrize(("document", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_a_recording_compare_cannot_score_is_refused(tmp_path, document, words):
     path = tmp_path / "space.json"
     path.write_text(json.dumps(document))
@@ -70,6 +72,7 @@ def test_merged_values_are_refused_as_the_recording_is_read(tmp_path):
         load_recorded(path)
 
 
+@pytest.mark.slow
 def test_a_negative_seed_is_refused(tmp_path):
     path = tmp_path / "space.json"
     path.write_text(json.dumps(_cache(*GRADED)))
@@ -78,6 +81,7 @@ def test_a_negative_seed_is_refused(tmp_path):
     assert done.stderr.strip().splitlines() == ["error: --seed must be a whole number ≥ 0, not -5"]
 
 
+@pytest.mark.slow
 def test_a_small_space_that_can_be_scored_is_scored(tmp_path):
     path = tmp_path / "space.json"
     path.write_text(json.dumps(_cache(*GRADED)))
@@ -93,6 +97,7 @@ def _json_nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
+@pytest.mark.slow
 def test_a_recording_nested_too_deeply_is_refused(tmp_path: Path):
     path = tmp_path / "deep.json"
     path.write_text(_json_nested(100_000))

@@ -69,6 +69,7 @@ def test_the_curve_holds_after_the_runs_stop_and_runs_outside_the_axis_are_refus
         methodology_score([np.array([1e6, 2e6])] * 3, [np.array([5.0, 4.0])] * 3, stats)
 
 
+@pytest.mark.slow
 def test_p_agrees_with_the_methodology_package_on_the_convolution_a100_space(tmp_path):
     pytest.importorskip("autotuning_methodology", reason="the methodology package is not installed "
                         "(pip install autotuning_methodology)")

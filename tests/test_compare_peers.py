@@ -27,6 +27,7 @@ SMALL = RECORDED / "convolution_MI250X.json.gz"
 """4,362 configurations whose methodology axis ends after about 40 evaluations."""
 
 
+@pytest.mark.slow
 def test_without_kernel_tuner_a_peer_is_refused_in_one_line(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "kernel_tuner", None)  # import kernel_tuner now raises ImportError
     reason = kt.available()
@@ -83,6 +84,7 @@ def test_a_space_without_restrictions_gives_kernel_tuner_its_recorded_configurat
     assert sorted(run.candidates.tolist()) == list(range(len(space)))  # every recorded one, nothing else
 
 
+@pytest.mark.slow
 def test_kernel_tuner_strategies_share_the_tables_with_ours(tmp_path):
     space = load_recorded(SMALL)
     (result,) = compare({"small": space}, strategy_factories(["random"]), budgets=(10, 25),
@@ -94,6 +96,7 @@ def test_kernel_tuner_strategies_share_the_tables_with_ours(tmp_path):
         assert np.isfinite(scored.p) and scored.think_ms >= 0
 
 
+@pytest.mark.slow
 def test_cli_compare_with_kernel_tuner_on_a_small_space(tmp_path):
     out = tmp_path / "cmp"
     done = run_cli("compare", str(SMALL), "--strategies", DEFAULT, "--peers", "kernel_tuner:greedy_ils,random_sample",

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from space_listing import valid_configs
 
 from tuner.compile import nvcc as nvcc_compile
 from tuner.compile.nvcc import compile_configs, compile_source, find_nvcc, parse_ptxas_report
@@ -13,11 +14,10 @@ from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import DTYPE_BYTES, Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import render
-from tuner.measurement import Resources
-from tuner.space import valid_configs
+from tuner.measure.measurement import Resources
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -110,6 +110,7 @@ def test_nvcc_is_found_under_cuda_home(tmp_path: Path, monkeypatch: pytest.Monke
     assert find_nvcc() == str(tool)
 
 
+@pytest.mark.slow
 def test_every_fermi_configuration_compiles_with_its_resources(fermi) -> None:
     configs, first, _, _ = fermi
     assert set(first) == set(configs)
@@ -128,6 +129,7 @@ def test_every_fermi_configuration_compiles_with_its_resources(fermi) -> None:
         assert "Compiling entry function 'matmul' for 'sm_90'" in result.log
 
 
+@pytest.mark.slow
 def test_problem_sizes_share_one_compilation(fermi) -> None:
     configs, first, _, calls = fermi
     kernels = {(c.family, c.dtype, c.params) for c in configs}

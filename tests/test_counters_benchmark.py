@@ -9,7 +9,7 @@ from pathlib import Path
 from benchmarks import counters as bench
 from tests.counted_backend import COUNTED_ENVIRONMENT
 from tuner.counters.sources import Counted
-from tuner.model import cost
+from tuner.kernels.model import cost
 
 
 def _fake_run(mode: str, out: Path, objective: str | None = None) -> dict:

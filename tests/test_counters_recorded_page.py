@@ -10,12 +10,12 @@ import pytest
 
 import tuner
 from tests.counted_backend import DATA, CountedBackend, PageCounters, seed_experiment
-from tuner import results
 from tuner.counters.ncu_csv import parse_ncu_raw
-from tuner.model import cost
+from tuner.kernels.model import cost
 from tuner.report.hierarchical import hierarchical_figure, hierarchical_plan
 from tuner.report.run_folder import load_run
 from tuner.report.traffic import landing_text, traffic_tables
+from tuner.results import table as results
 
 PAGE = DATA / "ncu_raw_counters_h100.csv"
 pytestmark = pytest.mark.skipif(not PAGE.is_file(), reason="no page recorded on a GPU is committed yet "

@@ -20,8 +20,8 @@ from tuner.counters import store
 from tuner.counters.ncu import NCU_ENV
 from tuner.counters.sources import NcuCounters
 from tuner.errors import TunerError
-from tuner.experiment import parse_experiment
-from tuner.results import BASELINE_FAMILY
+from tuner.experiment.schema import parse_experiment
+from tuner.results.table import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 HERE = Path(__file__).parent
@@ -111,6 +111,7 @@ def test_a_replay_of_a_recording_with_counters_replays_them(counted_folder, tmp_
     assert "replayed from the recording's counters" in result.metadata["runs"][-1]["counters"]["text"]
 
 
+@pytest.mark.slow
 def test_a_replay_of_a_recording_without_counters_says_so_in_one_line(tmp_path, capsys):
     recording = HERE.parent / "experiments/data/h100_sgemm_h100"
     result = tuner.run(tuner.load_experiment(HERE.parent / "experiments/h100_sgemm.yaml"), backend="replay",
@@ -132,6 +133,7 @@ def test_the_counters_setting_is_checked(tmp_path):
     assert parse_experiment(text.replace("most", "none"), "x.yaml").measure.counters == "none"
 
 
+@pytest.mark.slow
 def test_the_command_line_takes_the_setting(tmp_path):
     done = run_cli("run", "experiments/fermi_like.yaml", "--backend", "replay", "--trials", "2", "--counters",
                    "none", "--no-report", "--out", str(tmp_path))
@@ -184,6 +186,7 @@ def test_a_gpu_without_an_essential_metric_is_said(fake_ncu):
 
 
 @pytest.mark.parametrize("mode", ["ok", "retry"])
+@pytest.mark.slow
 def test_a_session_is_read_back_into_rows(fake_ncu, nvcc, mode, tmp_path):
     """The whole parent side: compile, job, session (a metric ncu names as missing is left out and the session run
     again), manifest, raw page, rows."""
@@ -196,10 +199,11 @@ def test_a_session_is_read_back_into_rows(fake_ncu, nvcc, mode, tmp_path):
     assert "Nsight Compute 2025.3.0.0, clock control none" in counted.how
 
 
+@pytest.mark.slow
 def test_profile_adds_counters_to_a_finished_folder(fake_ncu, nvcc, tmp_path, capsys):
     fake_ncu("ok")
     tuner.run(seed_experiment("none"), backend=CountedBackend(), out=tmp_path, quiet=True, report=False)
-    from tuner.counters.profile_command import profile_folder
+    from tuner.tuning.profile_command import profile_folder
 
     note = profile_folder(tmp_path, "all", report=True, quiet=True)
     assert (note.asked, note.counted) == (3, 3)
@@ -210,6 +214,7 @@ def test_profile_adds_counters_to_a_finished_folder(fake_ncu, nvcc, tmp_path, ca
     assert profile_folder(tmp_path, "all", report=False, quiet=True).before == 3
 
 
+@pytest.mark.slow
 def test_profile_explains_what_it_cannot_do(fake_ncu, tmp_path):
     done = run_cli("profile", str(tmp_path))
     assert done.returncode == 2 and "no results.parquet here" in done.stderr

@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from tuner import results
 from tuner.config import Config, Problem
 from tuner.energy import window as window_module
 from tuner.energy.counter import Reading, counted_span, counter_delta, counter_properties
@@ -16,7 +15,8 @@ from tuner.energy.cpu import CpuEnergy
 from tuner.energy.measured import Energy
 from tuner.energy.rapl import RaplCounter, RaplUnavailable, RaplZone, rapl_zones
 from tuner.energy.window import CounterFailed, EnergyWindows
-from tuner.measurement import Measurement, Status, Timing
+from tuner.measure.measurement import Measurement, Status, Timing
+from tuner.results import table as results
 
 # --- the counter's arithmetic ---------------------------------------------------------------------------------
 

@@ -7,17 +7,17 @@ import pandas as pd
 import pytest
 from energy_stand_in import EFFICIENT, FASTEST, FRONT, KNEE, PROBLEM, stand_in
 
-from tuner import results
 from tuner.config import Config
 from tuner.energy.front import knee, pareto_front, study_fronts
 from tuner.energy.objective import ObjectiveError, parse_objective, recorded_objective
-from tuner.energy.summary import configuration
-from tuner.energy.values import missing_energy, per_joule, reported
 from tuner.errors import ExperimentError
-from tuner.experiment import check_experiment, parse_experiment
-from tuner.measurement import Measurement, Status
-from tuner.results import BASELINE_FAMILY
+from tuner.experiment.schema import check_experiment, parse_experiment
+from tuner.measure.measurement import Measurement, Status
+from tuner.results import table as results
+from tuner.results.table import BASELINE_FAMILY
+from tuner.search.energy_values import missing_energy, per_joule, reported
 from tuner.settings import SearchSettings
+from tuner.tuning.energy_summary import configuration
 
 TILED16 = Config.make(PROBLEM, "tiled", "float32", {"TILE_WIDTH": 16})
 FLOPS = 2 * 1024**3

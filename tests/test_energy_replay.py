@@ -11,8 +11,9 @@ import pytest
 from energy_stand_in import EFFICIENT, EXPERIMENT, FASTEST, FRONT, KNEE, record
 
 import tuner
-from tuner import cli, results
-from tuner.energy.summary import configuration
+from tuner import cli
+from tuner.results import table as results
+from tuner.tuning.energy_summary import configuration
 
 ROOT = Path(__file__).resolve().parent.parent
 SGEMM = ROOT / "experiments" / "h100_sgemm.yaml"
@@ -57,7 +58,7 @@ def test_each_objective_finds_its_best_and_the_summary_names_the_front(recorded,
 def test_the_study_of_two_objectives_reports_both_values(recorded, tmp_path):
     import optuna
 
-    from tuner.storage import close_storage, open_storage, own_storage_url
+    from tuner.search.storage import close_storage, open_storage, own_storage_url
 
     out = tmp_path / "pair"
     assert replay(recorded, out, "--objective", "time,energy", "--sampler", "nsga2", "--trials", "9") == 0
@@ -118,6 +119,7 @@ def test_the_python_api_takes_the_objective(recorded, tmp_path):
     assert configuration(result.best.iloc[0]) == EFFICIENT
 
 
+@pytest.mark.slow
 def test_the_report_draws_the_front_and_names_each_point(recorded, tmp_path):
     from tuner.report import write_report
 
@@ -148,6 +150,7 @@ def test_a_strategy_object_searches_two_objectives_told_their_product(recorded, 
     assert len(result.df) == 9 and result.metadata["runs"][-1]["objective"] == ["time", "energy"]
 
 
+@pytest.mark.slow
 def test_the_report_of_an_energy_search_names_the_most_efficient_as_best(recorded, tmp_path):
     from tuner.report import write_report
 

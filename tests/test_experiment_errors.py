@@ -6,8 +6,8 @@ import pytest
 
 from tests.conftest import run_cli
 from tuner.errors import ExperimentError
-from tuner.experiment import load_experiment
-from tuner.yaml_document import MAX_DEPTH
+from tuner.experiment.schema import load_experiment
+from tuner.experiment.yaml_document import MAX_DEPTH
 
 VALID = """\
 name: t
@@ -218,6 +218,7 @@ def test_line_numbers_point_at_where_a_merged_field_is_written(tmp_path):
     assert (merged.value.field, merged.value.line) == ("kernels[0].M", 3)
 
 
+@pytest.mark.slow
 def test_twenty_thousand_problems_load_and_a_repeat_among_them_is_found(tmp_path):
     path = tmp_path / "exp.yaml"
     problems = "".join(f"  - {{M: {m}, N: 64, K: 64}}\n" for m in range(1, 20_001))
@@ -256,6 +257,7 @@ def test_cli_exits_2_with_one_paragraph(tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["billion laughs", "NUL character", "infinite measure timeout"])
+@pytest.mark.slow
 def test_run_refuses_the_file_before_writing_anything(tmp_path, recording, case):
     text = dict((c[0], c[1]) for c in CASES)[case]
     path = tmp_path / "exp.yaml"

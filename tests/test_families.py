@@ -9,17 +9,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from space_listing import kernel_space
 
 from tests.conftest import run_cli
 from tuner.config import Config, Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import load_experiment, parse_experiment
+from tuner.experiment.schema import load_experiment, parse_experiment
 from tuner.kernels import discovery
 from tuner.kernels.discovery import families, get_family, template_hash, use_family_dirs
+from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
-from tuner.model import cost
-from tuner.space import kernel_space
-from tuner.verify import check_all, random_inputs
+from tuner.kernels.verify import check_all, random_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "transpose"
@@ -40,7 +40,7 @@ def family_folder(tmp_path: Path, name: str = "scale", template: str | None = No
     (folder / f"{name}.py").write_text(textwrap.dedent(f"""
         from tuner.kernels.arguments import Buffer, Scalar
         from tuner.kernels.family import Family, Parameter
-        from tuner.verify import Full, Tolerance
+        from tuner.kernels.verify import Full, Tolerance
 
         FAMILY = Family(
             name="{name}", description="y = 2·x", kernel_name="scale", dims=("N",),
@@ -114,6 +114,7 @@ def test_a_problem_gives_exactly_the_sizes_its_families_take(tmp_path):
         parse_experiment(text.replace("{N: 1000}", "{}"), "exp.yaml")
 
 
+@pytest.mark.slow
 def test_the_command_line_adds_folders(tmp_path):
     folder = family_folder(tmp_path)
     (tmp_path / "exp.yaml").write_text(experiment_text())
@@ -188,6 +189,7 @@ def test_the_example_transposes_and_its_reference_catches_a_wrong_one():
     assert cost(naive).global_bytes == 37 * 29 * (4 + 32)
 
 
+@pytest.mark.slow
 def test_every_example_kernel_compiles(nvcc, tmp_path, monkeypatch):
     from tuner.compile.nvcc import compile_configs
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT, run_cli
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels import discovery
 
 C_TEMPLATE = (ROOT / "kernel_templates" / "cpu_naive.c.j2").read_text().replace("{% if PARALLEL %}", "{% if T > 5 %}")
@@ -68,6 +68,7 @@ def test_a_family_mistake_is_named_at_load(tmp_path, pieces, field, words):
 
 
 @pytest.mark.parametrize("case", ["Jinja syntax error", "cost model divides by zero", "constraint that raises"])
+@pytest.mark.slow
 def test_the_cli_exits_2_with_one_paragraph(tmp_path, case):
     pieces = dict((c[0], c[1]) for c in CASES)[case]
     path = _family(tmp_path, **pieces)
@@ -96,6 +97,7 @@ def test_a_family_name_that_is_no_identifier_is_refused(tmp_path, name):
     assert caught.value.field == "template_dirs"
 
 
+@pytest.mark.slow
 def test_a_mistake_only_some_values_reach_stops_the_run_keeping_what_was_measured(tmp_path):
     """T=1 is fine and measured; T=2 divides by zero in the cost model: the run stops naming it, the row of T=1
     stays, and running again stops at the same place without measuring T=1 again."""

@@ -13,8 +13,8 @@ import pytest
 import tuner
 from tests.conftest import run_cli
 from tests.scripted_backend import ScriptedBackend
-from tuner import results
 from tuner.errors import TunerError
+from tuner.results import table as results
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -61,6 +61,7 @@ def test_a_reseeded_study_goes_on_where_the_table_stopped(measured):
                                   before)
 
 
+@pytest.mark.slow
 def test_another_storage_is_refused_and_the_table_kept(measured, tmp_path):
     before = table(measured)
     with pytest.raises(TunerError, match=r"recorded in the storage the folder's own storage.*--out"):
@@ -73,6 +74,7 @@ def test_another_storage_is_refused_and_the_table_kept(measured, tmp_path):
     pd.testing.assert_frame_equal(table(measured), before)
 
 
+@pytest.mark.slow
 def test_a_folder_recorded_in_another_storage_takes_only_that_storage(tmp_path):
     out, elsewhere = tmp_path / "run", f"sqlite:///{tmp_path / 'shared.db'}"
     sweep(out, storage=elsewhere)

@@ -81,11 +81,53 @@ def test_settings_import_nothing_of_the_project():
     assert import_graph()["tuner.settings"] == set()
 
 
-def test_the_lower_stages_do_not_reach_up():
+STAGES = (
+    ("foundation", ("tuner.errors", "tuner.config", "tuner.precision", "tuner.settings", "tuner.lifetime",
+                    "tuner.atomic_file", "tuner.input_file", "tuner.peaks", "tuner.text_table")),
+    ("energy", ("tuner.energy",)),
+    ("measure", ("tuner.measure",)),
+    ("kernels", ("tuner.kernels",)),
+    ("space", ("tuner.space",)),
+    ("compile", ("tuner.compile",)),
+    ("results", ("tuner.results",)),
+    ("strategies", ("tuner.strategies",)),
+    ("recorded", ("tuner.recorded",)),
+    ("experiment", ("tuner.experiment",)),
+    ("cpu", ("tuner.cpu",)),
+    ("gpu", ("tuner.gpu",)),
+    ("counters", ("tuner.counters",)),
+    ("backends", ("tuner.backends",)),
+    ("search", ("tuner.search",)),
+    ("report", ("tuner.report",)),
+    ("compare", ("tuner.compare",)),
+    ("tuning", ("tuner.tuning",)),
+    ("door", ("tuner", "tuner.__main__", "tuner.cli")),
+)
+"""The packages in the order they may import each other: each imports only its own stage and the ones above it.
+The experiment is validated against the kernels, the space and the strategies, so they come before it; the search
+drives the backends, so they come before it; the run (``tuning``) ties every stage together."""
+
+
+def stage_of(module: str) -> int:
+    matches = [(len(prefix), rank) for rank, (_, prefixes) in enumerate(STAGES) for prefix in prefixes
+               if module == prefix or (prefix != "tuner" and module.startswith(f"{prefix}."))]
+    assert matches, f"{module} belongs to no stage of tests/test_layout.py's STAGES: place it in a stage's package"
+    return max(matches)[1]
+
+
+def test_every_module_belongs_to_a_stage_and_few_lie_loose():
     graph = import_graph()
-    upward = {"tuner.tuning", "tuner.study", "tuner.report", "tuner.experiment", "tuner.cli"}
-    for stage in ("tuner.kernels", "tuner.compile", "tuner.backends", "tuner.verify", "tuner.measure"):
-        for name, imported in graph.items():
-            if name == stage or name.startswith(f"{stage}."):
-                reached = {i for i in imported if any(i == u or i.startswith(f"{u}.") for u in upward)}
-                assert not reached, f"{name} imports {reached}"
+    for name in graph:
+        stage_of(name)
+    loose = [p.name for p in PACKAGE.glob("*.py")]
+    assert len(loose) <= 12, f"tuner/ holds {len(loose)} modules directly: {sorted(loose)}"
+
+
+def test_no_package_imports_a_later_stage():
+    """Imports inside functions and under TYPE_CHECKING count too."""
+    upward = []
+    for name, imported in import_graph().items():
+        here = stage_of(name)
+        upward += [f"{name} imports {target} ({STAGES[stage_of(target)][0]}, after {STAGES[here][0]})"
+                   for target in sorted(imported) if target != "tuner" and stage_of(target) > here]
+    assert upward == []

@@ -97,6 +97,7 @@ def test_a_worker_dies_with_the_run():
     assert wait_until_gone(marker) == []
 
 
+@pytest.mark.slow
 def test_the_processes_drawing_a_report_die_with_the_run(tmp_path):
     marker = f"lifetime-{uuid.uuid4()}"
     folder = tmp_path / "run"
@@ -122,6 +123,7 @@ def test_the_processes_drawing_a_report_die_with_the_run(tmp_path):
     assert wait_until_gone(marker) == []
 
 
+@pytest.mark.slow
 def test_a_killed_compile_leaves_no_compiler_behind(nvcc, tmp_path):
     marker = f"lifetime-{uuid.uuid4()}"
     env = {**os.environ, "TUNER_TEST_MARKER": marker, "TUNER_CACHE_DIR": str(tmp_path / "cache")}

@@ -18,6 +18,7 @@ def test_ruff_is_clean(root):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean(root):
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (it comes with the 'test' extra)")

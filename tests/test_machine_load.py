@@ -15,9 +15,8 @@ import pytest
 import tuner
 from tests.conftest import ROOT
 from tests.scripted_backend import ScriptedBackend
-from tuner import results
 from tuner.config import Problem
-from tuner.machine_load import (
+from tuner.measure.machine_load import (
     RESOLUTION_TICKS,
     Load,
     LoadMeter,
@@ -27,8 +26,9 @@ from tuner.machine_load import (
     gpu_contended,
     gpu_others,
 )
-from tuner.measurement import Measurement
-from tuner.progress import summary_table, summary_text
+from tuner.measure.measurement import Measurement
+from tuner.results import table as results
+from tuner.tuning.progress import summary_table, summary_text
 
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 
@@ -226,6 +226,7 @@ def test_ceilings_measured_on_an_idle_machine_are_cached_with_their_load(cache, 
     assert json.loads(cached.read_text())["ceilings"]["load"]["loaded"] == []
 
 
+@pytest.mark.slow
 def test_a_cache_written_before_loads_were_watched_is_measured_again(cache, capsys, monkeypatch):
     from tuner.cpu import ceilings
 
@@ -329,7 +330,7 @@ def test_the_baseline_is_kept_where_the_load_did_not_change(tmp_path):
 # --- labels of CPU runs, and tables written before -------------------------------------------------------------
 
 def test_cpu_rows_name_their_device_but_no_gpu():
-    from tuner.measurement import Status, Timing
+    from tuner.measure.measurement import Status, Timing
 
     timing = Timing(1.0, 1.0, 1.0, 0.0, (1.0,))
     record = results.Record("e", "s", "grid", 0, results.baseline_config(Problem(8, 8, 8), "float64"),

@@ -13,6 +13,7 @@ from benchmarks.overhead_vs_kernel_tuner import _search_window
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux's /proc/stat")
+@pytest.mark.slow
 def test_a_busy_core_shows_in_the_cpu_share_and_samples_outside_the_window_are_left_out():
     start = time.time()
     with MachineUsage() as usage:

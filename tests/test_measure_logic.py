@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuner.device import theoretical_peaks
-from tuner.measure import StoppingRule, ThrottleCounter, describe_method, relative_noise, summarize
-from tuner.metadata import environment, git_state, metadata_id
+from tuner.gpu.device import theoretical_peaks
+from tuner.measure.method import StoppingRule, ThrottleCounter, describe_method, relative_noise, summarize
+from tuner.results.metadata import environment, git_state, metadata_id
 from tuner.settings import CompileSettings, MeasureSettings
 
 RULE = StoppingRule(min_samples=10, max_samples=100, max_time_s=2.0, target_noise=0.005)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner import device, memory_ceilings
+from tuner.gpu import device, memory_ceilings
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci_bus_id": "0000:19:00.0", "compute_capability": "9.0",
         "arch": "sm_90", "multiprocessors": 132, "sm_clock_mhz": 1980.0, "memory_clock_mhz": 2619.0,
@@ -60,7 +60,7 @@ def test_ceilings_cached_without_a_level_are_measured_again_and_complete_ones_re
     monkeypatch.setattr(device, "measure_ceilings", measure)
     path = device._cache_file(H100, {"driver": "580"})
     old = {"device": H100, "peaks": {"measured": {"bandwidth_gbs": 1.0}}, "ceilings": {}}
-    from tuner.ceilings_cache import write_cached
+    from tuner.measure.ceilings_cache import write_cached
 
     write_cached(path, old)
     first = device.summary(timer=object())  # cached before the levels were measured: measured again

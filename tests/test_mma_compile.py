@@ -16,6 +16,8 @@ from tuner.config import Config, Problem
 from tuner.kernels.render import render
 from tuner.kernels.targets import target
 
+pytestmark = pytest.mark.slow
+
 CONFIGS = [
     *FLAGSHIPS.items(),
     ("bfloat16", dict(FLAGSHIPS["bfloat16"], SWIZZLE=0, STAGES=3, GROUP_M=1)),

@@ -17,7 +17,8 @@ from tests.emulated import host_kernel
 from tests.test_mma_family import FLAGSHIPS
 from tuner.config import Config, Problem
 
-pytestmark = pytest.mark.skipif(host_kernel.compiler() is None, reason="no C++ compiler (g++ or c++) here")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(host_kernel.compiler() is None, reason="no C++ compiler (g++ or c++) here")]
 
 CASES = [
     *FLAGSHIPS.items(),

@@ -9,9 +9,9 @@ import pytest
 from kernel_templates import mma
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
+from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
-from tuner.model import cost
-from tuner.space import violations
+from tuner.space.entry_space import violations
 
 FAMILY = get_family("mma")
 SQUARE = Problem(4096, 4096, 4096)

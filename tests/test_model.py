@@ -3,7 +3,7 @@
 import pytest
 
 from tuner.config import Config, Problem
-from tuner.model import MachineModel, cost
+from tuner.kernels.model import MachineModel, cost
 
 FERMI = MachineModel("Fermi-like", {"float32": 1000.0, "float64": 500.0}, 150.0)
 BIG = Problem(4096, 4096, 4096)

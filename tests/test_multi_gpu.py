@@ -12,11 +12,11 @@ import pytest
 
 import tuner
 from benchmarks import multi_gpu
-from tuner import results
 from tuner.backends.replay import ReplayBackend
 from tuner.errors import TunerError
 from tuner.report import tables
 from tuner.report.run_folder import load_run
+from tuner.results import table as results
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -37,6 +37,7 @@ def measured_by(monkeypatch) -> Counter:
     return counts
 
 
+@pytest.mark.slow
 def test_two_replayed_gpus_share_the_studies_and_measure_nothing_twice(tmp_path, measured_by):
     result = tuner.run(FERMI, backend="replay", gpus="0,1", replay_pace=0.2, trials=100, sampler="random",
                        out=tmp_path / "run", quiet=True, report=False)
@@ -69,6 +70,7 @@ def test_the_best_table_is_per_gpu_model_where_the_rows_come_from_several(tmp_pa
     assert Counter(row[2] for row in table.rows) == {"NVIDIA H100 80GB HBM3": 3, "NVIDIA H200": 3}
 
 
+@pytest.mark.slow
 def test_the_benchmark_compares_several_gpus_with_one(tmp_path, capsys):
     assert multi_gpu.main([str(FERMI), "--backend", "replay", "--replay", str(RECORDING), "--gpus", "0,1",
                            "--trials", "6", "--out", str(tmp_path)]) == 0

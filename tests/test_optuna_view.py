@@ -23,9 +23,10 @@ import pytest
 from scripted_backend import ScriptedBackend
 
 import tuner
-from tuner import cli, results
+from tuner import cli
 from tuner.errors import TunerError
-from tuner.storage import close_storage, open_storage, own_storage_url
+from tuner.results import table as results
+from tuner.search.storage import close_storage, open_storage, own_storage_url
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from scripted_backend import ScriptedBackend
 
-from tuner.experiment import load_experiment
-from tuner.parallel import search_on_each
-from tuner.study_space import study_spaces
+from tuner.experiment.schema import load_experiment
+from tuner.search.study_space import study_spaces
+from tuner.tuning.parallel import search_on_each
 
 FERMI = Path(__file__).resolve().parent.parent / "experiments" / "fermi_like.yaml"
 

@@ -9,8 +9,8 @@ import pytest
 
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.kernels.matmul import ARGUMENTS, product_reference, tolerance
+from tuner.kernels.verify import Full, check, poisoned, random_inputs
 from tuner.precision import PRECISIONS, numpy_dtype, round_to
-from tuner.verify import Full, check, poisoned, random_inputs
 
 BUFFERS = [a for a in ARGUMENTS if hasattr(a, "intent")]
 
@@ -118,7 +118,7 @@ def test_a_16_bit_accumulator_is_wrong(dtype):
 @pytest.mark.parametrize("dtype", list(PRECISIONS))
 def test_host_types_make_scalars_and_arrays(dtype):
     """The measuring workers build scalar arguments and views with these types."""
-    from tuner.verify import NUMPY_DTYPES
+    from tuner.kernels.verify import NUMPY_DTYPES
 
     kind = NUMPY_DTYPES[dtype]
     assert float(kind(3)) == 3.0

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tuner.config import Config, Problem
-from tuner.progress import Progress, fitted_line
+from tuner.tuning.progress import Progress, fitted_line
 
 LONG_NAME = "an_experiment_with_a_long_name/4096x4096x4096/float32"
 

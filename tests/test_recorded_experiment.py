@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from tuner import results
 from tuner.errors import ExperimentError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
-from tuner.space import entry_space
+from tuner.results import table as results
+from tuner.space.entry_space import entry_space
 
 ROOT = Path(__file__).resolve().parent.parent
 A100 = ROOT / "experiments" / "recorded_gemm_a100.yaml"
@@ -57,6 +57,7 @@ def test_a_recorded_entry_takes_its_parameters_and_valid_set_from_the_file(tmp_p
     assert get_family("toy_cache").recording == tmp_path / "data" / "toy_cache.json.gz"
 
 
+@pytest.mark.slow
 def test_replay_searches_the_recording_with_its_outcomes_and_costs(tmp_path):
     cache_file(tmp_path)
     path = experiment_file(tmp_path, "{recorded: data/toy_cache.json.gz, name: toy}")
@@ -102,6 +103,7 @@ def test_a_problem_other_than_the_recorded_one_is_refused(tmp_path):
     assert "problems[0]" in str(raised.value) and "recorded at problem size [256, 256]" in str(raised.value)
 
 
+@pytest.mark.slow
 def test_an_unreadable_recording_exits_2_in_one_paragraph(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "broken.json").write_text('{"results": 3}')
@@ -112,6 +114,7 @@ def test_an_unreadable_recording_exits_2_in_one_paragraph(tmp_path):
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_recording_is_only_replayed(tmp_path):
     cache_file(tmp_path)
     done = run_cli("run", str(experiment_file(tmp_path, "recorded: data/toy_cache.json.gz")), "--backend",
@@ -119,6 +122,7 @@ def test_a_recording_is_only_replayed(tmp_path):
     assert done.returncode == 2 and "only replayed" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_shipped_a100_experiment_replays(tmp_path):
     out = tmp_path / "a100"
     done = run_cli("run", str(A100), "--backend", "replay", "--trials", "12", "--sampler", "random",

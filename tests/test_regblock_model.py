@@ -8,15 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from space_listing import valid_configs
 
 from kernel_templates import regblock
 from tuner.config import Config, Problem
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import get_family
+from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
 from tuner.kernels.targets import target
-from tuner.model import cost
-from tuner.space import valid_configs, violations
+from tuner.space.entry_space import violations
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = ROOT / "experiments" / "h100_sgemm.yaml"
@@ -272,6 +273,7 @@ NVCC = shutil.which("nvcc") or next((p for p in ("/usr/local/cuda/bin/nvcc",) if
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 @pytest.mark.parametrize(("dtype", "params"), BEST)
+@pytest.mark.slow
 def test_best_configurations_compile_for_sm90_without_spilling(dtype, params, tmp_path):
     c = Config.make(SQUARE, "regblock", dtype, params)
     source = tmp_path / "kernel.cu"

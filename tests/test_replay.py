@@ -10,13 +10,13 @@ import pytest
 from scripted_backend import ENVIRONMENT, ScriptedBackend, scripted_outcome
 
 import tuner
-from tuner import results
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import load_experiment
-from tuner.metadata import metadata_id
-from tuner.study import study_spaces
+from tuner.experiment.schema import load_experiment
+from tuner.results import table as results
+from tuner.results.metadata import metadata_id
+from tuner.search.study import study_spaces
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

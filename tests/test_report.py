@@ -22,15 +22,15 @@ import optuna
 import pytest
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from space_listing import kernel_space
 
-from tuner import results
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import parse_experiment
+from tuner.experiment.schema import parse_experiment
 from tuner.kernels import matmul
 from tuner.kernels.discovery import get_family, template_hash
-from tuner.measurement import Measurement, Resources, Status, Timing
-from tuner.model import cost
+from tuner.kernels.model import cost
+from tuner.measure.measurement import Measurement, Resources, Status, Timing
 from tuner.report import write_report
 from tuner.report.bounds import class_bounds
 from tuner.report.convergence import TRIAL_LABEL, convergence_figure
@@ -38,9 +38,10 @@ from tuner.report.importances import BARS_UP_TO, Importances, importances_figure
 from tuner.report.parameters import parameter_figure
 from tuner.report.roofline import INTENSITY_LABEL, roofline_figure
 from tuner.report.run_folder import load_run
-from tuner.results import Record
-from tuner.space import KernelSpec, kernel_space
-from tuner.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
+from tuner.results import table as results
+from tuner.results.table import Record
+from tuner.search.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
+from tuner.space.entry_space import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "experiments/data/fermi_like_h100"
@@ -237,6 +238,7 @@ def _bound_for(run, model: str, family: str, key: tuple = ()) -> list:
 
 # --- the roofline -------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_report_files_are_written(run_folder, written):
     names = {p.name for p in written}
     assert {"roofline.png", "convergence.png", "report.html"} <= names
@@ -391,6 +393,7 @@ def test_failed_cells_name_their_status(fixture_folder):
     assert {"invalid", "wrong", "crashed"} <= set(cells)
 
 
+@pytest.mark.slow
 def test_generic_parameter_figure_for_a_family_of_many_parameters(tmp_path):
     """A family of more than two parameters gets bars of the best rate per value of each parameter it varied."""
     family = get_family("regblock")
@@ -475,6 +478,7 @@ def _named(trial, several: bool) -> dict:
     return {FAMILY_PARAM: config["family"], **params} if several else params
 
 
+@pytest.mark.slow
 def test_importances_need_no_storage_and_stop_at_their_deadline(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
@@ -535,6 +539,7 @@ def test_html_shows_the_best_kernel_source_and_launch(run_folder, written):
     assert "&lt;" in page or "<" not in re.search(r"<pre[^>]*>(.*?)</pre>", page, re.S).group(1)
 
 
+@pytest.mark.slow
 def test_html_escapes_recorded_text(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
@@ -559,6 +564,7 @@ def test_folder_without_results_is_a_tuner_error(tmp_path):
         write_report(tmp_path / "missing")
 
 
+@pytest.mark.slow
 def test_cli_report_prints_the_paths(fixture_folder):
     from conftest import run_cli
 
@@ -570,6 +576,7 @@ def test_cli_report_prints_the_paths(fixture_folder):
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and "Traceback" not in missing.stderr
 
 
+@pytest.mark.slow
 def test_minimal_metadata_and_no_baseline(tmp_path, fixture_folder):
     """No cuBLAS rows, no measured ceilings, no machine models, int32 only: a report all the same."""
     df, metadata = results.load(fixture_folder)
@@ -591,6 +598,7 @@ def test_minimal_metadata_and_no_baseline(tmp_path, fixture_folder):
     assert "machine models" in page and "roofline.png" in {p.name for p in written}
 
 
+@pytest.mark.slow
 def test_results_without_metadata(tmp_path, fixture_folder):
     shutil.copy(fixture_folder / results.RESULTS_PARQUET, tmp_path / results.RESULTS_PARQUET)
     written = write_report(tmp_path)
@@ -618,6 +626,7 @@ def _add_records(folder: Path, configs: list[Config], sampler: str = "tpe") -> N
     results.save(results.to_frame(df.to_dict("records") + rows), metadata, folder)
 
 
+@pytest.mark.slow
 def test_two_dtypes_get_a_panel_each_and_their_own_ceilings(tmp_path):
     folder = build_run_folder(tmp_path)
     problem = Problem(1024, 1024, 1024)
@@ -639,6 +648,7 @@ def test_two_dtypes_get_a_panel_each_and_their_own_ceilings(tmp_path):
     assert "roofline_float64_1024x1024x1024.png" in written
 
 
+@pytest.mark.slow
 def test_a_run_without_any_success(tmp_path, fixture_folder):
     df, metadata = results.load(fixture_folder)
     df = df[(df["family"] != "baseline") & (df["status"] != "ok")]
@@ -653,6 +663,7 @@ def test_a_run_without_any_success(tmp_path, fixture_folder):
     assert "report.html" in {p.name for p in written}
 
 
+@pytest.mark.slow
 def test_a_changed_template_is_noted_beside_the_source(tmp_path, fixture_folder):
     for name in (results.RESULTS_PARQUET, results.METADATA_JSON):
         shutil.copy(fixture_folder / name, tmp_path / name)
@@ -664,12 +675,13 @@ def test_a_changed_template_is_noted_beside_the_source(tmp_path, fixture_folder)
     assert "the template of 'tiled' changed since this run (recorded hash feedfacefeedface" in page
 
 
+@pytest.mark.slow
 def test_the_report_of_a_folder_that_tuner_run_wrote(tmp_path, capsys):
     """tuner.run writes the report at its end; it reads the folder exactly as the run left it."""
     from scripted_backend import ScriptedBackend
 
     import tuner
-    from tuner.experiment import load_experiment
+    from tuner.experiment.schema import load_experiment
 
     out = tmp_path / "run"
     tuner.run(load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(), out=out,
@@ -711,6 +723,7 @@ def test_best_so_far_by_wall_time_follows_the_clock_not_the_trial_numbers():
     assert list(best_so_far(rows)["best"]) == [10.0, 30.0, 30.0]
 
 
+@pytest.mark.slow
 def test_figures_drawn_by_several_processes_are_the_same_report(tmp_path):
     alone, parallel = tmp_path / "alone", tmp_path / "parallel"
     shutil.copytree(SHIPPED, alone)

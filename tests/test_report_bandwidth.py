@@ -9,12 +9,12 @@ import pytest
 
 import tuner
 from tests.scripted_backend import ScriptedBackend
-from tuner import results
 from tuner.config import Config
 from tuner.kernels import discovery
-from tuner.measurement import Measurement, Resources, Status, Timing
-from tuner.progress import summary_table
+from tuner.measure.measurement import Measurement, Resources, Status, Timing
 from tuner.report import write_report
+from tuner.results import table as results
+from tuner.tuning.progress import summary_table
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "transpose" / "transpose.yaml"
 
@@ -55,6 +55,7 @@ def test_the_search_maximizes_the_effective_bandwidth(transposed):
     assert all(str(cell).endswith(" GB/s") for cell in table["GFLOP/s"])
 
 
+@pytest.mark.slow
 def test_the_report_draws_bandwidth_rooflines(transposed):
     written = {path.name for path in write_report(transposed.out, quiet=True)}
     assert {f"bandwidth_{d}_{p}.png" for d in ("float32", "float64") for p in ("8192x8192", "4000x3000")} <= written

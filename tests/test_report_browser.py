@@ -16,6 +16,8 @@ from test_report import build_run_folder
 from tuner.report import write_report
 from tuner.report.roofline import CUBLAS_COLOR, MODEL_STYLES
 
+pytestmark = pytest.mark.slow
+
 WIDTH, HEIGHT = 480, 2400
 
 

@@ -16,9 +16,9 @@ import pytest
 from conftest import run_cli
 from test_report import build_run_folder
 
-from tuner import results
 from tuner.report import REPORT_PARTS, PartTime, write_report
 from tuner.report.run_folder import load_run
+from tuner.results import table as results
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments/fermi_like.yaml"
@@ -50,6 +50,7 @@ def _reported(folder: Path) -> list[str]:
     return _notes(folder)
 
 
+@pytest.mark.slow
 def test_only_baseline_rows_make_a_report_that_says_nothing_was_evaluated(tmp_path, fixture_folder):
     df, metadata = results.load(fixture_folder)
     results.save(df[df["family"] == results.BASELINE_FAMILY], metadata, tmp_path)
@@ -59,6 +60,7 @@ def test_only_baseline_rows_make_a_report_that_says_nothing_was_evaluated(tmp_pa
     assert not list(tmp_path.glob("*.png"))
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_its_time_budget_before_any_trial(tmp_path, recording):
     out = tmp_path / "run"
     done = run_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--timeout", "1e-9",
@@ -69,6 +71,7 @@ def test_a_run_stopped_by_its_time_budget_before_any_trial(tmp_path, recording):
     assert any(n.startswith("Nothing was evaluated successfully") for n in notes)
 
 
+@pytest.mark.slow
 def test_a_table_without_rows_is_a_one_paragraph_error(tmp_path, fixture_folder):
     df, metadata = results.load(fixture_folder)
     results.save(df.head(0), metadata, tmp_path)
@@ -100,6 +103,7 @@ def test_damaged_metadata_is_left_out_with_a_note(tmp_path, fixture_folder, cont
 
 
 @pytest.mark.parametrize("content", [DAMAGED_METADATA[0][0], DAMAGED_METADATA[-1][0]])
+@pytest.mark.slow
 def test_a_report_despite_damaged_metadata(tmp_path, fixture_folder, content):
     folder = _copy(fixture_folder, tmp_path)
     (folder / results.METADATA_JSON).write_text(content)
@@ -108,6 +112,7 @@ def test_a_report_despite_damaged_metadata(tmp_path, fixture_folder, content):
     assert (folder / "roofline.png").is_file()
 
 
+@pytest.mark.slow
 def test_each_damaged_field_of_the_metadata_is_named(tmp_path, fixture_folder):
     folder = _copy(fixture_folder, tmp_path)
     metadata = json.loads((folder / results.METADATA_JSON).read_text())
@@ -123,6 +128,7 @@ def test_each_damaged_field_of_the_metadata_is_named(tmp_path, fixture_folder):
     assert (folder / "report.html") in write_report(folder, quiet=True)
 
 
+@pytest.mark.slow
 def test_a_corrupted_optuna_storage_does_not_touch_the_report(tmp_path, fixture_folder):
     """The report reads the results table alone: the importances come from its rows, not from the storage."""
     folder = _copy(fixture_folder, tmp_path)
@@ -133,6 +139,7 @@ def test_a_corrupted_optuna_storage_does_not_touch_the_report(tmp_path, fixture_
     assert not any("study.db" in n or "study.log" in n for n in notes)
 
 
+@pytest.mark.slow
 def test_a_replayed_run_says_whose_environment_it_shows(tmp_path, recording):
     out = tmp_path / "run"
     done = run_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--trials", "3",
@@ -145,6 +152,7 @@ def test_a_replayed_run_says_whose_environment_it_shows(tmp_path, recording):
     assert "scripted stand-in (test double)" in page  # the recording's device, named as such
 
 
+@pytest.mark.slow
 def test_the_report_can_time_its_parts(fixture_folder):
     timings: dict[str, PartTime] = {}
     write_report(fixture_folder, quiet=True, timings=timings)

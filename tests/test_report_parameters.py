@@ -12,10 +12,10 @@ import pytest
 from matplotlib.collections import QuadMesh
 from test_report import _add_records, build_run_folder
 
-from tuner import results
 from tuner.config import Config, Problem
 from tuner.report.parameters import MAX_BARS, MAX_TICKS, parameter_figure
 from tuner.report.run_folder import load_run
+from tuner.results import table as results
 
 PROBLEM = Problem(1024, 1024, 1024)
 

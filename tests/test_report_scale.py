@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import report_scale
 from tuner.report import REPORT_PARTS
 
@@ -19,6 +21,7 @@ def test_the_runs_have_a_thousand_block_shapes_and_enough_problems():
         assert experiment.search.sampler == "random"
 
 
+@pytest.mark.slow
 def test_a_small_run_is_built_reported_and_written_as_synthetic(tmp_path):
     stem = report_scale.run([40], tmp_path / "work", tmp_path / "out")
     text = stem.with_suffix(".txt").read_text()

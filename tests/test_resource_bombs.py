@@ -18,10 +18,10 @@ from tests.conftest import ROOT, run_cli
 from tuner import input_file
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import Experiment, check_experiment, load_experiment
+from tuner.experiment.schema import Experiment, check_experiment, load_experiment
 from tuner.kernels import discovery
 from tuner.recorded import load
-from tuner.space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space
+from tuner.space.entry_space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")
 
@@ -102,6 +102,7 @@ def _graded_cache(side: int) -> dict:
             "tune_params": {"A": list(range(side)), "B": list(range(side))}, "cache": cache}
 
 
+@pytest.mark.slow
 def test_compare_caps_the_budgets_at_the_size_of_the_space(tmp_path):
     out = tmp_path / "cmp"
     (tmp_path / "graded.json").write_text(json.dumps(_graded_cache(12)))
@@ -112,6 +113,7 @@ def test_compare_caps_the_budgets_at_the_size_of_the_space(tmp_path):
     assert json.loads((out / "comparison.json").read_text())["settings"]["budgets"] == [10, 144]
 
 
+@pytest.mark.slow
 def test_compare_refuses_a_product_too_large_to_draw_from(tmp_path):
     (tmp_path / "wide.json").write_text(json.dumps(_cache(8, 20)))
     done = run_cli("compare", str(tmp_path / "wide.json"), "--convention", "b", "--out", str(tmp_path / "cmp"),
@@ -184,6 +186,7 @@ def test_an_experiment_that_is_no_regular_file_is_refused(tmp_path, kind, reques
 
 
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+@pytest.mark.slow
 def test_a_recording_that_is_no_regular_file_is_refused(tmp_path, kind, request):
     path = request.getfixturevalue("fifo") if kind == "fifo" else Path("/dev/zero")
     done = run_cli("compare", str(path), "--out", str(tmp_path / "cmp"), timeout=60)
@@ -196,6 +199,7 @@ def test_a_recording_that_is_no_regular_file_is_refused(tmp_path, kind, request)
     assert caught.value.field == "kernels[0].recorded"
 
 
+@pytest.mark.slow
 def test_a_journal_storage_that_is_no_regular_file_is_refused(tmp_path, fifo):
     done = run_cli("run", str(ROOT / "experiments" / "fermi_like.yaml"), "--backend", "replay", "--storage",
                    f"journal://{fifo}", "--out", str(tmp_path / "out"), "--quiet", timeout=60)
@@ -204,6 +208,7 @@ def test_a_journal_storage_that_is_no_regular_file_is_refused(tmp_path, fifo):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_replayed_table_that_is_no_regular_file_is_refused(tmp_path, fifo):
     done = run_cli("run", str(ROOT / "experiments" / "fermi_like.yaml"), "--replay", str(fifo), "--out",
                    str(tmp_path / "out"), "--quiet", timeout=60)

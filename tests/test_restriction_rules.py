@@ -10,8 +10,8 @@ import pytest
 import tuner
 from tests.conftest import run_cli
 from tuner.errors import TunerError
-from tuner.restriction_rules import restriction_refusal, restriction_rules
-from tuner.space import KernelSpec, count_valid
+from tuner.space.entry_space import KernelSpec, count_valid
+from tuner.space.restriction_rules import restriction_refusal, restriction_rules
 
 ENTRY = """name: restricted
 problems:

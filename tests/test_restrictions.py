@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from tuner.errors import TunerError
+from tuner.kernels.restrictions import parse_restriction, satisfied
 from tuner.recorded import load_recorded
-from tuner.recorded.restrictions import parse_restriction, satisfied
 from tuner.recorded.t1 import read_t1, t1_parameters, t1_restrictions, with_restrictions
 
 RECORDED = Path(__file__).resolve().parents[1] / "experiments" / "data" / "recorded"

@@ -17,6 +17,8 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 SGEMM = ROOT / "experiments" / "h100_sgemm.yaml"

@@ -19,8 +19,8 @@ from tests.conftest import ROOT, run_cli
 from tuner.backends.cpu.backend import default_threads
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.results import BASELINE_FAMILY
-from tuner.space import KernelSpec
+from tuner.results.table import BASELINE_FAMILY
+from tuner.space.entry_space import KernelSpec
 
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
 RECORDING = ROOT / "experiments" / "data" / "fermi_like_h100"
@@ -33,6 +33,7 @@ def _one_paragraph(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_replaying_a_recording_of_another_experiment_is_refused_before_anything_is_written(tmp_path):
     out = tmp_path / "out"
     done = run_cli("run", str(FERMI), "--replay", str(SGEMM_RECORDING), "--out", str(out), "--quiet", timeout=120)
@@ -93,6 +94,7 @@ def test_a_folder_whose_table_was_moved_aside_still_belongs_to_its_experiment(tm
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 
+@pytest.mark.slow
 def test_a_folder_holding_only_another_experiments_storage_is_refused(tmp_path):
     other = tmp_path / "other.yaml"
     other.write_text(FERMI.read_text().replace("name: fermi_like", "name: other"))
@@ -109,6 +111,7 @@ def test_a_folder_holding_only_another_experiments_storage_is_refused(tmp_path):
     assert (out / "study.log").read_bytes() == log
 
 
+@pytest.mark.slow
 def test_a_folder_with_its_own_experiments_storage_only_is_continued(tmp_path):
     out = tmp_path / "out"
     args = ("run", str(FERMI), "--backend", "replay", "--trials", "3", "--no-report", "--quiet", "--out", str(out))
@@ -129,6 +132,7 @@ def _searched(out: Path) -> list[str]:
     return list(kernels["config_key"])
 
 
+@pytest.mark.slow
 def test_a_run_alone_in_a_shared_storage_proposes_what_it_would_in_its_own_folder(tmp_path):
     common = ("run", str(FERMI), "--backend", "replay", "--sampler", "random", "--seed", "7", "--trials", "6",
               "--no-report", "--quiet")
@@ -139,6 +143,7 @@ def test_a_run_alone_in_a_shared_storage_proposes_what_it_would_in_its_own_folde
     assert _searched(tmp_path / "own") == _searched(tmp_path / "shared1") == _searched(tmp_path / "shared2")
 
 
+@pytest.mark.slow
 def test_a_storage_that_cannot_be_opened_leaves_no_folder(tmp_path):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
@@ -151,6 +156,7 @@ def test_a_storage_that_cannot_be_opened_leaves_no_folder(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_a_database_that_accepts_but_never_answers_is_given_up_in_seconds(tmp_path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -188,6 +194,7 @@ def test_a_database_that_accepts_but_never_answers_is_given_up_in_seconds(tmp_pa
 
 # --- what a run writes ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_text_a_spreadsheet_would_run_is_quoted_in_the_csv_only(tmp_path):
     experiment = tmp_path / "exp.yaml"
     experiment.write_text(FERMI.read_text().replace("name: fermi_like", 'name: "=HYPERLINK(1)"'))
@@ -203,6 +210,7 @@ def test_text_a_spreadsheet_would_run_is_quoted_in_the_csv_only(tmp_path):
     assert len(studies) and all(str(study).startswith("'=HYPERLINK(1)/") for study in studies)
 
 
+@pytest.mark.slow
 def test_an_experiment_name_holding_dollars_draws_every_figure(tmp_path):
     experiment = tmp_path / "exp.yaml"
     experiment.write_text(FERMI.read_text().replace("name: fermi_like", 'name: "$x^$"')
@@ -246,6 +254,7 @@ def deep_folder(tmp_path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_metadata_is_refused_by_replay_compare_and_run(tmp_path, deep_folder):
     for args in (("run", str(FERMI), "--replay", str(deep_folder), "--out", str(tmp_path / "out")),
                  ("compare", str(deep_folder), "--out", str(tmp_path / "cmp")),
@@ -255,6 +264,7 @@ def test_a_deeply_nested_metadata_is_refused_by_replay_compare_and_run(tmp_path,
         assert "nests its values too deeply" in _one_paragraph(done.stderr)
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_metadata_still_gets_a_report_with_a_note(deep_folder):
     done = run_cli("report", str(deep_folder), timeout=300)
     assert done.returncode == 0, done.stderr
@@ -276,6 +286,7 @@ def test_omp_num_threads_as_openmp_reads_it(monkeypatch, value, threads):
     assert default_threads() == threads
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_omp_num_threads_of_zero(tmp_path):
     import os
     import subprocess

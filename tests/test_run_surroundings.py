@@ -18,10 +18,13 @@ import sqlalchemy
 from scripted_backend import ScriptedBackend
 
 import tuner
-from tuner import cli, metadata, results, tuning
+from tuner import cli
 from tuner.errors import TunerError
-from tuner.folder import stored_records
-from tuner.storage import open_storage
+from tuner.results import metadata
+from tuner.results import table as results
+from tuner.search.storage import open_storage
+from tuner.tuning import run as tuning
+from tuner.tuning.folder import stored_records
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -54,12 +57,14 @@ def scripted_run(out: Path, trials: int) -> int:
 # --- the output folder ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_empty_out_is_refused_and_nothing_is_written(tmp_path, recording):
     done = tuner_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--out", "", cwd=tmp_path)
     assert "--out is empty" in one_paragraph(done)
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_name_with_a_nul_creates_no_folder(tmp_path, recording):
     experiment = tmp_path / "nul.yaml"
     experiment.write_text(FERMI.read_text().replace("name: fermi_like", 'name: "fermi\\0like"'))
@@ -70,6 +75,7 @@ def test_a_name_with_a_nul_creates_no_folder(tmp_path, recording):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="PyCUDA is installed here")
+@pytest.mark.slow
 def test_a_backend_that_cannot_start_leaves_no_folder_and_no_storage(tmp_path):
     done = tuner_cli("run", str(FERMI), "--backend", "pycuda", "--out", str(tmp_path / "run"))
     assert "the pycuda backend needs PyCUDA" in one_paragraph(done)
@@ -80,6 +86,7 @@ def test_a_backend_that_cannot_start_leaves_no_folder_and_no_storage(tmp_path):
 
 
 @pytest.mark.parametrize("url", ["sqlite:///:memory:", "sqlite://", "sqlite:///file:x?mode=memory&uri=true"])
+@pytest.mark.slow
 def test_an_in_memory_storage_is_refused(tmp_path, recording, url):
     done = tuner_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--storage", url,
                      "--out", str(tmp_path / "run"))
@@ -87,6 +94,7 @@ def test_an_in_memory_storage_is_refused(tmp_path, recording, url):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_a_storage_file_that_is_no_database_is_named_and_the_results_stay(tmp_path, recording):
     out = tmp_path / "run"
     assert tuner_cli("run", str(FERMI), "--backend", "replay", "--replay", str(recording), "--trials", "1",
@@ -119,6 +127,7 @@ def databases_limited_to_their_size() -> object:
         sqlalchemy.event.remove(sqlalchemy.engine.Engine, "connect", limit)
 
 
+@pytest.mark.slow
 def test_a_full_database_is_named_and_nothing_recorded_is_lost(tmp_path, monkeypatch, capsys, no_report):
     monkeypatch.setattr(tuning, "open_backends", lambda *args, **options: [ScriptedBackend()])
     out = tmp_path / "run"
@@ -203,6 +212,7 @@ def read_only_mount(tmp_path):
         subprocess.run(["umount", str(mount_point)], check=True)
 
 
+@pytest.mark.slow
 def test_a_read_only_output_folder_is_one_paragraph(read_only_mount, tmp_path, recording, no_report):
     mount_point, remount_read_only = read_only_mount
     out, own = mount_point / "run", mount_point / "own"

@@ -13,8 +13,10 @@ import pytest
 import tuner
 from tests.conftest import run_cli
 from tuner.errors import TunerError
-from tuner.folder import stored_records
-from tuner.storage import close_storage, open_storage, shown
+from tuner.search.storage import close_storage, open_storage, shown
+from tuner.tuning.folder import stored_records
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -94,7 +96,7 @@ def test_a_damaged_journal_is_named(tmp_path):
 def test_tables_another_process_created_at_the_same_moment_are_retried_not_reported():
     import sqlalchemy
 
-    from tuner.storage import _created_meanwhile
+    from tuner.search.storage import _created_meanwhile
 
     def error(kind: type, words: str) -> Exception:
         return kind("CREATE TABLE studies (...)", None, Exception(words))

@@ -18,8 +18,10 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
-from tuner.results import RECORD_ATTR
-from tuner.storage import close_storage, open_storage
+from tuner.results.table import RECORD_ATTR
+from tuner.search.storage import close_storage, open_storage
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

@@ -5,16 +5,23 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from space_listing import kernel_space, valid_configs
 
 from benchmarks.space_build import checked_one_by_one, count_one_by_one
 from tuner.config import Config, Problem
-from tuner.experiment import load_experiment, parse_experiment
+from tuner.experiment.schema import load_experiment, parse_experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, FamilyError, Parameter
-from tuner.rule_table import tabulate
-from tuner.space import EntrySpace, KernelSpec, build_entry_space, count_valid, kernel_space, valid_configs, violations
-from tuner.space_table import print_space
-from tuner.study import study_spaces
+from tuner.search.study import study_spaces
+from tuner.space.entry_space import (
+    EntrySpace,
+    KernelSpec,
+    build_entry_space,
+    count_valid,
+    violations,
+)
+from tuner.space.rule_table import tabulate
+from tuner.tuning.space_command import print_space
 
 ODD = Problem(1000, 777, 333)
 REGBLOCK = {p.name: p.default for p in get_family("regblock").parameters}
@@ -52,6 +59,7 @@ def assert_same_as_one_by_one(spec: KernelSpec, family: Family | None = None) ->
 
 
 @pytest.mark.parametrize("name", SPECS)
+@pytest.mark.slow
 def test_truth_tables_find_the_valid_set_and_the_rejections_of_checking_one_by_one(name):
     spec = SPECS[name]
     space = assert_same_as_one_by_one(spec)
@@ -66,6 +74,7 @@ def test_truth_tables_find_the_valid_set_and_the_rejections_of_checking_one_by_o
         assert violations(family, params, dtype) == broken
 
 
+@pytest.mark.slow
 def test_every_regblock_entry_of_the_h100_experiment(root):
     for spec in load_experiment(root / "experiments/h100_sgemm.yaml").kernels:
         space = assert_same_as_one_by_one(spec)

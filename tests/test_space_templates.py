@@ -2,17 +2,18 @@
 
 import pandas as pd
 import pytest
+from space_listing import experiment_space, kernel_space, valid_configs
 
-from tuner import results
 from tuner.config import Config, Problem
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels.discovery import families, get_family, template_hash
+from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
-from tuner.measurement import Measurement, Status
-from tuner.model import cost
+from tuner.measure.measurement import Measurement, Status
 from tuner.report.groups import key_parameters
-from tuner.results import Record
-from tuner.space import KernelSpec, count_valid, experiment_space, kernel_space, valid_configs, violations
+from tuner.results import table as results
+from tuner.results.table import Record
+from tuner.space.entry_space import KernelSpec, count_valid, violations
 
 ODD = Problem(1000, 777, 333)
 

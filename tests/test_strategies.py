@@ -13,7 +13,7 @@ import pytest
 
 import tuner
 from tuner.compare.harness import simulate
-from tuner.experiment import SAMPLERS, load_experiment
+from tuner.experiment.schema import SAMPLERS, load_experiment
 from tuner.strategies import Domain, catalog
 from tuner.strategies.domain import ADJACENT, HAMMING
 
@@ -73,6 +73,7 @@ def _available(name: str) -> bool:
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
+@pytest.mark.slow
 def test_each_strategy_finds_the_optimum_of_a_recorded_space_without_a_static_reject(recording, tmp_path, name):
     if not _available(name):
         pytest.skip(f"the {name} sampler needs a package that is not installed here")

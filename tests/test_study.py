@@ -18,15 +18,13 @@ from scripted_backend import (
     scripted_outcome,
 )
 
-from tuner.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR, ThisProcess
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment import SAMPLERS, load_experiment, parse_experiment
-from tuner.measurement import Measurement, Status
-from tuner.progress import Progress
-from tuner.results import Record
-from tuner.strategies import optuna_samplers
-from tuner.study import (
+from tuner.experiment.schema import SAMPLERS, load_experiment, parse_experiment
+from tuner.measure.measurement import Measurement, Status
+from tuner.results.table import Record
+from tuner.search.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR, ThisProcess
+from tuner.search.study import (
     LOOKAHEAD,
     RECORD_ATTR,
     Budget,
@@ -37,6 +35,8 @@ from tuner.study import (
     open_study,
     study_spaces,
 )
+from tuner.strategies import optuna_samplers
+from tuner.tuning.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -138,6 +138,7 @@ def test_a_single_family_needs_no_family_parameter():
     assert space.params(space.valid[0]) == {"tiled.TILE_WIDTH": 8}
 
 
+@pytest.mark.slow
 def test_every_status_is_a_record_with_its_reason_and_static_rejects_are_never_asked(storage):
     space = fermi_space()
     static_invalid = Config.make(space.problem, "naive", "float32", {"BLOCK_X": 64, "BLOCK_Y": 32})

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuner import results
-from tuner.progress import summary_table, summary_text
+from tuner.results import table as results
+from tuner.tuning.progress import summary_table, summary_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,12 +16,12 @@ from test_study import ListRecorder
 
 import tuner
 from tuner import cli
-from tuner.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
-from tuner.experiment import ExperimentError, load_experiment
-from tuner.progress import Progress
-from tuner.study import Budget, StudySearch, ask_configuration, open_storage, open_study
-from tuner.study_space import study_spaces
-from tuner.transfer import same_space, transfer_best
+from tuner.experiment.schema import ExperimentError, load_experiment
+from tuner.search.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
+from tuner.search.study import Budget, StudySearch, ask_configuration, open_storage, open_study
+from tuner.search.study_space import study_spaces
+from tuner.search.transfer import same_space, transfer_best
+from tuner.tuning.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -131,6 +131,7 @@ def test_each_next_problem_starts_with_the_fastest_of_its_dtype_on_the_problem_b
     assert rebuilt["transferred_from"].notna().sum() == 6
 
 
+@pytest.mark.slow
 def test_a_study_prepared_early_is_topped_up_when_it_starts_and_a_resumed_run_adds_none(tmp_path):
     """fermi_like's three problems share one space: each next study is prepared while the one before measures its
     last configurations, and is given the rest of its three when it starts."""
@@ -160,6 +161,7 @@ def test_transfer_is_a_whole_number(tmp_path):
         load_experiment(path)
 
 
+@pytest.mark.slow
 def test_the_command_line_transfers_as_the_experiment_says_unless_told_otherwise(tmp_path, capsys):
     sgemm = ROOT / "experiments" / "h100_sgemm.yaml"
     recording = ROOT / "experiments" / "data" / "h100_sgemm_h100"

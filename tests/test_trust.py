@@ -16,7 +16,7 @@ from tuner.compile.nvcc import compile_source
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import Config, Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment import load_experiment
+from tuner.experiment.schema import load_experiment
 from tuner.kernels import discovery
 from tuner.kernels.discovery import families
 from tuner.kernels.render import render, render_stored
@@ -183,6 +183,7 @@ def _planted_folder(tmp_path: Path) -> tuple[Path, Path]:
     return run, marker
 
 
+@pytest.mark.slow
 def test_opening_a_report_never_runs_code_a_run_folder_names(tmp_path):
     run, marker = _planted_folder(tmp_path)
     done = run_cli("report", str(run), cwd=tmp_path)
@@ -191,6 +192,7 @@ def test_opening_a_report_never_runs_code_a_run_folder_names(tmp_path):
     assert (run / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_replaying_and_comparing_a_run_folder_never_runs_its_code(tmp_path):
     run, marker = _planted_folder(tmp_path)
     done = run_cli("compare", str(run), "--repeats", "2", "--budgets", "5", "--strategies", "random",
@@ -246,7 +248,7 @@ def test_a_family_unknown_here_is_shown_from_the_runs_copy_of_its_template(tmp_p
 def test_no_write_follows_a_link_planted_in_the_output_folder(tmp_path):
     import pandas as pd
 
-    from tuner import results
+    from tuner.results import table as results
 
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")

@@ -16,12 +16,13 @@ from optuna.trial import TrialState
 from scripted_backend import ENVIRONMENT, ScriptedBackend, TimedCompileBackend, scripted_gflops, scripted_outcome
 
 import tuner
-from tuner import results, tuning
 from tuner.errors import TunerError
-from tuner.experiment import load_experiment
-from tuner.metadata import metadata_id
-from tuner.storage import close_storage, open_storage, own_storage_url
-from tuner.study import RECORD_ATTR, ask_configuration, study_spaces
+from tuner.experiment.schema import load_experiment
+from tuner.results import table as results
+from tuner.results.metadata import metadata_id
+from tuner.search.storage import close_storage, open_storage, own_storage_url
+from tuner.search.study import RECORD_ATTR, ask_configuration, study_spaces
+from tuner.tuning import run as tuning
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -41,6 +42,7 @@ def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner
     return tuner.run(load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
 
 
+@pytest.mark.slow
 def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
     result = sweep(tmp_path / "run", summary=True)
     out = tmp_path / "run"
@@ -65,6 +67,7 @@ def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
     assert "tiled TILE_WIDTH=32" in summary and f"results: {out}" in summary
 
 
+@pytest.mark.slow
 def test_rows_carry_the_schema_and_the_derived_columns(tmp_path):
     df = sweep(tmp_path / "run").df
     assert list(df.columns[:len(results.BASE_COLUMNS)]) == list(results.BASE_COLUMNS)
@@ -97,6 +100,7 @@ def _config(row):
     return tuner.config.Config.make(problem, row["family"], row["dtype"], params)
 
 
+@pytest.mark.slow
 def test_cublas_baselines_are_rows_measured_once_per_problem(tmp_path):
     backend = ScriptedBackend()
     result = sweep(tmp_path / "run", backend)
@@ -111,12 +115,14 @@ def test_cublas_baselines_are_rows_measured_once_per_problem(tmp_path):
     assert again.baselines == [] and again.calls == []
 
 
+@pytest.mark.slow
 def test_best_is_the_fastest_ok_row_per_problem(tmp_path):
     best = sweep(tmp_path / "run").best
     assert best["config_key"].tolist() == [f"{p}/tiled/float32/TILE_WIDTH=32"
                                            for p in ("1000x777x333", "1024x1024x1024", "4096x4096x4096")]
 
 
+@pytest.mark.slow
 def test_the_table_is_rebuilt_from_the_storage(tmp_path):
     first = sweep(tmp_path / "run", trials=8).df
     for name in ("results.parquet", "results.csv", "metadata.json"):
@@ -127,6 +133,7 @@ def test_the_table_is_rebuilt_from_the_storage(tmp_path):
     pd.testing.assert_frame_equal(first, second)
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_continues_without_measuring_twice_or_losing_anything(tmp_path, capsys):
     out = tmp_path / "run"
     interrupted = ScriptedBackend(interrupt_at=7)
@@ -163,6 +170,7 @@ def _leave_running(out):
     return space, config, trial, storage
 
 
+@pytest.mark.slow
 def test_a_trial_left_running_by_a_dead_process_is_measured_first(tmp_path):
     out = tmp_path / "run"
     space, left, dead, storage = _leave_running(out)
@@ -177,6 +185,7 @@ def test_a_trial_left_running_by_a_dead_process_is_measured_first(tmp_path):
     assert left.key in set(result.df["config_key"])
 
 
+@pytest.mark.slow
 def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
     out = tmp_path / "run"
     space, measured, trial, storage = _leave_running(out)
@@ -192,6 +201,7 @@ def test_a_measured_trial_left_running_is_kept_not_measured_again(tmp_path):
     assert row["gflops"] == pytest.approx(scripted_gflops(measured)) and row["trial"] == trial.number
 
 
+@pytest.mark.slow
 def test_the_device_measures_the_next_study_while_the_last_configurations_of_a_study_compile(tmp_path,
                                                                                            monkeypatch):
     """The last four configurations of each problem to be handed to the compilers take twelve ticks of the device
@@ -199,9 +209,9 @@ def test_the_device_measures_the_next_study_while_the_last_configurations_of_a_s
     recorded in its own study, and the progress of a study counts only its own. Only the last study's end
     waits for its compiles."""
     shown: list[tuple[str, int]] = []
-    monkeypatch.setattr(tuner.progress.Progress, "study_started",
+    monkeypatch.setattr(tuner.tuning.progress.Progress, "study_started",
                         lambda self, name, budget, timeout_s: shown.append((name, -1)))
-    monkeypatch.setattr(tuner.progress.Progress, "evaluated",
+    monkeypatch.setattr(tuner.tuning.progress.Progress, "evaluated",
                         lambda self, done, new, best: shown.append((shown[-1][0], done)))
     slow = 12
     backend = TimedCompileBackend(lambda config, n: slow if n > VALID_PER_PROBLEM - 4 else 0)

@@ -11,7 +11,16 @@ from tuner.config import Problem
 from tuner.kernels import matmul
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.matmul import FULL_REFERENCE_LIMIT, SAMPLE_COLS, SAMPLE_ROWS
-from tuner.verify import INT_SENTINEL, Full, Tolerance, check, check_all, euclidean_norm, poisoned, random_inputs
+from tuner.kernels.verify import (
+    INT_SENTINEL,
+    Full,
+    Tolerance,
+    check,
+    check_all,
+    euclidean_norm,
+    poisoned,
+    random_inputs,
+)
 
 BUFFERS = [a for a in matmul.ARGUMENTS if isinstance(a, Buffer)]
 

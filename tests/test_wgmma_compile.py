@@ -14,7 +14,9 @@ from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
-from tuner.space import violations
+from tuner.space.entry_space import violations
+
+pytestmark = pytest.mark.slow
 
 ARCH = "sm_90a"
 

@@ -11,7 +11,7 @@ from tuner.kernels.discovery import get_family
 from tuner.kernels.render import Launch, launch, render
 from tuner.kernels.targets import runs_on, target
 from tuner.kernels.tensor_maps import TensorMap, TensorMapRefused, tensor_map_fields
-from tuner.space import violations
+from tuner.space.entry_space import violations
 
 FAST = dict(BM=128, BN=256, BK=64, STAGES=4, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, GROUP=8, REGALLOC=1)
 MINIMAL = dict(BM=64, BN=128, BK=64, STAGES=4, CONSUMERS=1, CLUSTER=1, PERSISTENT=0, GROUP=1, REGALLOC=0)

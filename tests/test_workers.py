@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from tuner.workers import WorkerRegistry
+from tuner.search.workers import WorkerRegistry
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(params=["postgresql", "journal"])

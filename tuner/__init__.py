@@ -26,33 +26,33 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tuner.backends.protocol import Backend, BackendBase
     from tuner.config import Config, Problem
-    from tuner.experiment import Experiment, load_experiment
-    from tuner.measurement import Measurement, Status
-    from tuner.result_display import RunResult
+    from tuner.experiment.schema import Experiment, load_experiment
+    from tuner.measure.measurement import Measurement, Status
+    from tuner.search.study import Evaluation
     from tuner.settings import MeasureSettings
-    from tuner.space import KernelSpec
+    from tuner.space.entry_space import KernelSpec
     from tuner.strategies import Domain, Strategy
-    from tuner.study import Evaluation
-    from tuner.tune_source import tune
-    from tuner.tuning import run
+    from tuner.tuning.result_display import RunResult
+    from tuner.tuning.run import run
+    from tuner.tuning.tune_source import tune
 
 _EXPORTS = {
     "Backend": "tuner.backends.protocol",
     "BackendBase": "tuner.backends.protocol",
     "Config": "tuner.config",
     "Domain": "tuner.strategies",
-    "Evaluation": "tuner.study",
-    "KernelSpec": "tuner.space",
+    "Evaluation": "tuner.search.study",
+    "KernelSpec": "tuner.space.entry_space",
     "Strategy": "tuner.strategies",
-    "Experiment": "tuner.experiment",
-    "Measurement": "tuner.measurement",
+    "Experiment": "tuner.experiment.schema",
+    "Measurement": "tuner.measure.measurement",
     "MeasureSettings": "tuner.settings",
     "Problem": "tuner.config",
-    "RunResult": "tuner.result_display",
-    "Status": "tuner.measurement",
-    "load_experiment": "tuner.experiment",
-    "run": "tuner.tuning",
-    "tune": "tuner.tune_source",
+    "RunResult": "tuner.tuning.result_display",
+    "Status": "tuner.measure.measurement",
+    "load_experiment": "tuner.experiment.schema",
+    "run": "tuner.tuning.run",
+    "tune": "tuner.tuning.tune_source",
 }
 __all__ = ["Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec", "MeasureSettings",
            "Measurement", "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run", "tune"]

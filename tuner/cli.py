@@ -11,8 +11,8 @@ from tuner.errors import TunerError
 
 
 def _space(args: argparse.Namespace) -> int:
-    from tuner.experiment import load_experiment
-    from tuner.space_table import print_space
+    from tuner.experiment.schema import load_experiment
+    from tuner.tuning.space_command import print_space
 
     experiment = load_experiment(args.experiment, tuple(args.templates))
     print_space(experiment, compile_=args.compile, arch=args.arch, quiet=args.quiet)
@@ -20,8 +20,8 @@ def _space(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tuner.experiment import load_experiment
-    from tuner.tuning import run
+    from tuner.experiment.schema import load_experiment
+    from tuner.tuning.run import run
 
     experiment = load_experiment(args.experiment, tuple(args.templates))
     run(
@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from tuner.counters.profile_command import profile_folder
+    from tuner.tuning.profile_command import profile_folder
 
     setting = "all" if args.all else "best"
     note = profile_folder(args.run_dir, setting, args.best, tuple(args.config), tuple(args.templates),
@@ -81,7 +81,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from tuner.recorded.export import export
+    from tuner.tuning.export import export
 
     for done in export(args.run_dir, args.format, args.out):
         missing = "" if done.unmeasured <= 0 else f"; {done.unmeasured} valid configuration(s) never measured, left out"
@@ -98,7 +98,7 @@ def _device(args: argparse.Namespace) -> int:
 
         print_cpu(remeasure=args.remeasure)
         return 0
-    from tuner.device import print_device
+    from tuner.gpu.device import print_device
 
     print_device(remeasure=args.remeasure)
     return 0
@@ -111,7 +111,7 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tuner.experiment import SAMPLERS
+    from tuner.experiment.schema import SAMPLERS
     from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
     from tuner.strategies.catalog import DEFAULT
 

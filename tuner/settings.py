@@ -30,7 +30,7 @@ class SearchSettings:
     seed: int = 0
     transfer: int = 0
     """Configurations measured fastest on the run's earlier problems tried first on each next one of the same
-    dtype and kernels (tuner.transfer); 0: none."""
+    dtype and kernels (tuner.search.transfer); 0: none."""
     objective: tuple[str, ...] = ("time",)
     """What the search pursues (tuner.energy.objective): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
 

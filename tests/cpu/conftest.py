@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tuner.errors import TunerError
-from tuner.machine_load import ProcCounters
+from tuner.measure.machine_load import ProcCounters
 from tuner.settings import MeasureSettings
 
 QUICK = MeasureSettings(warmup=0, min_samples=3, max_samples=5, max_time_s=0.05, timeout_s=60.0)
@@ -52,7 +52,7 @@ class UnwatchedCounters(ProcCounters):
 def quick_ceilings(cpu_cache: Path) -> dict[str, Any]:
     """The CPU's ceilings measured with few samples over small arrays, cached where the backend looks."""
     from tuner.cpu.ceilings import summary
-    from tuner.machine_load import LoadMeter
+    from tuner.measure.machine_load import LoadMeter
 
     return summary(remeasure=True, settings=QUICK_CEILINGS, array_bytes=CEILING_ARRAY_BYTES,
                    load=LoadMeter(counters=UnwatchedCounters()))

@@ -11,7 +11,7 @@ import pytest
 from tests.cpu.conftest import QUICK
 from tuner.backends.cpu.backend import CpuBackend
 from tuner.config import Config, Problem
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 ODD = Problem(37, 29, 53)
 FAMILY_PARAMS = {
@@ -45,6 +45,7 @@ def configs(dtype: str) -> list[Config]:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.slow
 def test_every_family_is_right_on_odd_sizes(backend, dtype):
     wanted = configs(dtype)
     backend.prefetch(wanted)
@@ -71,6 +72,7 @@ def test_a_segfault_is_crashed_and_the_next_evaluation_works(backend):
     assert backend.evaluate(config).status is Status.OK
 
 
+@pytest.mark.slow
 def test_a_hang_is_killed_at_the_timeout(quick_ceilings):
     config = Config.make(ODD, "cpu_naive", "float64", {"PARALLEL": 0})
     with CpuBackend(replace(QUICK, timeout_s=2.0)) as backend:

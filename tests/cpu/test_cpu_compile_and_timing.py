@@ -13,7 +13,7 @@ from tests.cpu.conftest import QUICK_CEILINGS
 from tuner.compile.cc import cache_dir, compile_source
 from tuner.cpu.ceilings import format_summary, summary
 from tuner.cpu.timing import CpuTimer
-from tuner.measure import StoppingRule, relative_noise
+from tuner.measure.method import StoppingRule, relative_noise
 from tuner.settings import MeasureSettings
 
 SOURCE = """

@@ -12,7 +12,7 @@ from tuner import cli
 from tuner.backends.cpu.backend import CpuBackend
 from tuner.config import Config, Problem
 from tuner.energy.cpu import CpuEnergy
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 CONFIG = Config.make(Problem(64, 48, 80), "cpu_reorder", "float64", {"PARALLEL": 0})
 

@@ -12,9 +12,9 @@ from tuner.kernels.discovery import families, template_hash
 from tuner.kernels.family import Family, Parameter
 from tuner.kernels.matmul import compulsory_bytes
 from tuner.kernels.render import launch, render
-from tuner.measurement import Measurement, Status
-from tuner.results import Record, row
-from tuner.space import violations
+from tuner.measure.measurement import Measurement, Status
+from tuner.results.table import Record, row
+from tuner.space.entry_space import violations
 
 C_FAMILIES = ("cpu_naive", "cpu_reorder", "cpu_blocked", "cpu_packed")
 PACKED = {"MC": 96, "NC": 1536, "KC": 256, "MR": 6, "NR": 8, "KU": 4, "PARALLEL": 1}

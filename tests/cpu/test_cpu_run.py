@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import run_cli
-from tuner import results
+from tuner.results import table as results
 
 
+@pytest.mark.slow
 def test_the_cpu_experiment_runs_end_to_end(quick_ceilings, tmp_path):
     out = tmp_path / "run"
     done = run_cli("run", "experiments/cpu_blocking.yaml", "--trials", "1", "--out", str(out))

@@ -13,10 +13,13 @@ import uuid
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from tests.test_lifetime import ROOT, command_line, processes_with, wait_until_gone
-from tuner.folder import stored_records
-from tuner.storage import open_storage, own_storage_url
+from tuner.search.storage import open_storage, own_storage_url
+from tuner.tuning.folder import stored_records
+
+pytestmark = pytest.mark.slow
 
 KILLED_RUN = """\
 name: killed_run

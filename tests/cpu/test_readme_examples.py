@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 import tuner
-from tuner.experiment import parse_experiment
+from tuner.experiment.schema import parse_experiment
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
-from tuner.space import count_valid
+from tuner.space.entry_space import count_valid
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

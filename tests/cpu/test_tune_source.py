@@ -4,8 +4,8 @@ float64 reference, timed, stored, reported), its restrictions applied."""
 from __future__ import annotations
 
 from tests.cpu.conftest import QUICK
-from tuner import results
 from tuner.kernels.discovery import template_text_hash
+from tuner.results import table as results
 
 SOURCE = r"""
 #include <stddef.h>

@@ -6,7 +6,7 @@ import pytest
 
 from tuner.config import Problem
 from tuner.kernels.matmul import tolerance
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 pytestmark = pytest.mark.gpu
 

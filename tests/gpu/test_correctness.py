@@ -13,8 +13,8 @@ from tuner.backends.worker_process import THREAD_VARIABLES
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import families
 from tuner.kernels.matmul import tolerance
-from tuner.measurement import Status
-from tuner.space import violations
+from tuner.measure.measurement import Status
+from tuner.space.entry_space import violations
 
 pytestmark = pytest.mark.gpu
 

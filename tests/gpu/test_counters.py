@@ -16,8 +16,8 @@ import pytest
 from tuner.config import Config, Problem
 from tuner.counters.ncu import NcuUnavailable, find_ncu
 from tuner.counters.sources import NcuCounters
-from tuner.model import cost
-from tuner.results import BASELINE_FAMILY
+from tuner.kernels.model import cost
+from tuner.results.table import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 pytestmark = pytest.mark.gpu

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tuner.device import TENSOR_FLOPS_PER_SM_CLOCK
-from tuner.metadata import metadata_id
+from tuner.gpu.device import TENSOR_FLOPS_PER_SM_CLOCK
+from tuner.results.metadata import metadata_id
 
 pytestmark = pytest.mark.gpu
 
@@ -84,7 +84,7 @@ def test_wgmma_ceilings_pass_mma_sync_and_stay_below_the_datasheet_on_sm_90(summ
 def test_the_context_sleeps_while_it_waits_for_the_gpu():
     """The worker's primary context blocks on a synchronisation instead of spinning a core the compilers need."""
     probe = ("import ctypes\n"
-             "from tuner.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
+             "from tuner.gpu.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
              "require_gpu()\n"
              "flags = ctypes.c_uint()\n"
              "assert ctypes.CDLL('libcuda.so.1').cuCtxGetFlags(ctypes.byref(flags)) == 0\n"

@@ -11,8 +11,8 @@ import tuner
 from tests.gpu.support import QUICK
 from tuner.config import Config, Problem
 from tuner.energy.window import MIN_UPDATES
-from tuner.experiment import parse_experiment
-from tuner.measurement import Status
+from tuner.experiment.schema import parse_experiment
+from tuner.measure.measurement import Status
 
 pytestmark = pytest.mark.gpu
 

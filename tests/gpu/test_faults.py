@@ -11,7 +11,7 @@ import pytest
 from tests.gpu.support import QUICK, float32_config
 from tuner.backends import PycudaBackend
 from tuner.kernels.render import launch
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 pytestmark = pytest.mark.gpu
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.gpu.support import float32_config
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 pytestmark = pytest.mark.gpu
 
@@ -25,9 +25,9 @@ SPINNER = """
 import sys, time
 import numpy as np
 import pycuda.driver as cuda
-from tuner.backends.pycuda.modules import compiled_function
-from tuner.device import describe, require_gpu
-from tuner.measure import _HOLD_SOURCE
+from tuner.gpu.modules import compiled_function
+from tuner.gpu.device import describe, require_gpu
+from tuner.gpu.timing import _HOLD_SOURCE
 
 require_gpu()
 hold = compiled_function(_HOLD_SOURCE, describe()["arch"], "hold")

@@ -9,7 +9,7 @@ import pytest
 from tests.test_mma_emulated import CASES
 from tuner.config import Config, Problem
 from tuner.kernels.matmul import tolerance
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 
 pytestmark = pytest.mark.gpu
 

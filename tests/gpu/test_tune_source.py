@@ -7,7 +7,7 @@ import pytest
 
 import tuner
 from tests.gpu.support import QUICK
-from tuner import results
+from tuner.results import table as results
 
 pytestmark = pytest.mark.gpu
 

@@ -14,7 +14,7 @@ from tests.gpu.support import QUICK
 from tests.wgmma_configs import GPU_PARAMETERS
 from tuner.config import Config, Problem
 from tuner.kernels.matmul import tolerance
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 from tuner.settings import CompileSettings
 
 pytestmark = pytest.mark.gpu

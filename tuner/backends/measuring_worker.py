@@ -16,7 +16,7 @@ from typing import Any
 
 from tuner.backends.worker_process import WorkerCrashed, WorkerProcess
 from tuner.errors import TunerError
-from tuner.measurement import Measurement
+from tuner.measure.measurement import Measurement
 
 SETUP_TIMEOUT_S = 300.0
 """Before the first launch of a request: inputs, reference, buffers, loading the kernel."""

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tuner.config import Config, Problem
-from tuner.measurement import Measurement
+from tuner.measure.measurement import Measurement
 
 if TYPE_CHECKING:
     from tuner.counters.sources import CounterSource

@@ -22,10 +22,10 @@ from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config
 from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family, template_hash
-from tuner.measurement import Measurement, Status, Timing
-from tuner.metadata import metadata_id, python_versions
+from tuner.measure.measurement import Measurement, Status, Timing
 from tuner.recorded import RecordedSpace, load_recorded_once
-from tuner.space import Entries, KernelSpec
+from tuner.results.metadata import metadata_id, python_versions
+from tuner.space.entry_space import Entries, KernelSpec
 
 
 class RecordedBackend(BackendBase):

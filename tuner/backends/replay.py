@@ -31,13 +31,13 @@ from typing import Any
 import pandas as pd
 import pyarrow
 
-from tuner import results
 from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config, Problem
 from tuner.counters.sources import RecordedCounters
 from tuner.energy.columns import energy_from_row
 from tuner.errors import TunerError
-from tuner.measurement import Measurement
+from tuner.measure.measurement import Measurement
+from tuner.results import table as results
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RECORDINGS: dict[str, Path] = {

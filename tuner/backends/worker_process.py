@@ -20,7 +20,7 @@ from multiprocessing import get_context
 from multiprocessing.connection import Connection
 from typing import Any
 
-from tuner.child_start import main_module_hidden
+from tuner.backends.child_start import main_module_hidden
 from tuner.errors import TunerError
 from tuner.lifetime import die_with_parent
 

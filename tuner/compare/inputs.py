@@ -48,7 +48,7 @@ def _spaces_of(path: Path) -> dict[str, RecordedSpace]:
 
 
 def _experiment_spaces(path: Path) -> dict[str, RecordedSpace]:
-    from tuner.experiment import load_experiment  # the experiment parser is only needed here
+    from tuner.experiment.schema import load_experiment  # the experiment parser is only needed here
     from tuner.kernels.discovery import get_family
 
     experiment = load_experiment(path)

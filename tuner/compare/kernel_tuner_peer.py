@@ -47,7 +47,7 @@ import numpy as np
 
 from tuner.compare.harness import BestSoFar
 from tuner.errors import TunerError
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 from tuner.recorded import RecordedSpace
 
 PREFIX = "kt:"

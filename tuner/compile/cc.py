@@ -25,7 +25,7 @@ from tuner.compile import cache as compile_cache
 from tuner.compile.result import CompileResult
 from tuner.errors import TunerError
 from tuner.lifetime import run_tied
-from tuner.measurement import Resources
+from tuner.measure.measurement import Resources
 from tuner.settings import cache_root
 
 BASE_FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fPIC", "-shared")
@@ -34,6 +34,7 @@ VECTORIZATION_REMARKS = "-fopt-info-vec-optimized"
 """GCC's report of each loop it vectorized (on stderr); other compilers build without it."""
 COMPILE_TIMEOUT_S = 300.0
 MESSAGE_LIMIT = 4000
+PROC_CPUINFO = Path("/proc/cpuinfo")
 LIBRARY = ".so"
 OWN_KERNELS = Path(__file__).resolve().parent.parent / "ceiling_kernels"
 """The project's own C kernels: cache eviction and the CPU's ceilings."""
@@ -91,11 +92,23 @@ def flags(cc: str) -> tuple[str, ...]:
     return BASE_FLAGS + ((OPENMP_FLAG,) if openmp_works(cc) else ())
 
 
+def cpuinfo_fields(text: str) -> dict[str, str]:
+    """The first processor's "key: value" lines of /proc/cpuinfo."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+
 @cache
 def target_machine() -> str:
     """What ``-march=native`` resolves from: the CPU's model and instruction-set flags."""
-    from tuner.cpu.info import PROC_CPUINFO, cpuinfo_fields
-
     try:
         fields = cpuinfo_fields(PROC_CPUINFO.read_text())
     except OSError:

@@ -29,7 +29,7 @@ from tuner.errors import TunerError
 from tuner.kernels.render import render
 from tuner.kernels.targets import parse_arch
 from tuner.lifetime import run_tied
-from tuner.measurement import Resources
+from tuner.measure.measurement import Resources
 from tuner.settings import cache_root
 
 COMPILE_TIMEOUT_S = 600.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.measurement import Resources
+from tuner.measure.measurement import Resources
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import Any
 
 import pandas as pd
 
-from tuner import results
 from tuner.counters import store
 from tuner.counters.sources import CounterSource
 from tuner.kernels.discovery import families
+from tuner.results import table as results
 from tuner.settings import COUNTERS_BEST
 
 

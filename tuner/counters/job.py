@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tuner import results
 from tuner.config import Config
 from tuner.kernels.render import Launch, launch
+from tuner.results import table as results
 
 JOB_FILE = "job.json"
 MANIFEST_FILE = "manifest.jsonl"

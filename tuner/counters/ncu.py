@@ -1,6 +1,6 @@
 """Nsight Compute's command-line profiler: where it is, which metrics the GPU has, one profiling session.
 
-A session profiles every kernel a child process launches (:mod:`tuner.counters.child`), each replayed as many
+A session profiles every kernel a child process launches (:mod:`tuner.backends.pycuda.ncu_child`), each replayed as many
 times as the metrics need (``--replay-mode kernel``: the kernel's memory is saved before the first pass and
 restored before each next one), with the GPU's clocks left as they are (``--clock-control none``: the tuner
 never locks clocks) and every cache flushed before each pass (``--cache-control all``, as the tuner flushes the
@@ -178,7 +178,7 @@ def profile_command(ncu: str, metrics: Sequence[str], report: Path, program: Seq
 
 
 def child_program(folder: Path) -> list[str]:
-    return [sys.executable, "-m", "tuner.counters.child", str(folder)]
+    return [sys.executable, "-m", "tuner.backends.pycuda.ncu_child", str(folder)]
 
 
 def run_session(ncu: str, metrics: Sequence[str], folder: Path, kernels: int, env: dict[str, str],

@@ -30,13 +30,13 @@ from typing import Any
 
 import numpy as np
 
-from tuner.ceilings_cache import read_cached, write_cached
 from tuner.compile.cc import compiler_identity, find_cc, flags, openmp_works, own_kernel
 from tuner.config import DTYPE_CTYPE
 from tuner.cpu.info import describe, llc_bytes, usable_cpus
 from tuner.cpu.timing import CpuTimer
-from tuner.machine_load import Load, LoadMeter
-from tuner.measurement import Timing
+from tuner.measure.ceilings_cache import read_cached, write_cached
+from tuner.measure.machine_load import Load, LoadMeter
+from tuner.measure.measurement import Timing
 from tuner.settings import MeasureSettings, cache_root
 
 CEILING_SETTINGS = MeasureSettings(flush_l2=False, warmup=2, min_samples=10, max_samples=100, max_time_s=1.0,

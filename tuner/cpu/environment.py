@@ -1,6 +1,6 @@
 """The environment of the CPU backend's measurements: the CPU, its peaks at the run's thread count, the
 compiler and its flags, numpy's BLAS, versions, git state, method and templates (the dict of
-``Backend.metadata()``, shaped as :func:`tuner.metadata.environment`'s)."""
+``Backend.metadata()``, shaped as :func:`tuner.results.metadata.environment`'s)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from tuner.cpu.ceilings import peaks_at
 from tuner.cpu.timing import describe_method
-from tuner.metadata import git_state, python_versions
+from tuner.results.metadata import git_state, python_versions
 from tuner.settings import MeasureSettings
 
 
@@ -18,7 +18,7 @@ def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSetti
     """Keys: backend, device (the CPU and the thread count), peaks {"theoretical", "measured"} at that thread
     count, ceilings, versions (cc, blas, python, numpy, optuna, tuner), git, measure, compile, templates,
     template_dirs, families, created_utc."""
-    from tuner.backends.cpu.worker import blas_description
+    from tuner.cpu.info import blas_description
     from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash, template_text_hash
 
     compiler = summary["versions"]

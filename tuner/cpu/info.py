@@ -1,4 +1,5 @@
-"""The CPU this process runs on, as Linux describes it: model, cores, caches, vector extensions, clock.
+"""The CPU this process runs on, as Linux describes it: model, cores, caches, vector extensions, clock; and the BLAS
+numpy calls on it.
 
 Read from ``/proc/cpuinfo`` and sysfs (``/sys/devices/system/cpu``), so nothing runs and nothing needs root.
 What the system does not say (a clock under a hypervisor, the memory's speed) stays None.
@@ -13,10 +14,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tuner.kernels.blocking import CacheLevel
+import numpy as np
+
+from tuner.compile.cc import PROC_CPUINFO, cpuinfo_fields
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
-PROC_CPUINFO = Path("/proc/cpuinfo")
 VECTOR_FLAGS = ("sse2", "avx", "avx2", "fma", "avx512f", "avx512vl", "avx512_bf16", "amx_tile", "asimd", "sve")
 """The instruction-set flags the description keeps (x86 and Arm)."""
 FALLBACK_LLC_BYTES = 32 * 2**20
@@ -47,19 +49,6 @@ def parse_cpu_list(text: str) -> list[int]:
     return cpus
 
 
-def cpuinfo_fields(text: str) -> dict[str, str]:
-    """The first processor's "key: value" lines of /proc/cpuinfo."""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if fields:
-                break
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields
-
-
 def caches(cpu: int = 0) -> list[dict[str, Any]]:
     """The data and unified caches of one CPU: level, type, bytes and how many CPUs share each."""
     found = []
@@ -72,11 +61,6 @@ def caches(cpu: int = 0) -> list[dict[str, Any]]:
         shared = parse_cpu_list(_read(index / "shared_cpu_list") or str(cpu))
         found.append({"level": int(level), "type": kind, "bytes": size, "shared_by": len(shared)})
     return found
-
-
-def cache_levels(described: list[dict[str, Any]]) -> list[CacheLevel]:
-    """The cost model's view of the caches: L1d, L2, L3 … with their sizes."""
-    return [CacheLevel(f"L{c['level']}{'d' if c['type'] == 'Data' else ''}", int(c["bytes"])) for c in described]
 
 
 def usable_cpus() -> int:
@@ -159,3 +143,14 @@ def total_cache_bytes() -> int:
     cores = info["usable_cpus"]
     private = sum(c["bytes"] for c in info["caches"] if c["shared_by"] == 1)
     return llc_bytes() + cores * private
+
+
+def blas_description(threads: int) -> str:
+    """Which BLAS numpy calls, e.g. "scipy-openblas 0.3.31 through numpy 2.4.6 matmul, 1 thread"."""
+    library = "numpy's BLAS"
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        library = f"{blas.get('name', 'BLAS')} {blas.get('version', '')}".strip()
+    except (TypeError, KeyError, ValueError):
+        pass  # an older numpy prints its configuration instead of returning it
+    return f"{library} through numpy {np.__version__} matmul, {threads} thread{'s' * (threads != 1)}"

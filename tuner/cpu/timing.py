@@ -1,5 +1,5 @@
 """The timing method on the CPU: warm-up, the caches evicted before every sample, a monotonic clock around each
-call, and the noise-based stopping rule and statistics of ``tuner.measure``.
+call, and the noise-based stopping rule and statistics of ``tuner.measure.method``.
 
 One sample is ``[evict] → perf_counter_ns → call → perf_counter_ns``. Eviction (``tuner/ceiling_kernels/evict.c``) reads
 and writes one word per cache line of a buffer twice the size of all caches together, spread over every usable
@@ -20,8 +20,8 @@ import numpy as np
 from tuner.compile.cc import own_kernel
 from tuner.cpu.info import total_cache_bytes, usable_cpus
 from tuner.energy.cpu import METHOD as ENERGY_METHOD
-from tuner.measure import StoppingRule, summarize
-from tuner.measurement import Timing
+from tuner.measure.measurement import Timing
+from tuner.measure.method import StoppingRule, summarize
 from tuner.settings import MeasureSettings
 
 EVICT_FACTOR = 2

@@ -1,7 +1,7 @@
 """The objectives a search pursues: ``time``, ``energy``, ``edp`` (their product), or ``[time, energy]`` at once.
 
 A single objective drives the strategy: it is what each trial reports to the Optuna study (maximised, as
-:mod:`tuner.energy.values` computes it) and what "best" means in the summary and the report. Two objectives make
+:mod:`tuner.search.energy_values` computes it) and what "best" means in the summary and the report. Two objectives make
 a multi-objective Optuna study (two values per trial, both maximised): its strategy is NSGA-II unless another
 one that handles several objectives is named, every evaluation is recorded with both, and the summary and the
 report name the Pareto front's fastest point, its most efficient one and its knee.

@@ -23,7 +23,7 @@ from tuner.kernels import matmul
 from tuner.kernels.arguments import Argument, Buffer
 from tuner.kernels.targets import SHARED_RESERVED_PER_BLOCK, Target
 from tuner.kernels.tensor_maps import TensorMap
-from tuner.verify import Expected, Tolerance
+from tuner.kernels.verify import Expected, Tolerance
 
 Params = Mapping[str, ParamValue]
 Dim3 = tuple[int, int, int]
@@ -52,10 +52,6 @@ class Parameter:
     pattern: str | None = None
     """For a text parameter: a regular expression (matched whole) for the values an experiment may give beside
     the defaults; None admits the defaults only. Every text value must be a ``TOKEN`` as well."""
-
-    @property
-    def is_text(self) -> bool:
-        return any(isinstance(d, str) for d in self.default)
 
     def refusal(self, value: ParamValue) -> str | None:
         """Why ``value`` may not be given to this parameter, or None where it may."""

@@ -11,7 +11,7 @@ that a run continues where it stopped.
 The declaration: the parameters and their values; the kernel's name; its arguments, the GEMM's ``A``, ``B``, ``C``
 (row-major, C = A·B) and the sizes ``M``, ``N``, ``K`` in the order the kernel takes them (verified against the
 float64 reference as every GEMM family is); the dtypes; and the launch geometry as expressions that are checked and
-walked as restrictions are (:mod:`tuner.recorded.restrictions`, never ``eval``): ``block`` over the parameters
+walked as restrictions are (:mod:`tuner.kernels.restrictions`, never ``eval``): ``block`` over the parameters
 (default: Kernel Tuner's ``block_size_x``, ``block_size_y``, ``block_size_z`` where they are parameters),
 ``grid`` over the parameters and ``M``, ``N``, ``K`` (default: enough blocks to cover the N columns along x and
 the M rows along y), and ``shared`` (bytes of dynamic shared memory) over the parameters and ``size``, the
@@ -33,7 +33,7 @@ from tuner.errors import TunerError
 from tuner.kernels import matmul
 from tuner.kernels.arguments import Argument
 from tuner.kernels.family import Dim3, Family, Parameter, Params, ceil_div
-from tuner.recorded.restrictions import Restriction, _evaluate, parse_restriction
+from tuner.kernels.restrictions import Restriction, _evaluate, parse_restriction
 from tuner.settings import cache_root
 
 KERNEL_TUNER_BLOCK = ("block_size_x", "block_size_y", "block_size_z")

@@ -7,7 +7,7 @@ The reference is computed on the CPU in float64. Above ``FULL_REFERENCE_LIMIT`` 
 is computed, exactly in float64: ``SAMPLE_ROWS`` random rows and ``SAMPLE_COLS`` random columns of C (all of
 them where the matrix has fewer). Every element of C is still checked for having been written.
 
-Tolerance on ‖C − ref‖ / ‖ref‖, with the inputs exact in the dtype (tuner.verify) so that the reference is the
+Tolerance on ‖C − ref‖ / ‖ref‖, with the inputs exact in the dtype (tuner.kernels.verify) so that the reference is the
 exact product of the values the kernel read:
 
 - float32 and float64 (CUDA cores, or float64 on tensor cores, all rounding to nearest): ``4·√K·ε`` with ε the
@@ -36,8 +36,8 @@ import numpy as np
 
 from tuner.config import Problem
 from tuner.kernels.arguments import ACCUMULATOR, Argument, Buffer, Scalar
+from tuner.kernels.verify import Expected, Full, Tolerance
 from tuner.precision import PRECISIONS
-from tuner.verify import Expected, Full, Tolerance
 
 FULL_REFERENCE_LIMIT = 2**30
 SAMPLE_ROWS = 64

@@ -19,7 +19,7 @@ configuration.
 
 Restrictions. A file may hold a field ``restrictions``, a list of Python expressions over the parameters (the
 ``Conditions`` of the kernel's T1 file, which Kernel Tuner's ``restrictions`` take too), checked and evaluated
-without ``eval`` (:mod:`tuner.recorded.restrictions`). A recorded configuration that breaks one is left out of the
+without ``eval`` (:mod:`tuner.kernels.restrictions`). A recorded configuration that breaks one is left out of the
 space, as a search would never propose it.
 
 Kernel Tuner appends each record to the file as it is measured and closes the braces at the end, so a file
@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from tuner.errors import TunerError
-from tuner.measurement import Status
-from tuner.recorded.restrictions import Restriction, parse_restrictions, satisfied
+from tuner.kernels.restrictions import Restriction, parse_restrictions, satisfied
+from tuner.measure.measurement import Status
 from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix, runs_of
 
 FAILURES: dict[str, Status] = {

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tuner import results
 from tuner.errors import TunerError
 from tuner.recorded.space import RecordedSpace, runs_matrix
+from tuner.results import table as results
 
 MISSING = "-"
 """The value of a parameter in the rows of a family that does not have it."""

@@ -5,7 +5,7 @@ list. A row packs into one int64 *key* by mixed radix (the first parameter most 
 the parameter's number of values), so the key of a combination is also its position in the full product
 enumerated in ``itertools.product`` order. Membership and lookup are a binary search in the sorted keys.
 
-Per recorded configuration: its outcome (a :class:`tuner.measurement.Status` value), the recorded failure text,
+Per recorded configuration: its outcome (a :class:`tuner.measure.measurement.Status` value), the recorded failure text,
 its time in ms (NaN unless ok), its timed runs in ms (NaN-padded), and its cost in seconds, the time the
 recording spent on it (what counts is the reader's business: see :mod:`tuner.recorded.load`).
 """
@@ -22,8 +22,8 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from tuner.errors import TunerError
-from tuner.measurement import Status
-from tuner.mixed_radix import KeyIndex, decode, encode, place_values
+from tuner.measure.measurement import Status
+from tuner.space.mixed_radix import KeyIndex, decode, encode, place_values
 
 RecordedValue = int | float | str | bool
 
@@ -49,7 +49,7 @@ class RecordedSpace:
     cost_s: np.ndarray
     restrictions: tuple[str, ...] = ()
     """The space's restrictions, Python expressions over the parameters that every recorded configuration
-    satisfies (:mod:`tuner.recorded.restrictions`); empty where the recording names none."""
+    satisfies (:mod:`tuner.kernels.restrictions`); empty where the recording names none."""
 
     def __post_init__(self) -> None:
         if math.prod(len(v) for v in self.values) >= 2**62:

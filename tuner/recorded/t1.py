@@ -1,7 +1,7 @@
 """T1 files: the Auto-Tuning Association's input format for a kernel (Kernel Tuner's ``tune_kernel_T1`` reads it).
 
 What a recorded space takes from one: the restrictions, ``ConfigurationSpace.Conditions[].Expression`` (Python
-expressions over the parameters), checked as :mod:`tuner.recorded.restrictions` checks every restriction, and the
+expressions over the parameters), checked as :mod:`tuner.kernels.restrictions` checks every restriction, and the
 parameters' values, ``ConfigurationSpace.TuningParameters[]`` (``Name`` and ``Values``, a Python list in text),
 which must be those of the recording the restrictions are given to.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError
-from tuner.recorded.restrictions import parse_restriction
+from tuner.kernels.restrictions import parse_restriction
 
 
 def read_t1(path: str | Path) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from tuner.errors import TunerError
-from tuner.measurement import Status
+from tuner.measure.measurement import Status
 from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix, runs_of
 
 INVALIDITY: dict[str, Status] = {

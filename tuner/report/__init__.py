@@ -20,7 +20,7 @@ from typing import NamedTuple, ParamSpec, TypeVar
 from matplotlib.figure import Figure
 
 from tuner import atomic_file
-from tuner.child_start import main_module_hidden
+from tuner.backends.child_start import main_module_hidden
 from tuner.lifetime import die_with_parent, name_starter
 from tuner.report.bandwidth import bandwidth_plan
 from tuner.report.convergence import convergence_figure

@@ -6,15 +6,15 @@ from typing import Any
 
 import yaml
 
-from tuner import results
 from tuner.config import PLAIN_DTYPES
-from tuner.machine_load import Load
-from tuner.memory_ceilings import LEVEL_LABELS
+from tuner.gpu.memory_ceilings import LEVEL_LABELS
+from tuner.measure.machine_load import Load
 from tuner.peaks import TENSOR_DTYPES
 from tuner.peaks import key as peak_key
 from tuner.report.formatting import fixed, number, percent
 from tuner.report.run_folder import Run
 from tuner.report.tables import Table
+from tuner.results import table as results
 
 PEAK_KEYS = (*(peak_key(d) for d in PLAIN_DTYPES), *(peak_key(d, "tensor") for d in TENSOR_DTYPES), "bandwidth_gbs",
              *LEVEL_LABELS)

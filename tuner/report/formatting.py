@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from tuner import results
+from tuner.results import table as results
 
 
 def finite(value: Any) -> float | None:

@@ -19,12 +19,12 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from tuner import results
 from tuner.config import ParamValue
 from tuner.kernels.discovery import families
 from tuner.report.formatting import number, performance_unit
 from tuner.report.groups import sort_value
 from tuner.report.run_folder import Draw, Run
+from tuner.results import table as results
 
 SLICE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 FAILED_COLOR = "#c8c8c8"

@@ -18,18 +18,18 @@ import numpy as np
 import pandas as pd
 import pyarrow
 
-from tuner import results
 from tuner.config import DTYPES
 from tuner.counters import store as counters_store
 from tuner.energy.objective import Objective, recorded_objective
 from tuner.errors import TunerError
-from tuner.experiment import parse_machine_models
+from tuner.experiment.schema import parse_machine_models
 from tuner.kernels.discovery import families
-from tuner.model import MachineModel, cost
+from tuner.kernels.model import MachineModel, cost
 from tuner.peaks import unit_peaks
 from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
-from tuner.results import BASELINE_FAMILY
+from tuner.results import table as results
+from tuner.results.table import BASELINE_FAMILY
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -246,7 +246,7 @@ def load_run(run_dir: str | Path) -> Run:
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise TunerError(f"{table}: the results table lacks the column(s) {', '.join(missing)}; "
-                         f"it does not follow the schema of tuner.results")
+                         f"it does not follow the schema of tuner.results.table")
     if df.empty:
         raise TunerError(f"{table}: the results table has no rows (the run evaluated nothing, not even a cuBLAS "
                          f"baseline), so there is nothing to report")

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 import jinja2
 import pandas as pd
 
-from tuner import results
 from tuner.config import Config
 from tuner.kernels.discovery import changed_template, families
 from tuner.kernels.render import launch, render, render_stored
 from tuner.report.formatting import params_text, performance_unit
 from tuner.report.run_folder import Run
+from tuner.results import table as results
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from functools import cached_property
 
 import numpy as np
 
-from tuner.mixed_radix import KeyIndex, decode, encode, place_values
+from tuner.space.mixed_radix import KeyIndex, decode, encode, place_values
 
 HAMMING = "hamming"
 ADJACENT = "adjacent"

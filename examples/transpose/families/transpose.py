@@ -10,7 +10,7 @@ per row spreads them over all banks. The compulsory traffic is one read and one 
 from tuner.config import Problem
 from tuner.kernels.arguments import Buffer, Scalar
 from tuner.kernels.family import Constraint, Family, Parameter, Params, ceil_div
-from tuner.verify import Full, Tolerance
+from tuner.kernels.verify import Full, Tolerance
 
 SECTOR_BYTES = 32
 

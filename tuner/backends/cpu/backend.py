@@ -23,6 +23,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from tuner.backends.energy_capability import environment_refusal
 from tuner.backends.measuring_worker import MeasuringWorker
 from tuner.backends.protocol import BackendBase
 from tuner.backends.worker_process import THREAD_VARIABLES, WorkerProcess
@@ -31,13 +32,12 @@ from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config, Problem
 from tuner.cpu.info import usable_cpus
-from tuner.energy.capability import environment_refusal
 from tuner.errors import TunerError
 from tuner.kernels.discovery import family_dirs, get_family
 from tuner.kernels.render import render
-from tuner.measurement import Measurement, Status
+from tuner.measure.measurement import Measurement, Status
 from tuner.settings import CompileSettings, MeasureSettings
-from tuner.space import violations
+from tuner.space.entry_space import violations
 
 START_TIMEOUT_S = 120.0
 """Starting a worker: Python, numpy, the eviction kernel and its buffer."""

@@ -28,15 +28,16 @@ import numpy as np
 
 from tuner.backends.worker_process import Handlers, Served, run_worker
 from tuner.config import Config, Problem
+from tuner.cpu.info import blas_description
 from tuner.cpu.timing import CpuTimer
 from tuner.energy.cpu import CpuEnergy
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
 from tuner.kernels.family import MATMUL, Kernel
-from tuner.machine_load import LoadMeter
-from tuner.measurement import Measurement, Resources, Status
+from tuner.kernels.verify import Expected, Verdict, check_all, poison_word, poisoned, random_inputs
+from tuner.measure.machine_load import LoadMeter
+from tuner.measure.measurement import Measurement, Resources, Status
 from tuner.settings import MeasureSettings
-from tuner.verify import Expected, Verdict, check_all, poison_word, poisoned, random_inputs
 
 SCALAR_CTYPES: Mapping[str, type] = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "float32": ctypes.c_float,
                                      "float64": ctypes.c_double}
@@ -75,17 +76,6 @@ class Workspace:
         values = {b.name: self.arrays[b.name] for b in self.outputs}
         kinds = {b.name: b.dtype_of(self.dtype) for b in self.outputs}
         return check_all(values, self.expected, kinds, self.tolerance)
-
-
-def blas_description(threads: int) -> str:
-    """Which BLAS numpy calls, e.g. "scipy-openblas 0.3.31 through numpy 2.4.6 matmul, 1 thread"."""
-    library = "numpy's BLAS"
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        library = f"{blas.get('name', 'BLAS')} {blas.get('version', '')}".strip()
-    except (TypeError, KeyError, ValueError):
-        pass  # an older numpy prints its configuration instead of returning it
-    return f"{library} through numpy {np.__version__} matmul, {threads} thread{'s' * (threads != 1)}"
 
 
 class CpuWorker:

@@ -15,6 +15,7 @@ import importlib.util
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from tuner.backends.energy_capability import environment_refusal
 from tuner.backends.measuring_worker import MeasuringWorker
 from tuner.backends.protocol import LOOKAHEAD, BackendBase, Done, Pending
 from tuner.backends.worker_process import THREAD_VARIABLES, WorkerProcess
@@ -22,13 +23,12 @@ from tuner.compile.nvcc import compile_source, find_nvcc
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config, Problem
-from tuner.energy.capability import environment_refusal
 from tuner.errors import TunerError
 from tuner.kernels.discovery import family_dirs
 from tuner.kernels.render import Launch, render
 from tuner.kernels.render import launch as launch_geometry
-from tuner.measurement import Measurement, Status
-from tuner.metadata import environment
+from tuner.measure.measurement import Measurement, Status
+from tuner.results.metadata import environment
 from tuner.settings import CompileSettings, MeasureSettings
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class PycudaBackend(BackendBase):
         self.worker.submit("prepare", (problem, dtype), Measurement(Status.CRASHED))
 
     def device(self, remeasure: bool = False) -> dict[str, Any]:
-        """The GPU's summary (``tuner.device.summary``): description, versions, peaks, ceilings."""
+        """The GPU's summary (``tuner.gpu.device.summary``): description, versions, peaks, ceilings."""
         if self._device is None or remeasure:
             self._device = self.worker.describe(remeasure, self.progress)
         return self._device

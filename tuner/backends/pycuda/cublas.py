@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.verify import NUMPY_DTYPES
+from tuner.kernels.verify import NUMPY_DTYPES
 
 
 class BaselineUnavailable(Exception):

@@ -32,11 +32,11 @@ from tuner.kernels.family import MATMUL, Dim3, Kernel
 from tuner.kernels.occupancy import blocks_per_sm
 from tuner.kernels.render import Launch
 from tuner.kernels.targets import STATIC_SHARED_LIMIT, runs_on
-from tuner.machine_load import LoadMeter, NvmlProcesses
-from tuner.measurement import Measurement, Resources, Status
+from tuner.kernels.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
+from tuner.measure.machine_load import LoadMeter, NvmlProcesses
+from tuner.measure.measurement import Measurement, Resources, Status
 from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
-from tuner.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
 
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
@@ -192,9 +192,9 @@ class GpuWorker:
                  family_dirs: tuple[Path, ...]):
         import pycuda.driver as cuda
 
-        from tuner.device import describe, nvml_handle, require_gpu
         from tuner.energy.gpu import GpuEnergy
-        from tuner.measure import SmClock, Timer
+        from tuner.gpu.device import describe, nvml_handle, require_gpu
+        from tuner.gpu.timing import SmClock, Timer
 
         use_family_dirs(family_dirs)
         require_gpu()
@@ -298,7 +298,7 @@ class GpuWorker:
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
-        from tuner.device import summary
+        from tuner.gpu.device import summary
 
         remeasure, progress = request
         self._free_workspaces(0)  # the copy ceiling wants the memory

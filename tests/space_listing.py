@@ -1,0 +1,54 @@
+"""The configurations of an experiment listed whole, for the tests: a run makes them on demand, one study at a
+time
+(:mod:`tuner.search.study_space`), and never needs the whole list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tuner.config import Config, Problem
+from tuner.space.configs import ConfigSequence, union
+from tuner.space.entry_space import Entries, EntrySpace, KernelSpec, entry_space
+
+
+@dataclass(frozen=True)
+class KernelSpace:
+    """The configurations of one kernel entry for one problem."""
+
+    problem: Problem
+    entry: EntrySpace
+
+    @property
+    def family(self) -> str:
+        return self.entry.family.name
+
+    @property
+    def valid(self) -> ConfigSequence:
+        return ConfigSequence(self.problem, ((self.entry, self.entry.valid_rows),))
+
+    @property
+    def rejected(self) -> ConfigSequence:
+        return ConfigSequence(self.problem, ((self.entry, self.entry.invalid_rows),))
+
+    @property
+    def size_before(self) -> int:
+        return self.entry.size
+
+    @property
+    def size_after(self) -> int:
+        return len(self.entry.valid_rows)
+
+
+def kernel_space(spec: KernelSpec, problem: Problem) -> KernelSpace:
+    return KernelSpace(problem, entry_space(spec))
+
+
+def experiment_space(experiment: Entries) -> list[KernelSpace]:
+    """One KernelSpace per problem and kernel entry, problems first."""
+    return [kernel_space(spec, problem) for problem in experiment.problems for spec in experiment.kernels]
+
+
+def valid_configs(experiment: Entries) -> list[Config]:
+    """Every valid configuration of the experiment, without repeats, in a deterministic order."""
+    entries = [entry_space(spec) for spec in experiment.kernels]
+    return [config for problem in experiment.problems for config in union(problem, entries)]

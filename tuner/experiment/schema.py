@@ -1,0 +1,569 @@
+"""Experiment files: the YAML schema, its validation and the error messages that name file and field."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tuner import input_file
+from tuner.compile.options import OptionError, check_nvcc_options
+from tuner.config import DTYPES, Problem
+from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
+from tuner.errors import ExperimentError, TunerError
+from tuner.experiment.family_trial import family_mistake
+from tuner.experiment.yaml_document import Document, FieldPath, read_document
+from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
+from tuner.kernels.family import Family, FamilyError, Parameter
+from tuner.kernels.model import MachineModel
+from tuner.kernels.targets import target
+from tuner.recorded.family import recorded_family, recording_name
+from tuner.recorded.load import load_recorded_once
+from tuner.settings import COUNTERS_CHOICES, CompileSettings, MeasureSettings, SearchSettings
+from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
+from tuner.space.restriction_rules import restriction_refusal
+from tuner.strategies.catalog import NAMES
+
+SAMPLERS = NAMES
+INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
+NAME_BYTES = 255  # the longest file name that common file systems take
+MAX_EXPERIMENT_BYTES = 16 * 2**20
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    problems: tuple[Problem, ...]
+    kernels: tuple[KernelSpec, ...]
+    machine_models: tuple[MachineModel, ...] = ()
+    search: SearchSettings = field(default_factory=SearchSettings)
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    compile: CompileSettings = field(default_factory=CompileSettings)
+    description: str = ""
+    path: str | None = None
+    template_dirs: tuple[Path, ...] = ()
+    """Folders of kernel families beside the package's own (resolved against the experiment file's folder)."""
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        seen = dict.fromkeys(d for k in self.kernels for d in k.dtypes)
+        return tuple(seen)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+class _Validator:
+    def __init__(self, document: Document):
+        self.r = document
+
+    def mapping(self, value: Any, path: FieldPath, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            raise self.r.error(path, f"expected a mapping with keys {', '.join(required + optional)}, "
+                                     f"found {_describe(value)}")
+        allowed = required + optional
+        for key in value:
+            if key not in allowed:
+                raise self.r.error((*path, key), f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
+        for key in required:
+            if key not in value:
+                raise self.r.error(path, f"missing required key '{key}'")
+        return value
+
+    def integer(self, value: Any, path: FieldPath, minimum: int = 1) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.r.error(path, f"expected an integer ≥ {minimum}, found {_describe(value)}")
+        return value
+
+    def number(self, value: Any, path: FieldPath, positive: bool = True) -> float:
+        expected = f"expected a {'positive ' if positive else ''}number"
+        if isinstance(value, bool) or not isinstance(value, int | float) or (positive and value <= 0):
+            raise self.r.error(path, f"{expected}, found {_describe(value)}")
+        if not math.isfinite(value):
+            raise self.r.error(path, f"{expected}, found {_describe(value)} (only finite numbers are allowed)")
+        return float(value)
+
+    def text(self, value: Any, path: FieldPath) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.r.error(path, f"expected non-empty text, found {_describe(value)}")
+        return value
+
+    def boolean(self, value: Any, path: FieldPath) -> bool:
+        if not isinstance(value, bool):
+            raise self.r.error(path, f"expected true or false, found {_describe(value)}")
+        return value
+
+    def choice(self, value: Any, path: FieldPath, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            raise self.r.error(path, f"expected one of {', '.join(choices)}, found {_describe(value)}")
+        return value
+
+    def values(self, value: Any, path: FieldPath, check: Callable[[Any, FieldPath], Any]) -> tuple:
+        if not isinstance(value, list) or not value:
+            raise self.r.error(path, f"expected a non-empty list of values to search, found {_describe(value)}")
+        items = tuple(check(v, (*path, i)) for i, v in enumerate(value))
+        self.unique(items, path, lambda item: f"the value {item!r} is listed twice")
+        return items
+
+    def unique(self, items: Iterable[Hashable], path: FieldPath, message: Callable[[Any], str],
+               within: tuple[str, ...] = ()) -> None:
+        """Refuse the second of two equal items of the list at ``path`` (the error names ``path[i]`` + ``within``)."""
+        seen: set[Hashable] = set()
+        for i, item in enumerate(items):
+            if item in seen:
+                raise self.r.error((*path, i, *within), message(item))
+            seen.add(item)
+
+def _problem(v: _Validator, value: Any, path: FieldPath, dims: tuple[str, ...]) -> Problem:
+    m = v.mapping(value, path, dims, ())
+    return Problem(**{d: v.integer(m[d], (*path, d)) for d in dims})
+
+
+def _check_index_range(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
+    for buffer in family.buffers:
+        elements = buffer.elements(problem)
+        if elements > INDEX_LIMIT:
+            shape = "×".join(map(str, buffer.shape(problem)))
+            raise v.r.error(path, f"{family.name}'s buffer {buffer.name} ({shape} = {elements} elements) exceeds "
+                                  f"the kernels' 32-bit index range ({INDEX_LIMIT})")
+
+
+def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
+            recordings: dict[str, Path]) -> KernelSpec:
+    if isinstance(value, dict) and "recorded" in value:
+        return _recorded_kernel(v, value, path, arch, file, recordings)
+    if isinstance(value, dict) and "template" not in value:
+        raise v.r.error(path, "missing required key 'template' (a kernel family) or 'recorded' (a brute-force "
+                              "recording: a Kernel Tuner cache file or T4 results file)")
+    m = v.mapping(value, path, ("template",), ("parameters", "restrictions"))
+    known = families()
+    name = v.text(m["template"], (*path, "template"))
+    if name not in known:
+        raise v.r.error((*path, "template"), f"unknown template '{name}'; known templates: {', '.join(known)} "
+                                             f"(more with template_dirs: or --templates DIR)")
+    family = known[name]
+    ppath = (*path, "parameters")
+    given = m.get("parameters", {})
+    names = family.parameter_names
+    given = v.mapping(given, ppath, (), (*names, "dtype"))
+    values: dict[str, tuple] = {}
+    for param in family.parameters:
+        if param.name not in given:
+            values[param.name] = param.default
+            continue
+        vpath = (*ppath, param.name)
+        values[param.name] = v.values(given[param.name], vpath, partial(_value, v, param=param))
+    dtypes = v.values(given.get("dtype", [family.dtypes[0]]), (*ppath, "dtype"),
+                      lambda x, p: _dtype(v, x, p, family.dtypes))
+    refusal = size_refusal(values, dtypes)
+    if refusal is not None:
+        raise v.r.error(ppath, refusal)
+    rpath = (*path, "restrictions")
+    restrictions = tuple(_list(v, m.get("restrictions", []), rpath))
+    for i, text in enumerate(restrictions):
+        refusal = restriction_refusal(text, names)
+        if refusal is not None:
+            raise v.r.error((*rpath, i), refusal)
+    spec = KernelSpec(name, values, dtypes, arch, restrictions)
+    try:
+        total, valid, reasons = count_valid(spec)
+    except FamilyError as exc:
+        raise v.r.error(ppath, str(exc)) from None
+    if valid == 0:
+        why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
+        raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
+                               f"(all {total} rejected: {why})")
+    return spec
+
+
+def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
+                     recordings: dict[str, Path]) -> KernelSpec:
+    """An entry that searches a recorded space: its parameters and values are the recording's. ``recordings``:
+    the files of the entries read so far, by family name."""
+    m = v.mapping(value, path, ("recorded",), ("name", "dtype"))
+    where = (*path, "recorded")
+    recording = Path(file).resolve().parent / Path(v.text(m["recorded"], where)).expanduser()
+    if not recording.exists():
+        raise v.r.error(where, f"no such file: {recording}")
+    try:
+        space = load_recorded_once(recording)
+        space.optimum_row  # noqa: B018 (a recording without one successful configuration is refused here)
+    except TunerError as exc:
+        raise v.r.error(where, str(exc)) from None
+    name = v.text(m["name"], (*path, "name")) if "name" in m else recording_name(recording)
+    if not name.isidentifier():
+        raise v.r.error((*path, "name") if "name" in m else where,
+                        f"the family name '{name}' must be a Python identifier (letters, digits, '_'); "
+                        f"name the recording with 'name:'")
+    known = families().get(name)
+    if known is not None and known.recording is None:
+        raise v.r.error((*path, "name") if "name" in m else where,
+                        f"'{name}' is the name of a kernel family ({known.declaration}); name the recording "
+                        f"otherwise with 'name:'")
+    if recordings.setdefault(name, recording) != recording:
+        raise v.r.error((*path, "name") if "name" in m else where,
+                        f"two recordings are named '{name}' ({recordings[name]} and {recording}); name one with "
+                        f"'name:'")
+    dtype = _dtype(v, m.get("dtype", "float32"), (*path, "dtype"), DTYPES)
+    refusal = size_refusal(space.values, (dtype,))
+    if refusal is not None:
+        raise v.r.error(where, f"the recording's parameters {refusal}")
+    use_recorded_family(recorded_family(space, name, dtype, recording))
+    return KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
+
+
+def _check_recorded_problem(v: _Validator, problem: Problem, spec: KernelSpec, path: FieldPath) -> None:
+    """A recorded entry only answers for the problem it was recorded at (where the recording says which)."""
+    recording = families()[spec.family].recording
+    if recording is None:
+        return
+    recorded = load_recorded_once(recording).problem_size
+    sizes = recorded if isinstance(recorded, list) else [recorded]
+    if not all(isinstance(s, int) for s in sizes):
+        return
+    given = [problem[d] for d in problem.dims][:len(sizes)]
+    if given != sizes[:len(given)]:
+        raise v.r.error(path, f"{recording.name} was recorded at problem size {recorded} "
+                              f"({', '.join(problem.dims[:len(sizes)])}), not {problem.label}")
+
+
+def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> Any:
+    """A parameter value of the type the family's defaults have: integers ≥ 0, text or booleans; text only as the
+    family admits it (see Parameter.refusal)."""
+    kinds = {bool if isinstance(d, bool) else int if isinstance(d, int) else str for d in param.default}
+    if kinds == {bool}:
+        value = v.boolean(value, path)
+    elif kinds == {str}:
+        value = v.text(value, path)
+    elif kinds == {int}:
+        value = v.integer(value, path, minimum=0)
+    elif not isinstance(value, bool | int | str):
+        raise v.r.error(path, f"expected an integer, text or true/false, found {_describe(value)}")
+    refusal = param.refusal(value)
+    if refusal:
+        raise v.r.error(path, refusal)
+    return value
+
+
+def _dtype(v: _Validator, value: Any, path: FieldPath, supported: tuple[str, ...]) -> str:
+    if value not in DTYPES:
+        raise v.r.error(path, f"unknown dtype {_describe(value)}; expected one of {', '.join(DTYPES)}")
+    if value not in supported:
+        raise v.r.error(path, f"dtype '{value}' is not supported by this template (it supports {', '.join(supported)})")
+    return value
+
+
+def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
+    m = v.mapping(value, path, ("name", "peak_gflops", "bandwidth_gbs"), ())
+    peaks_path = (*path, "peak_gflops")
+    peaks = v.mapping(m["peak_gflops"], peaks_path, (), DTYPES)
+    if not peaks:
+        raise v.r.error(peaks_path, f"expected a peak for at least one of {', '.join(DTYPES)}")
+    return MachineModel(
+        name=v.text(m["name"], (*path, "name")),
+        peak_gflops={d: v.number(x, (*peaks_path, d)) for d, x in peaks.items()},
+        bandwidth_gbs=v.number(m["bandwidth_gbs"], (*path, "bandwidth_gbs")),
+    )
+
+
+def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable]) -> Any:
+    m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
+    return cls(**{k: checks[k](x, (*path, k)) for k, x in m.items()})
+
+
+def _optional(check: Callable) -> Callable:
+    return lambda x, p: None if x is None else check(x, p)
+
+
+def parse_machine_models(text: str, file: str) -> tuple[MachineModel, ...]:
+    """The machine models of an experiment given as YAML text, without loading any kernel family (so that a
+    recorded experiment's text can be read without running code its ``template_dirs`` name)."""
+    document = read_document(text, file)
+    raw = document.value.get("machine_models", []) if isinstance(document.value, dict) else []
+    if not isinstance(raw, list):
+        raise document.error(("machine_models",), f"expected a list, found {_describe(raw)}")
+    v = _Validator(document)
+    return tuple(_machine(v, item, ("machine_models", i)) for i, item in enumerate(raw))
+
+
+def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLike[str], ...] = ()) -> Experiment:
+    """Validate an experiment given as YAML text; ``file`` names it in error messages. ``template_dirs`` are
+    folders of kernel families beyond those the file names (``--templates DIR``)."""
+    document = read_document(text, file)
+    v = _Validator(document)
+    if document.value is None:
+        raise ExperimentError(file, "", "is empty; expected a mapping with keys name, problems and kernels")
+    top = v.mapping(document.value, (), ("name", "problems", "kernels"),
+                    ("description", "template_dirs", "machine_models", "search", "measure", "compile"))
+
+    def items(key: str, parse: Callable) -> tuple:
+        raw = top.get(key, [])
+        if not isinstance(raw, list) or (key != "machine_models" and not raw):
+            raise document.error((key,), f"expected a non-empty list, found {_describe(raw)}")
+        return tuple(parse(v, x, (key, i)) for i, x in enumerate(raw))
+
+    machine_models = items("machine_models", _machine)
+    v.unique((m.name for m in machine_models), ("machine_models",),
+             lambda name: f"the machine model '{name}' is defined twice", within=("name",))
+    search = _settings(v, top.get("search"), ("search",), SearchSettings, {
+        "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
+        "trials": v.integer,
+        "timeout_s": _optional(v.number),
+        "seed": lambda x, p: v.integer(x, p, minimum=0),
+        "transfer": lambda x, p: v.integer(x, p, minimum=0),
+        "objective": lambda x, p: _objective(v, x, p),
+    })
+    search = _pair_sampler(v, search, top.get("search"))
+    measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
+        "flush_l2": v.boolean,
+        "warmup": lambda x, p: v.integer(x, p, minimum=0),
+        "min_samples": v.integer,
+        "max_samples": v.integer,
+        "max_time_s": v.number,
+        "target_noise": v.number,
+        "timeout_s": v.number,
+        "verify": v.boolean,
+        "input_seed": lambda x, p: v.integer(x, p, minimum=0),
+        "energy": v.boolean,
+        "counters": lambda x, p: v.choice(x, p, COUNTERS_CHOICES),
+    })
+    if measure.max_samples < measure.min_samples:
+        raise document.error(("measure", "max_samples"),
+                             f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
+    compile_ = _settings(v, top.get("compile"), ("compile",), CompileSettings, {
+        "arch": lambda x, p: _arch(v, x, p),
+        "options": lambda x, p: _options(v, x, p),
+        "workers": _optional(v.integer),
+    })
+    folders = _template_dirs(v, top.get("template_dirs", []), file)
+    try:
+        use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
+        families()  # a family that cannot be loaded is a mistake of the folders named here
+    except TunerError as exc:
+        raise document.error(("template_dirs",), str(exc)) from None
+    recordings: dict[str, Path] = {}
+    kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch, file, recordings))
+    dims = tuple(dict.fromkeys(d for k in kernels for d in families()[k.family].dims))
+    problems = items("problems", lambda v_, x, p: _problem(v_, x, p, dims))
+    v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
+    for i, problem in enumerate(problems):
+        for spec in kernels:
+            _check_index_range(v, problem, families()[spec.family], ("problems", i))
+            _check_recorded_problem(v, problem, spec, ("problems", i))
+    for i, spec in enumerate(kernels):
+        mistake = family_mistake(spec, problems)
+        if mistake is not None:
+            raise document.error(("kernels", i, "template"), mistake)
+    return Experiment(
+        name=_name(v, top["name"]),
+        description=v.text(top["description"], ("description",)) if "description" in top else "",
+        problems=problems,
+        kernels=kernels,
+        machine_models=machine_models,
+        search=search,
+        measure=measure,
+        compile=compile_,
+        path=file,
+        template_dirs=(*folders, *(Path(os.fspath(d)).resolve() for d in template_dirs)),
+    )
+
+
+def _objective(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
+    try:
+        return parse_objective(value)
+    except ObjectiveError as exc:
+        raise v.r.error(path, str(exc)) from None
+
+
+def _pair_sampler(v: _Validator, search: SearchSettings, given: Any) -> SearchSettings:
+    """Two objectives search with NSGA-II unless the file names a strategy that handles several objectives."""
+    if not is_pair(search.objective):
+        return search
+    if not isinstance(given, dict) or "sampler" not in given:
+        return dataclasses.replace(search, sampler=PAIR_SAMPLER)
+    if search.sampler not in PAIR_SAMPLERS:
+        raise v.r.error(("search", "sampler"), pair_refusal(search.sampler))
+    return search
+
+
+def pair_refusal(sampler: str) -> str:
+    """Why a strategy cannot search two objectives at once."""
+    return (f"'{sampler}' searches for one value, so it cannot search time and energy at once; choose one that "
+            f"handles several objectives ({', '.join(PAIR_SAMPLERS)}; {PAIR_SAMPLER} is the default), or search one "
+            f"objective (energy, or edp for one point of the front)")
+
+
+def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
+    """The folders the file names, relative to the file's own folder."""
+    base = Path(file).resolve().parent
+    folders = []
+    for i, entry in enumerate(_list(v, value, ("template_dirs",))):
+        folder = base / Path(v.text(entry, ("template_dirs", i))).expanduser()
+        if not folder.is_dir():
+            raise v.r.error(("template_dirs", i), f"no such folder: {folder}")
+        folders.append(folder.resolve())
+    return tuple(folders)
+
+
+def _options(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
+    options = tuple(v.text(o, (*path, i)) for i, o in enumerate(_list(v, value, path)))
+    try:
+        check_nvcc_options(options)
+    except OptionError as exc:
+        raise v.r.error((*path, exc.index), str(exc)) from None
+    return options
+
+
+def _list(v: _Validator, value: Any, path: FieldPath) -> list:
+    if not isinstance(value, list):
+        raise v.r.error(path, f"expected a list, found {_describe(value)}")
+    return value
+
+
+def _arch(v: _Validator, value: Any, path: FieldPath) -> str:
+    text = v.text(value, path)
+    try:
+        target(text)
+    except TunerError as exc:
+        raise v.r.error(path, str(exc)) from None
+    return text
+
+
+def name_refusal(name: str) -> str | None:
+    """Why ``name`` cannot name an experiment (it names its output folder), or None where it can."""
+    if any(c in name for c in "/\\") or name.startswith("."):
+        return f"is used as a folder name and may not contain '/' or start with '.': {name!r}"
+    hidden = next((c for c in name if not c.isprintable()), None)
+    if hidden is not None:
+        return (f"is used as a folder name and may not hold control or other invisible characters (it holds "
+                f"U+{ord(hidden):04X}): {name!r}")
+    if len(name.encode()) > NAME_BYTES:
+        return (f"is used as a folder name, which may have at most {NAME_BYTES} bytes (this one has "
+                f"{len(name.encode())})")
+    return None
+
+
+def _name(v: _Validator, value: Any) -> str:
+    name = v.text(value, ("name",))
+    refusal = name_refusal(name)
+    if refusal:
+        raise v.r.error(("name",), refusal)
+    return name
+
+
+def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.PathLike[str], ...] = ()) -> Experiment:
+    """Read and validate an experiment file; every mistake raises ExperimentError naming file and field.
+    ``template_dirs``: folders of kernel families beyond those the file names."""
+    file = str(path)
+    try:
+        text = input_file.read_text(path, MAX_EXPERIMENT_BYTES)
+    except FileNotFoundError:
+        raise ExperimentError(file, "", "no such file") from None
+    except OSError as exc:
+        raise ExperimentError(file, "", f"cannot be read ({input_file.reason(exc)})") from None
+    except UnicodeDecodeError as exc:
+        raise ExperimentError(file, "", f"cannot be read ({exc})") from None
+    return parse_experiment(text, file, template_dirs)
+
+
+BUILT_IN_PYTHON = "<Experiment built in Python>"
+
+
+def check_name(experiment: Experiment) -> None:
+    """ExperimentError where the experiment's name cannot name its output folder (also for an experiment read from
+    a file and then given another name in Python)."""
+    file = experiment.path or BUILT_IN_PYTHON
+    if not isinstance(experiment.name, str) or not experiment.name.strip():
+        raise ExperimentError(file, "name", "an experiment needs a name (non-empty text)")
+    refusal = name_refusal(experiment.name)
+    if refusal:
+        raise ExperimentError(file, "name", refusal)
+
+
+def check_experiment(experiment: Experiment) -> None:
+    """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
+    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown sampler or a budget below 1."""
+    file = experiment.path or BUILT_IN_PYTHON
+
+    def fail(field_: str, message: str) -> ExperimentError:
+        return ExperimentError(file, field_, message)
+
+    check_name(experiment)
+    try:
+        check_nvcc_options(experiment.compile.options)
+    except OptionError as exc:
+        raise fail(f"compile.options[{exc.index}]", str(exc)) from None
+    if not experiment.problems:
+        raise fail("problems", "list at least one problem")
+    if not experiment.kernels:
+        raise fail("kernels", "list at least one kernel entry")
+    use_family_dirs([os.fspath(d) for d in experiment.template_dirs])
+    known = families()
+    for i, spec in enumerate(experiment.kernels):
+        if spec.family not in known:
+            raise fail(f"kernels[{i}].template", f"unknown template '{spec.family}'; known templates: "
+                                                 f"{', '.join(known)}")
+        family = known[spec.family]
+        for name, values in spec.values.items():
+            if name not in family.parameter_names:
+                raise fail(f"kernels[{i}].parameters.{name}", f"'{spec.family}' has no parameter '{name}'; its "
+                                                              f"parameters: {', '.join(family.parameter_names)}")
+            if not values:
+                raise fail(f"kernels[{i}].parameters.{name}", "list at least one value")
+            parameter = family.parameters[family.parameter_names.index(name)]
+            for j, value in enumerate(values):
+                refusal = parameter.refusal(value) if family.recording is None else None
+                if refusal:
+                    raise fail(f"kernels[{i}].parameters.{name}[{j}]", refusal)
+        missing = [n for n in family.parameter_names if n not in spec.values]
+        if missing:
+            raise fail(f"kernels[{i}].parameters", f"no values for {', '.join(missing)}")
+        for dtype in spec.dtypes:
+            if dtype not in family.dtypes:
+                raise fail(f"kernels[{i}].parameters.dtype", f"'{spec.family}' does not support '{dtype}'; it "
+                                                             f"supports {', '.join(family.dtypes)}")
+        refusal = size_refusal(spec.values, spec.dtypes)
+        if refusal is not None:
+            raise fail(f"kernels[{i}].parameters", refusal)
+        for j, text in enumerate(spec.restrictions):
+            refusal = restriction_refusal(text, family.parameter_names)
+            if refusal is not None:
+                raise fail(f"kernels[{i}].restrictions[{j}]", refusal)
+        try:
+            total, valid, reasons = count_valid(spec)
+        except FamilyError as exc:
+            raise fail(f"kernels[{i}].parameters", str(exc)) from None
+        if valid == 0:
+            why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
+            raise fail(f"kernels[{i}].parameters", f"no combination of these values satisfies the family's "
+                                                   f"constraints (all {total} rejected: {why})")
+    for i, spec in enumerate(experiment.kernels):
+        mistake = family_mistake(spec, experiment.problems)
+        if mistake is not None:
+            raise fail(f"kernels[{i}].template", mistake)
+    if experiment.search.sampler not in SAMPLERS:
+        raise fail("search.sampler", f"unknown sampler '{experiment.search.sampler}'; choose one of "
+                                     f"{', '.join(SAMPLERS)}")
+    trials = experiment.search.trials
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise fail("search.trials", f"a whole number of at least 1, not {trials!r}")
+    try:
+        objective = parse_objective(experiment.search.objective)
+    except ObjectiveError as exc:
+        raise fail("search.objective", str(exc)) from None
+    if is_pair(objective) and experiment.search.sampler not in PAIR_SAMPLERS:
+        raise fail("search.sampler", pair_refusal(experiment.search.sampler))

@@ -1,0 +1,137 @@
+"""The environment of a run's measurements: device, peaks, versions, git state, method and compile settings.
+
+``environment()`` builds the dict a backend's ``metadata()`` returns; ``metadata_id()`` names it by a short
+hash, so results rows can point at the environment they were measured in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import tomllib
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import TunerError
+from tuner.settings import CompileSettings, MeasureSettings
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DISTRIBUTION = "tiled-tuner"
+"""The name under which pip installs the package (``tuner`` on the package index is another project)."""
+
+
+def _nvcc_version() -> str | None:
+    from tuner.compile.nvcc import nvcc_version
+
+    try:
+        return nvcc_version()
+    except TunerError:
+        return None
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def tuner_version() -> str | None:
+    """The installed version, or the one in pyproject.toml when running from a checkout."""
+    installed = _version(DISTRIBUTION)
+    if installed:
+        return installed
+    try:
+        return tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
+
+
+def python_versions() -> dict[str, str | None]:
+    return {
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "optuna": _version("optuna"),
+        "tuner": tuner_version(),
+    }
+
+
+def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """{commit, dirty} of the checkout holding the tuner.
+
+    A copy of the tree without its ``.git`` (shipped to a GPU host, say) is described by the environment
+    variables TUNER_GIT_COMMIT and TUNER_GIT_DIRTY (``1`` or ``0``) when they are set, else by Nones.
+    """
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        dirty = os.environ.get("TUNER_GIT_DIRTY")
+        return {"commit": os.environ.get("TUNER_GIT_COMMIT") or None,
+                "dirty": None if dirty is None else dirty.strip() not in ("", "0", "false")}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit.strip(), "dirty": None if status is None else bool(status.strip())}
+
+
+def environment(backend: str, device_summary: dict[str, Any] | None, measure: MeasureSettings,
+                compile_settings: CompileSettings) -> dict[str, Any]:
+    """The metadata dict of ``Backend.metadata()``.
+
+    Keys: backend, device, peaks {"theoretical", "measured"}, ceilings (how and when they were measured),
+    versions (driver, cuda, nvcc, pycuda, python, numpy, optuna, tuner), git {commit, dirty},
+    measure (settings + method), compile {arch, options, compiler}, templates {family: hash}, template_dirs
+    (the folders of families beyond the package's), families (what a report needs of the families in those
+    folders, as data: tuner.kernels.discovery.folder_family_records), created_utc.
+    """
+    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash, template_text_hash
+    from tuner.measure.method import describe_method
+
+    summary = device_summary or {}
+    empty = {"float32_gflops": None, "float64_gflops": None, "int32_gflops": None, "bandwidth_gbs": None}
+    peaks = summary.get("peaks") or {"theoretical": dict(empty), "measured": dict(empty)}
+    device_versions = summary.get("versions") or {}
+    versions = {
+        "driver": device_versions.get("driver"),
+        "cuda_driver_api": device_versions.get("cuda_driver_api"),
+        "cuda": device_versions.get("cuda"),
+        "nvcc": device_versions.get("nvcc") or _nvcc_version(),
+        "pycuda": device_versions.get("pycuda"),
+        **python_versions(),
+    }
+    ceilings = summary.get("ceilings") or {}
+    return {
+        "backend": backend,
+        "device": summary.get("device") or {},
+        "peaks": peaks,
+        "ceilings": {"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc"),
+                     "load": ceilings.get("load")},
+        "versions": versions,
+        "git": git_state(),
+        "measure": {**asdict(measure), "method": describe_method(measure)},
+        "compile": {"arch": compile_settings.arch, "options": list(compile_settings.options),
+                    "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
+        "templates": {name: template_hash(name) for name in families()},
+        "template_texts": {name: template_text_hash(name) for name in families()},
+        "template_dirs": [str(folder) for folder in family_dirs()],
+        "families": folder_family_records(),
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        **({"energy": summary["energy"]} if summary.get("energy") else {}),
+    }
+
+
+def metadata_id(env: dict[str, Any]) -> str:
+    """A short stable hash of the environment, ignoring when it was created."""
+    stable = {key: value for key, value in env.items() if key != "created_utc"}
+    text = json.dumps(stable, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
