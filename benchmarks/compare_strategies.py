@@ -2,7 +2,7 @@
 the recorded spaces, the methodology score checked against its package, and the default strategy's own time.
 
     python benchmarks/compare_strategies.py [--out DIR] [--repeats R] [--score-repeats R] [--jobs N]
-                                            [--only gemm,h100,wgmma,peers,agreement,time]
+                                            [--only gemm,h100,wgmma,hub,peers,agreement,time]
 
 Parts, each in a folder of DIR (default ``benchmarks/results``) with the command's table, figures and page and a
 ``runtime.json`` (wall time, CPU, processes, the machine's load average before and after):
@@ -12,6 +12,8 @@ Parts, each in a folder of DIR (default ``benchmarks/results``) with the command
 * ``compare_h100/``: the same on our own exhaustive H100 recording (``experiments/data/h100_regblock_exhaustive``);
 * ``compare_wgmma_h100/``: the same on the wgmma family's exhaustive bfloat16 recording at 4096³
   (``experiments/data/h100_wgmma_exhaustive``), convention (a), 50, 100 and 150 evaluations;
+* ``compare_hub/``: the default strategy and ``ils`` alone on the six convolution and dedispersion recordings,
+  convention (a), 100 and 400 evaluations, P from 10 runs each (no other package needed);
 * ``compare_peers/``: side by side on the six convolution and dedispersion recordings and the two GEMM ones,
   convention (a), 100 and 400 evaluations: ours, Optuna's samplers and Kernel Tuner's strategies in its
   simulation mode (``--peers kernel_tuner``; needs the ``kernel_tuner`` package);
@@ -61,7 +63,8 @@ WGMMA = ROOT / "experiments" / "data" / "h100_wgmma_exhaustive"
 WGMMA_BUDGETS = (50, 100, 150)
 PEER_BUDGETS = (100, 400)
 PEER_SCORE_REPEATS = 10
-PARTS = ("gemm", "h100", "wgmma", "peers", "agreement", "time")
+PARTS = ("gemm", "h100", "wgmma", "hub", "peers", "agreement", "time")
+HUB_SCORE_REPEATS = 10
 TIMED_SIZE = 100_000
 TIMED_RADICES = (8, 8, 6, 6, 5, 4, 4, 3)
 TIMED_PROPOSALS = (400, 1600)
@@ -245,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / "compare_wgmma_h100"
         timed(out, settings, lambda: run_comparison([WGMMA], repeats=args.repeats, budgets=WGMMA_BUDGETS,
                                                     convention="a", jobs=args.jobs, out=out))
+    if "hub" in parts:
+        out = args.out / "compare_hub"
+        timed(out, {**settings, "score_repeats": HUB_SCORE_REPEATS},
+              lambda: run_comparison([RECORDED / f"{name}.json.gz" for name in HUB], [DEFAULT, "ils"],
+                                     repeats=args.repeats, budgets=PEER_BUDGETS, convention="a", jobs=args.jobs,
+                                     out=out, score_repeats=HUB_SCORE_REPEATS))
     peers = args.out / "compare_peers"
     if "peers" in parts:
         timed(peers, {**settings, "score_repeats": args.score_repeats},
