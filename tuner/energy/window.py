@@ -1,15 +1,16 @@
 """The energy window on a GPU: the kernel launched back to back while a thread reads the energy counter.
 
-After a configuration is timed (the timed samples are left as they were: the window comes after them, outside
-every event pair), it is launched again and again: for ``SETTLE_S`` first, uncounted, so that the power controller
-brings the clocks to this kernel's load (coming from the timed samples, or from another kernel, the clocks start
-where that load left them, and a window opened at once would take its time per launch partly at those clocks and
-its power at the settled ones), then for a window of at least ``MIN_WINDOW_S`` and long enough to hold
-``MIN_UPDATES`` whole update periods of the counter after one period of lead (the counter updates every few tens
-of milliseconds and may lag what it counts). Launches are queued in chunks of about ``CHUNK_S`` of work, each
-closed by an event; the host waits on the chunk before the last, so that the device always has work queued and the
-host sleeps (the interpreter free for the thread that reads the counter) while it runs. The window's length is
-the time between the events before its first launch and after its last, on the device's clock.
+After a configuration is timed (the timed samples are left as they were: the window comes after them, outside every
+event pair), it is launched again and again: for ``SETTLE_S`` first, uncounted, so that the power controller brings
+the clocks to this kernel's load (coming from the timed samples, or from another kernel, the clocks start where that
+load left them, and a window opened at once would take its time per launch partly at those clocks and its power at
+the settled ones; a window measured again right after one too short needs no settling), then for a window of at
+least ``MIN_WINDOW_S`` and long enough to hold ``MIN_UPDATES`` whole update periods of the counter after one period
+of lead (the counter updates every few tens of milliseconds and may lag what it counts). Launches are queued in
+chunks of about ``CHUNK_S`` of work, each closed by an event; the host waits on the chunk before the last, so that
+the device always has work queued and the host sleeps (the interpreter free for the thread that reads the counter)
+while it runs. The window's length is the time between the events before its first launch and after its last, on the
+device's clock.
 
 The counter's changes within the window give its mean power over whole update periods
 (:func:`tuner.energy.counter.counted_span`); one launch's energy is that power times the window's time per
@@ -85,6 +86,18 @@ def method(min_updates: int = MIN_UPDATES) -> str:
             f"changes inside the window, times the window's time per launch")
 
 
+def _keep_busy(device: Marks, launches: int, chunk: int, in_flight: deque[object]) -> None:
+    """Queue ``launches`` in chunks, each closed by a marker kept in ``in_flight``, waiting on the chunk before the
+    last so that the device always has work queued."""
+    queued = 0
+    while queued < launches:
+        count = min(chunk, launches - queued)
+        in_flight.append(device.queue(count))
+        queued += count
+        if len(in_flight) > 2:
+            device.wait(in_flight.popleft())
+
+
 @contextmanager
 def _quick_switching() -> Iterator[None]:
     previous = sys.getswitchinterval()
@@ -116,36 +129,23 @@ class EnergyWindows:
     def measure(self, device: Marks, seconds_per_launch: float) -> Energy | None:
         """One launch's energy, from as many windows as it takes (None when even the longest window holds too few
         changes of the counter)."""
-        target = self.target_s()
+        target, settle_s = self.target_s(), SETTLE_S
         while True:
-            energy = self._window(device, seconds_per_launch, target)
+            energy = self._window(device, seconds_per_launch, target, settle_s)
             if energy is not None or target >= LONGEST_WINDOW_S:
                 return energy
-            target = min(LONGEST_WINDOW_S, max(2 * target, self.target_s()))
+            target, settle_s = min(LONGEST_WINDOW_S, max(2 * target, self.target_s())), 0.0  # settled by the last
 
-    def _window(self, device: Marks, seconds_per_launch: float, target_s: float) -> Energy | None:
+    def _window(self, device: Marks, seconds_per_launch: float, target_s: float, settle_s: float) -> Energy | None:
         per_launch = max(seconds_per_launch, 1e-7)
         planned = min(MOST_LAUNCHES, max(2, math.ceil(target_s / per_launch)))
         chunk = max(1, min(planned, round(CHUNK_S / per_launch)))
         limit = self.power_limit() if self.power_limit else None
-        settle = min(MOST_LAUNCHES, math.ceil(SETTLE_S / per_launch))
         with _quick_switching(), CounterPoller(self.read, self.side) as poller:
             in_flight: deque[object] = deque()
-            settled = 0
-            while settled < settle:
-                count = min(chunk, settle - settled)
-                in_flight.append(device.queue(count))
-                settled += count
-                if len(in_flight) > 2:
-                    device.wait(in_flight.popleft())
+            _keep_busy(device, min(MOST_LAUNCHES, math.ceil(settle_s / per_launch)), chunk, in_flight)
             first = device.mark()
-            queued = 0
-            while queued < planned:
-                count = min(chunk, planned - queued)
-                in_flight.append(device.queue(count))
-                queued += count
-                if len(in_flight) > 2:
-                    device.wait(in_flight.popleft())
+            _keep_busy(device, planned, chunk, in_flight)
             last = in_flight[-1]
             device.wait(last)
             ended = time.perf_counter()
@@ -162,6 +162,6 @@ class EnergyWindows:
             return None
         power_w = span.rate * self.unit_j
         clocks = sorted(poller.side_values)
-        return Energy(joules=power_w * window_s / queued, power_w=power_w, launches=queued, window_s=window_s,
+        return Energy(joules=power_w * window_s / planned, power_w=power_w, launches=planned, window_s=window_s,
                       counted_s=span.span_s, updates=span.updates, source=self.source,
                       sm_clock_mhz=clocks[len(clocks) // 2] if clocks else None, power_limit_w=limit)
