@@ -54,7 +54,7 @@ class PageCounters:
         self.statuses = tuple(statuses or ("ok",) * len(self.configs))
         self.asked: list[list[str]] = []
 
-    def count(self, configs: Sequence[Config], say: Any = None) -> Counted:
+    def count(self, configs: Sequence[Config], say: Any = None, detail: bool = True) -> Counted:
         self.asked.append([c.key for c in configs])
         kernels = [JobKernel(c, Path("unused.cubin")) for c in self.configs]
         manifest = Manifest({"name": ENVIRONMENT["device"]["name"], "uuid": "GPU-test"},

@@ -1,11 +1,11 @@
 """A stand-in for Nsight Compute's ncu on machines without a GPU, for the tests of what the tuner does with it.
 
-It answers ``--version``, ``--query-metrics``, a profiling session and ``--import`` as ncu's CLI does, in the mode
-that ``FAKE_NCU_MODE`` names: ``ok`` (the session "profiles" the job's kernels and the import gives the raw page
+It answers ``--version``, ``--query-metrics``, a profiling session and ``--import`` as ncu's CLI does, in the mode that
+``FAKE_NCU_MODE`` names: ``ok`` (the session "profiles" the job's kernels and the import gives the raw page
 ``FAKE_NCU_PAGE``), ``denied`` (no permission to read the counters), ``lacks-l1`` (the query lists no
-l1tex__t_bytes), ``retry`` (the query fails, and a first session fails on a metric the GPU lacks). It never runs
-the program it is given; it writes the manifest a profiled process would, each kernel ``ok``, on the device
-``FAKE_NCU_DEVICE``.
+l1tex__t_bytes), ``retry`` (the query fails, and a first session fails on a metric the GPU lacks). It never runs the
+program it is given; it writes the metrics asked for to the file ``FAKE_NCU_METRICS`` names (where set), writes the
+manifest a profiled process would, each kernel ``ok``, on the device ``FAKE_NCU_DEVICE``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ def profile(argv: list[str], mode: str) -> int:
     folder = Path(argv[-1])
     calls = folder / "fake-ncu-calls"
     calls.write_text(calls.read_text() + "x" if calls.exists() else "x")
+    if os.environ.get("FAKE_NCU_METRICS"):
+        Path(os.environ["FAKE_NCU_METRICS"]).write_text("\n".join(metrics))
     if mode == "denied":
         print(DENIED)
         return 1

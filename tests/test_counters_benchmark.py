@@ -25,7 +25,7 @@ class _FakeNcu:
     def __init__(self, *args, **kwargs):
         pass
 
-    def count(self, configs, say=None):
+    def count(self, configs, say=None, detail=True):
         rows = []
         for config in configs:
             width = int(config.param_dict.get("TILE_WIDTH", 1))

@@ -17,6 +17,7 @@ from tests.conftest import run_cli
 from tests.counted_backend import SEED_CONFIGS, SYNTHETIC_PAGE, CountedBackend, PageCounters, seed_experiment
 from tests.scripted_backend import ENVIRONMENT
 from tuner.counters import store
+from tuner.counters.metrics import L1_BYTES, REQUESTED_BYTES
 from tuner.counters.ncu import NCU_ENV
 from tuner.counters.sources import NcuCounters
 from tuner.errors import TunerError
@@ -89,7 +90,7 @@ def test_a_kernel_wrong_under_the_profiler_is_said_and_the_others_kept(tmp_path)
 
 
 class _Failing(PageCounters):
-    def count(self, configs, say=None):
+    def count(self, configs, say=None, detail=True):
         raise RuntimeError("the profiler's\nreport is damaged")
 
 
@@ -197,6 +198,23 @@ def test_a_session_is_read_back_into_rows(fake_ncu, nvcc, mode, tmp_path):
     assert {r["replay_passes"] for r in counted.rows} == {2}
     assert counted.rows[0]["gpu_name"] == ENVIRONMENT["device"]["name"]
     assert "Nsight Compute 2025.3.0.0, clock control none" in counted.how
+
+
+@pytest.mark.slow
+def test_counting_every_configuration_leaves_out_the_instrumented_metrics(fake_ncu, nvcc, tmp_path, monkeypatch):
+    """``all`` counts many configurations: the SASS-patched metric, whose cost grows with the kernel's memory
+    instructions, is not asked for, and the note says so; ``best`` asks for every metric."""
+    fake_ncu("ok")
+    asked = tmp_path / "asked"
+    monkeypatch.setenv("FAKE_NCU_METRICS", str(asked))
+    many = _ncu_source().count(SEED_CONFIGS, detail=False)
+    assert REQUESTED_BYTES not in asked.read_text().split("\n")
+    assert L1_BYTES in asked.read_text().split("\n")
+    assert f"{REQUESTED_BYTES} (SASS-patched, the costliest) not asked for" in many.how
+    assert {r["metrics_missing"] for r in many.rows} == {None}
+    few = _ncu_source().count(SEED_CONFIGS)
+    assert REQUESTED_BYTES in asked.read_text().split("\n")
+    assert "not asked for" not in few.how
 
 
 @pytest.mark.slow

@@ -102,10 +102,21 @@ class _Source:
     def __init__(self, counted: Counted):
         self.result = counted
         self.asked: list[list[str]] = []
+        self.detail: list[bool] = []
 
-    def count(self, configs, say=None):
+    def count(self, configs, say=None, detail=True):
         self.asked.append([c.key for c in configs])
+        self.detail.append(detail)
         return self.result
+
+
+def test_every_configuration_is_counted_without_the_costliest_metrics(tmp_path):
+    every = _Source(Counted([], [], "ncu"))
+    count_configurations(_table(), tmp_path, every, "all")
+    best, named = _Source(Counted([], [], "ncu")), _Source(Counted([], [], "ncu"))
+    count_configurations(_table(), tmp_path, best, "best", best=1)
+    count_configurations(_table(), tmp_path, named, "all", keys=[_key("s1", 5)])
+    assert (every.detail, best.detail, named.detail) == ([False], [True], [True])
 
 
 def test_configurations_counted_before_are_not_counted_again(tmp_path):

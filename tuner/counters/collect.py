@@ -4,7 +4,8 @@ After a run's search (``measure.counters``) or later (``python -m tuner profile`
 counted by the backend's source (:mod:`tuner.counters.sources`) in one pass, outside every timed sample, and
 their rows added to the folder's ``counters.parquet``; a configuration counted before on the same GPU model is
 not counted again. ``best`` takes the fastest ``COUNTERS_BEST`` successful configurations of each study, ``all``
-every successful one, and a list of keys those configurations. Whatever cannot be counted is a one-line reason
+every successful one (without the instrumented metrics, whose cost grows with the kernel's memory instructions),
+and a list of keys those configurations. Whatever cannot be counted is a one-line reason
 in the :class:`CountersNote` the run records and the summary and the report show.
 """
 
@@ -119,7 +120,8 @@ def count_configurations(df: pd.DataFrame, folder: str | Path, source: CounterSo
         say(f"counters: reading the counters of {len(todo)} configuration{'s' if len(todo) != 1 else ''} "
             f"({note.scope}), outside the timed samples")
     started = time.perf_counter()
-    counted = source.count([results.config_of_row(row) for row in todo.to_dict("records")], say)
+    counted = source.count([results.config_of_row(row) for row in todo.to_dict("records")], say,
+                           detail=setting != "all" or bool(keys))
     store.merge(folder, counted.rows)
     return CountersNote(setting, len(rows), len(counted.rows), note.before,
                         (*counted.reasons, *_elsewhere(counted.rows, todo)), counted.how,

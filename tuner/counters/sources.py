@@ -23,7 +23,7 @@ from tuner.compile.nvcc import compile_source
 from tuner.config import Config
 from tuner.counters import store
 from tuner.counters.job import MANIFEST_FILE, Job, JobKernel, Manifest
-from tuner.counters.metrics import TENSOR_INSTRUCTIONS, WANTED, Counts, available, missing_essentials
+from tuner.counters.metrics import INSTRUMENTED, TENSOR_INSTRUCTIONS, Counts, available, missing_essentials, wanted
 from tuner.counters.ncu import (
     CACHE_CONTROL,
     CLOCK_CONTROL,
@@ -63,17 +63,20 @@ class Counted:
 
 
 class CounterSource(Protocol):
-    def count(self, configs: Sequence[Config], say: Say | None = None) -> Counted: ...
+    def count(self, configs: Sequence[Config], say: Say | None = None, detail: bool = True) -> Counted:
+        """Count ``configs``; ``detail`` False leaves out the metrics that cost most (for counting many)."""
+        ...
 
 
 # --- Nsight Compute ---------------------------------------------------------------------------------------
 
 
-def describe_conditions(version: str, passes: Sequence[int]) -> str:
+def describe_conditions(version: str, passes: Sequence[int], detail: bool = True) -> str:
     most = max(passes) if passes else None
     replays = f", {most} replay pass{'es' if most != 1 else ''} per kernel" if most else ""
+    left = "" if detail else f"; {', '.join(INSTRUMENTED)} (SASS-patched, the costliest) not asked for"
     return (f"Nsight Compute {version}, clock control {CLOCK_CONTROL} (the clocks as found), every cache flushed "
-            f"before each replay pass (cache control {CACHE_CONTROL}){replays}")
+            f"before each replay pass (cache control {CACHE_CONTROL}){replays}{left}")
 
 
 class NcuCounters:
@@ -87,7 +90,7 @@ class NcuCounters:
         self.family_dirs = tuple(str(d) for d in family_dirs)
         self.device_name = device_name
 
-    def count(self, configs: Sequence[Config], say: Say | None = None) -> Counted:
+    def count(self, configs: Sequence[Config], say: Say | None = None, detail: bool = True) -> Counted:
         if not configs:
             return Counted()
         try:
@@ -96,7 +99,8 @@ class NcuCounters:
             known = known_metrics(ncu, self.device_name)
         except NcuUnavailable as exc:
             return Counted(reasons=[str(exc)])
-        metrics = available(WANTED, known)[0] if known is not None else list(WANTED)
+        asked = wanted(detail)
+        metrics = available(asked, known)[0] if known is not None else list(asked)
         missing = missing_essentials(set(metrics))
         if missing:
             return Counted(reasons=[f"the GPU lacks the metric(s) {', '.join(missing)} that place a kernel on the "
@@ -113,9 +117,9 @@ class NcuCounters:
             except NcuUnavailable as exc:
                 return Counted(reasons=[*reasons, str(exc)])
             manifest = Manifest.read(folder / MANIFEST_FILE)
-        lacking = [m for m in WANTED if m not in session.metrics]
+        lacking = [m for m in asked if m not in session.metrics]
         rows, more = session_rows(session, manifest, kernels, version, lacking)
-        return Counted(rows, [*reasons, *more], describe_conditions(version, session.passes), session.raw_csv,
+        return Counted(rows, [*reasons, *more], describe_conditions(version, session.passes, detail), session.raw_csv,
                        tuple(kernels[k.index].config.key for k in manifest.started), session.output[-LOG_CHARS:])
 
     def _env(self) -> dict[str, str]:
@@ -226,7 +230,7 @@ class RecordedCounters:
         self.path = path
         self.folder = path if path.is_dir() else path.parent
 
-    def count(self, configs: Sequence[Config], say: Say | None = None) -> Counted:
+    def count(self, configs: Sequence[Config], say: Say | None = None, detail: bool = True) -> Counted:
         if not configs:
             return Counted()
         recorded = store.load(self.folder)
