@@ -37,7 +37,7 @@ def eviction_bytes() -> int:
 def describe_method(settings: MeasureSettings, threads: int) -> str:
     """One line naming the method and its settings, stored with every result."""
     evict = (f"caches evicted before each sample (a {eviction_bytes() // 2**20} MiB buffer read and written on "
-             f"{usable_cpus()} cores: cold)" if settings.flush_l2 else "no eviction (hot)")
+             f"{usable_cpus()} cores: cold)" if settings.cold_caches else "no eviction (hot)")
     verified = (" (the verified call into poisoned outputs the first); outputs poisoned again before each sample "
                 "and the last sample's checked") if settings.verify else ""
     return (f"time.perf_counter_ns around each call, {threads} thread(s); {settings.warmup} warm-up calls{verified}; "
@@ -71,7 +71,7 @@ class CpuTimer:
         while rule.stop_reason(samples, time.perf_counter() - started) is None:
             if before_each is not None:
                 before_each()
-            if settings.flush_l2:
+            if settings.cold_caches:
                 self.evict()
             before = time.perf_counter_ns()
             run()
