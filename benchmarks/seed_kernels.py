@@ -105,7 +105,7 @@ def table(problem: Problem, rows: list[dict[str, Any]], env: dict[str, Any]) -> 
 
 def run(size: int, out: Path, hot: bool = False) -> Path:
     problem = Problem(size, size, size)
-    measure = MeasureSettings(flush_l2=not hot)
+    measure = MeasureSettings(cold_caches=not hot)
     with PycudaBackend(measure, CompileSettings()) as backend:
         configs = {(label, dtype): Config.make(problem, family, dtype, params)
                    for dtype in DTYPES for label, family, params in KERNELS}

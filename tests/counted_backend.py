@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.scripted_backend import ENVIRONMENT, ScriptedBackend
+from tuner.backends.abilities import Ability
 from tuner.config import Config, Problem
 from tuner.counters.job import JobKernel, Launched, Manifest
 from tuner.counters.ncu import Session
@@ -69,6 +70,7 @@ class PageCounters:
 
 class CountedBackend(ScriptedBackend):
     name = "counted"
+    abilities = frozenset({Ability.READS_COUNTERS})
 
     def __init__(self, source: PageCounters | None = None):
         super().__init__()

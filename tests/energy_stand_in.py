@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tuner.backends.abilities import Ability
 from tuner.backends.protocol import BackendBase
 from tuner.config import Config, Problem
 from tuner.energy.measured import Energy
@@ -69,6 +70,7 @@ class EnergyStandIn(BackendBase):
     """Answers the hand-written rows, energy included."""
 
     name = "energy-stand-in"
+    abilities = frozenset({Ability.MEASURES_ENERGY})
 
     def evaluate(self, config: Config) -> Measurement:
         return stand_in(config)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tuner.backends.protocol import BackendBase
+from tuner.backends.abilities import Ability
+from tuner.backends.protocol import LOOKAHEAD, BackendBase
 from tuner.config import Config, Problem
 from tuner.measure.measurement import Measurement, Resources, Status, Timing
 
@@ -107,6 +108,8 @@ class SubmittingBackend(ScriptedBackend):
     """The script's answers through ``submit``, as a backend with a measuring process gives them: the answer
     is computed (and an interruption raised) when it is waited for. ``log`` lists (event, key) in order."""
 
+    abilities = frozenset({Ability.SUBMITS})
+
     def __init__(self, interrupt_at: int | None = None, with_baseline: bool = True):
         super().__init__(interrupt_at, with_baseline)
         self.log: list[tuple[str, str]] = []
@@ -117,7 +120,11 @@ class SubmittingBackend(ScriptedBackend):
 
 
 class CompilingBackend(SubmittingBackend):
-    """Says which configurations are compiled: all but those in ``compiling`` (which never finish here)."""
+    """Says which configurations are compiled: all but those in ``compiling``, which finish only when waited for
+    (the first of those waited for at a time)."""
+
+    abilities = SubmittingBackend.abilities | {Ability.COMPILES_AHEAD}
+    ask_ahead = LOOKAHEAD
 
     def __init__(self, compiling: set[str]):
         super().__init__()
@@ -126,11 +133,19 @@ class CompilingBackend(SubmittingBackend):
     def ready(self, config: Config) -> bool:
         return config.key not in self.compiling
 
+    def wait_compiled(self, configs: list[Config], timeout: float | None = None) -> bool:
+        waited = next((c.key for c in configs if c.key in self.compiling), None)
+        self.compiling.discard(waited or "")
+        return True
+
 
 class TimedCompileBackend(SubmittingBackend):
     """Compiles on a clock of its own: each evaluation takes one tick of the device, a configuration is ready
     ``compile_ticks(config, n)`` ticks after it was handed over (the n-th of its problem), and ``wait_compiled``
     moves the clock to the first of the given configurations to be ready, as waiting for a compiler does."""
+
+    abilities = SubmittingBackend.abilities | {Ability.COMPILES_AHEAD}
+    ask_ahead = LOOKAHEAD
 
     def __init__(self, compile_ticks: Callable[[Config, int], int]):
         super().__init__()

@@ -51,6 +51,8 @@ CASES = [
      "unknown key 'TILE_WIDHT'"),
     ("unknown search key", VALID + "search: {trails: 3}\n", "search.trails", "unknown key 'trails'"),
     ("unknown measure key", VALID + "measure: {flush: false}\n", "measure.flush", "unknown key 'flush'"),
+    ("a setting by both its names", VALID + "measure: {cold_caches: true, flush_l2: false}\n", "measure.flush_l2",
+     "is the setting 'cold_caches' by another name"),
     ("name wrong type", VALID.replace("name: t", "name: [t]"), "name", "expected non-empty text"),
     ("problems not a list", VALID.replace("problems:\n  - {M: 64, N: 64, K: 64}", "problems: 64"), "problems",
      "expected a non-empty list"),
@@ -174,9 +176,17 @@ def test_valid_file_loads_with_defaults(tmp_path):
     path.write_text(VALID)
     experiment = load_experiment(path)
     assert experiment.search.sampler == "bo"
-    assert experiment.measure.flush_l2 is True
+    assert experiment.measure.cold_caches is True
     assert experiment.compile.arch == "sm_90"
     assert experiment.kernels[0].values == {"TILE_WIDTH": (8, 16)}
+
+
+def test_the_caches_setting_is_read_by_its_old_name_too(tmp_path):
+    path = tmp_path / "exp.yaml"
+    for setting in ("flush_l2", "cold_caches"):
+        path.write_text(VALID + f"measure: {{{setting}: false, warmup: 3}}\n")
+        measure = load_experiment(path).measure
+        assert measure.cold_caches is False and measure.warmup == 3
 
 
 def test_omitted_parameters_take_the_family_defaults(tmp_path):

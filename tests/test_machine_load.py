@@ -205,7 +205,7 @@ def _ceilings(share: float, capsys) -> tuple[dict, str]:
     from tuner.cpu.ceilings import summary
     from tuner.settings import MeasureSettings
 
-    quick = MeasureSettings(flush_l2=False, warmup=1, min_samples=3, max_samples=3, max_time_s=0.05)
+    quick = MeasureSettings(cold_caches=False, warmup=1, min_samples=3, max_samples=3, max_time_s=0.05)
     meter = LoadMeter(counters=_Busy(share), clock=iter(range(10_000)).__next__)
     meter.hz = 1000
     found = summary(remeasure=True, settings=quick, array_bytes=2**20, load=meter)
@@ -239,7 +239,7 @@ def test_a_cache_written_before_loads_were_watched_is_measured_again(cache, caps
     real = ceilings.measure_ceilings
     monkeypatch.setattr(ceilings, "measure_ceilings", lambda *a, **k: measured.append(1) or real(*a, **k))
     found = ceilings.summary(array_bytes=2**20, load=LoadMeter(counters=_Busy(0.0)),
-                             settings=tuner.settings.MeasureSettings(flush_l2=False, warmup=1, min_samples=3,
+                             settings=tuner.settings.MeasureSettings(cold_caches=False, warmup=1, min_samples=3,
                                                                      max_samples=3, max_time_s=0.05))
     assert measured == [1] and "load" in found["ceilings"]
 

@@ -87,7 +87,7 @@ def test_throttle_counter_counts_samples_under_the_starting_clock():
 
 def test_method_description_names_the_flush_and_the_rule():
     assert "L2 flushed" in describe_method(MeasureSettings())
-    assert "no L2 flush" in describe_method(MeasureSettings(flush_l2=False))
+    assert "no L2 flush" in describe_method(MeasureSettings(cold_caches=False))
     assert "0.005" in describe_method(MeasureSettings())
 
 

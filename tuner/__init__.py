@@ -24,6 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tuner.backends.abilities import Ability
     from tuner.backends.protocol import Backend, BackendBase
     from tuner.config import Config, Problem
     from tuner.experiment.schema import Experiment, load_experiment
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from tuner.tuning.tune_source import tune
 
 _EXPORTS = {
+    "Ability": "tuner.backends.abilities",
     "Backend": "tuner.backends.protocol",
     "BackendBase": "tuner.backends.protocol",
     "Config": "tuner.config",
@@ -54,8 +56,9 @@ _EXPORTS = {
     "run": "tuner.tuning.run",
     "tune": "tuner.tuning.tune_source",
 }
-__all__ = ["Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec", "MeasureSettings",
-           "Measurement", "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run", "tune"]
+__all__ = ["Ability", "Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec",
+           "MeasureSettings", "Measurement", "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run",
+           "tune"]
 
 
 def __getattr__(name: str) -> Any:

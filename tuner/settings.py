@@ -37,7 +37,9 @@ class SearchSettings:
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    flush_l2: bool = True
+    cold_caches: bool = True
+    """Evict the device's caches before each timed sample, untimed: the L2 on a GPU, every level on a CPU (the
+    experiment file's ``measure.flush_l2`` is read as this too)."""
     warmup: int = 2
     min_samples: int = 10
     max_samples: int = 200

@@ -14,7 +14,7 @@ from tuner.settings import MeasureSettings
 
 QUICK = MeasureSettings(warmup=0, min_samples=3, max_samples=5, max_time_s=0.05, timeout_s=60.0)
 """Enough samples to exercise the timing method."""
-QUICK_CEILINGS = MeasureSettings(flush_l2=False, warmup=1, min_samples=3, max_samples=5, max_time_s=0.2)
+QUICK_CEILINGS = MeasureSettings(cold_caches=False, warmup=1, min_samples=3, max_samples=5, max_time_s=0.2)
 CEILING_ARRAY_BYTES = 4 * 2**20
 
 

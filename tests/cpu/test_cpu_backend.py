@@ -37,6 +37,28 @@ void matmul(const double* A, const double* B, double* C, int M, int N, int K)
         __asm__ volatile("");  /* a loop the compiler may not remove */
 }
 """
+WRITES_NOTHING_SOURCE = """
+void matmul(const double* A, const double* B, double* C, int M, int N, int K)
+{
+}
+"""
+FIRST_CALL_ONLY_SOURCE = """
+#include <stddef.h>
+
+void matmul(const double* A, const double* B, double* C, int M, int N, int K)
+{
+    static int calls = 0;
+    if (calls++ > 0)
+        return;  /* every later call writes nothing: only the first call's results are ever in C */
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double acc = 0;
+            for (int k = 0; k < K; ++k)
+                acc += A[(size_t)i * K + k] * B[(size_t)k * N + j];
+            C[(size_t)i * N + j] = acc;
+        }
+}
+"""
 SYNTAX_ERROR_SOURCE = "void matmul(const double* A, const double* B, double* C, int M, int N, int K) { C[0] = x; }"
 
 
@@ -62,6 +84,20 @@ def test_a_compile_error_is_an_outcome(backend):
     result = backend.evaluate(config, source=SYNTAX_ERROR_SOURCE)
     assert result.status is Status.COMPILE_ERROR
     assert "undeclared" in result.reason and "kernel.c" in result.reason
+
+
+def test_a_kernel_that_writes_nothing_is_wrong(backend):
+    config = Config.make(ODD, "cpu_naive", "float64", {"PARALLEL": 0})
+    result = backend.evaluate(config, source=WRITES_NOTHING_SOURCE)
+    assert result.status is Status.WRONG and result.timing is None
+
+
+def test_timed_calls_that_write_nothing_cannot_pass_on_the_first_calls_results(backend):
+    """The outputs are poisoned before every timed call, so the last one's outputs are its own."""
+    config = Config.make(ODD, "cpu_naive", "float64", {"PARALLEL": 0})
+    result = backend.evaluate(config, source=FIRST_CALL_ONLY_SOURCE)
+    assert result.status is Status.WRONG
+    assert "right on its first call, wrong after" in result.reason and "timed calls" in result.reason
 
 
 def test_a_segfault_is_crashed_and_the_next_evaluation_works(backend):
@@ -111,4 +147,5 @@ def test_the_environment_names_the_cpu_compiler_and_ceilings(backend, quick_ceil
     assert all(value > 0 for value in measured.values())
     assert "-march=native" in env["compile"]["flags"] and env["versions"]["cc"]
     assert "evicted" in env["measure"]["method"]
+    assert "outputs poisoned again before each sample" in env["measure"]["method"]
     assert {"cpu_naive", "cpu_reorder", "cpu_blocked", "cpu_packed"} <= set(env["templates"])

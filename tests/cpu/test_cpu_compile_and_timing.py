@@ -71,7 +71,7 @@ def test_the_stopping_rule_decides_on_real_timings(cpu_cache):
     timing = timer.time(run, loose)
     assert 4 <= timing.count <= 50
     assert relative_noise(timing.samples_ms) <= 0.5 or timing.count == 50  # stopped for the noise it reached
-    strict = MeasureSettings(flush_l2=False, warmup=0, min_samples=3, max_samples=7, max_time_s=5.0,
+    strict = MeasureSettings(cold_caches=False, warmup=0, min_samples=3, max_samples=7, max_time_s=5.0,
                              target_noise=1e-12)
     timing = timer.time(run, strict)
     rule = StoppingRule.from_settings(strict)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuner.backends.protocol import MeasuresEnergy
+from tuner.backends.protocol import Evaluates, energy_refusal
 from tuner.energy.objective import Objective, label, needs_energy
 from tuner.errors import TunerError
 
@@ -20,11 +20,11 @@ def environment_refusal(environment: Mapping[str, Any]) -> str | None:
     return str(energy.get("reason") or "energy is not available here")
 
 
-def check_energy(backends: Sequence[MeasuresEnergy], objective: Objective) -> None:
+def check_energy(backends: Sequence[Evaluates], objective: Objective) -> None:
     """TunerError, before anything is written, when the objective needs energy that a backend cannot give."""
     if not needs_energy(objective):
         return
     for backend in backends:
-        reason = backend.energy_unavailable()
+        reason = energy_refusal(backend)
         if reason:
             raise TunerError(f"the objective '{label(objective)}' needs energy per launch, but {reason}")

@@ -1,15 +1,15 @@
 """What a backend is and what it can do, as protocols the run relies on.
 
-Every backend evaluates configurations (:class:`Evaluates`) and describes where it measures. What only some
-can do is declared by the answers of the capability protocols every backend implements: a vendor baseline
-(``baseline`` answers None where there is none), a recording it replays (``recording`` answers None for a
-live device) and the configurations it can answer (``recorded_configs``: None for a device, which measures any),
-the device time it spent (``busy_seconds``), whether it can give the energy of a launch (``energy_unavailable``
-answers why not, or None) and where its hardware counters come from (``counters``). :class:`BackendBase` gives
-the "cannot" answers, so a backend of one's own implements only what it can. A backend that measures in another
-process may also ``submit`` a configuration (start it and answer later, :class:`Pending`), so that the search
-records one evaluation while the device measures the next, and take the hint ``prepare(problem, dtype)`` (make
-the first study's inputs while the run sets up its storage).
+Every backend evaluates configurations (:class:`Evaluates`) and describes where it measures. Every backend also
+answers a few questions, "cannot" being an answer: a vendor baseline (``baseline`` answers None where there is
+none), a recording it replays (``recording`` answers None for a live device) and the configurations it can answer
+(``recorded_configs``: None for a device, which measures any), and the device time it spent (``busy_seconds``).
+:class:`BackendBase` gives the "cannot" answers, so a backend of one's own implements only what it can.
+
+What only some backends can do they declare: ``abilities`` lists the :class:`~tuner.backends.abilities.Ability`
+they have, and for each a protocol below says what they then implement. The run reaches an ability only through
+the functions here (``start_evaluation``, ``compiling_ahead``, ``prepare_inputs``, ``counter_source``…), which
+ask nothing of a backend that does not declare it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from tuner.backends.abilities import Ability
 from tuner.config import Config, Problem
 from tuner.measure.measurement import Measurement
 
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     from tuner.counters.sources import CounterSource
 
 LOOKAHEAD = 8
-"""Valid configurations a search asks ahead of the one being measured (the current one included), unless the
-backend says otherwise (``ask_ahead``): enough to keep compilers busy while the device measures."""
+"""Valid configurations a search asks ahead of the one being measured (the current one included), unless a
+backend that compiles ahead says otherwise (``ask_ahead``): enough to keep compilers busy while the device
+measures."""
 
 
 class Pending(Protocol):
@@ -46,21 +48,10 @@ class Done:
         return self.measurement
 
 
-def start_evaluation(backend: Evaluates, config: Config) -> Pending:
-    """Start evaluating ``config``: through the backend's ``submit`` where it has one (the device measures while
-    the caller goes on), else by evaluating it now."""
-    submit = getattr(backend, "submit", None)
-    return submit(config) if submit is not None else Done(backend.evaluate(config))
-
-
-def ask_ahead(backend: Evaluates) -> int:
-    """How many configurations a search asks ahead for this backend."""
-    ahead = getattr(backend, "ask_ahead", LOOKAHEAD)
-    return ahead if isinstance(ahead, int) and ahead >= 1 else LOOKAHEAD
-
-
 class Evaluates(Protocol):
     name: str
+    abilities: frozenset[Ability]
+    """What the backend can do beyond evaluating (tuner.backends.abilities)."""
 
     def prefetch(self, configs: list[Config]) -> None:
         """A hint: these configurations are likely next (a backend may compile them ahead)."""
@@ -115,27 +106,16 @@ class TracksBusyTime(Protocol):
         ...
 
 
-class MeasuresEnergy(Protocol):
-    def energy_unavailable(self) -> str | None:
-        """Why this backend's measurements carry no energy (a sentence, for an objective that needs it), or None
-        where they do (tuner.energy)."""
-        ...
-
-
-class ReadsCounters(Protocol):
-    def counters(self) -> CounterSource | None:
-        """Where the hardware counters of this backend's configurations come from (tuner.counters.sources:
-        Nsight Compute on the GPU, a recording's); None where it reads none."""
-        ...
-
-
-class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, MeasuresEnergy, ReadsCounters, Protocol):
-    """Everything the run asks of a backend."""
+class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, Protocol):
+    """Everything the run asks of every backend."""
 
 
 class BackendBase:
-    """The answers of a backend that can only evaluate: no baseline, no recording, no busy time counted."""
+    """The answers of a backend that can only evaluate: no baseline, no recording, no busy time counted, no
+    abilities."""
 
+    name: str
+    abilities: frozenset[Ability] = frozenset()
     busy_seconds: float = 0.0
 
     def prefetch(self, configs: list[Config]) -> None:
@@ -153,10 +133,122 @@ class BackendBase:
     def recorded_configs(self) -> Sequence[Config] | None:
         return None
 
-    def energy_unavailable(self) -> str | None:
-        return f"the {getattr(self, 'name', 'chosen')} backend measures no energy"
-    def counters(self) -> CounterSource | None:
-        return None
-
     def close(self) -> None:
         return None
+
+
+# --- the abilities a backend may declare, and the only way to them -----------------------------------------
+
+
+class Submits(Protocol):
+    def submit(self, config: Config) -> Pending:
+        """Start evaluating ``config``; the device measures while the caller goes on."""
+        ...
+
+
+class CompilesAhead(Protocol):
+    ask_ahead: int
+    """Valid configurations a search asks ahead for this backend (the one measured included)."""
+
+    def ready(self, config: Config) -> bool:
+        """Whether ``config`` can start without waiting for a compile under way."""
+        ...
+
+    def wait_compiled(self, configs: list[Config], timeout: float | None = None) -> bool:
+        """Wait until one of ``configs`` is ``ready``; False when none is after ``timeout`` seconds."""
+        ...
+
+
+class Prepares(Protocol):
+    def prepare(self, problem: Problem, dtype: str) -> None:
+        """A hint: the next requests are about this problem and dtype (make their inputs now)."""
+        ...
+
+
+class StartsInBackground(Protocol):
+    def wait_ready(self) -> None:
+        """Wait until the backend can measure; TunerError, in one paragraph, when it cannot."""
+        ...
+
+
+class DescribesDevice(Protocol):
+    def device(self, remeasure: bool = False) -> dict[str, Any]:
+        """The device's summary: description, versions, peaks, ceilings (``remeasure``: the ceilings again)."""
+        ...
+
+
+class MeasuresEnergy(Protocol):
+    def energy_unavailable(self) -> str | None:
+        """Why this backend's measurements carry no energy (a sentence, for an objective that needs it), or None
+        where they do (tuner.energy)."""
+        ...
+
+
+class ReadsCounters(Protocol):
+    def counters(self) -> CounterSource | None:
+        """Where the hardware counters of this backend's configurations come from (tuner.counters.sources:
+        Nsight Compute on the GPU, a recording's); None where it reads none."""
+        ...
+
+
+def start_evaluation(backend: Evaluates, config: Config) -> Pending:
+    """Start evaluating ``config``: through ``submit`` where the backend submits (the device measures while the
+    caller goes on), else by evaluating it now."""
+    if Ability.SUBMITS in backend.abilities:
+        return cast(Submits, backend).submit(config)
+    return Done(backend.evaluate(config))
+
+
+def compiling_ahead(backend: Evaluates) -> CompilesAhead | None:
+    """The backend as one that compiles ahead, or None where it does not."""
+    return cast(CompilesAhead, backend) if Ability.COMPILES_AHEAD in backend.abilities else None
+
+
+def ask_ahead(backend: Evaluates) -> int:
+    """How many configurations a search asks ahead for this backend."""
+    compiling = compiling_ahead(backend)
+    ahead = compiling.ask_ahead if compiling is not None else LOOKAHEAD
+    return ahead if isinstance(ahead, int) and ahead >= 1 else LOOKAHEAD
+
+
+def prepare_inputs(backend: Evaluates, problem: Problem, dtype: str) -> None:
+    """Tell a backend that prepares inputs which problem comes next (nothing for the others)."""
+    if Ability.PREPARES in backend.abilities:
+        cast(Prepares, backend).prepare(problem, dtype)
+
+
+def wait_until_ready(backend: Evaluates) -> None:
+    """Wait for a backend that starts in the background (the others are ready once made)."""
+    if Ability.STARTS_IN_BACKGROUND in backend.abilities:
+        cast(StartsInBackground, backend).wait_ready()
+
+
+def describing_device(backend: Evaluates) -> DescribesDevice | None:
+    """The backend as one that describes its device, or None where it does not."""
+    return cast(DescribesDevice, backend) if Ability.DESCRIBES_DEVICE in backend.abilities else None
+
+
+def energy_refusal(backend: Evaluates) -> str | None:
+    """Why the backend's measurements carry no energy, or None where they do."""
+    if Ability.MEASURES_ENERGY not in backend.abilities:
+        return f"the {backend.name} backend measures no energy"
+    return cast(MeasuresEnergy, backend).energy_unavailable()
+
+
+def counter_source(backend: Evaluates) -> CounterSource | None:
+    """Where the backend's hardware counters come from; None where it reads none."""
+    if Ability.READS_COUNTERS not in backend.abilities:
+        return None
+    return cast(ReadsCounters, backend).counters()
+
+
+ABILITY_PROTOCOLS: dict[Ability, type] = {
+    Ability.SUBMITS: Submits,
+    Ability.COMPILES_AHEAD: CompilesAhead,
+    Ability.PREPARES: Prepares,
+    Ability.STARTS_IN_BACKGROUND: StartsInBackground,
+    Ability.DESCRIBES_DEVICE: DescribesDevice,
+    Ability.MEASURES_ENERGY: MeasuresEnergy,
+    Ability.READS_COUNTERS: ReadsCounters,
+}
+"""What a backend that declares each ability implements."""

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 import pyarrow
 
+from tuner.backends.abilities import Ability
 from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config, Problem
 from tuner.counters.sources import RecordedCounters
@@ -52,6 +53,7 @@ def default_recording(experiment_name: str) -> Path | None:
 
 class ReplayBackend(BackendBase):
     name = "replay"
+    abilities = frozenset({Ability.MEASURES_ENERGY, Ability.READS_COUNTERS})
 
     def __init__(self, recording: str | Path, pace: float = 0.0):
         self.path = Path(recording)

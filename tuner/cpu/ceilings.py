@@ -39,7 +39,7 @@ from tuner.measure.machine_load import Load, LoadMeter
 from tuner.measure.measurement import Timing
 from tuner.settings import MeasureSettings, cache_root
 
-CEILING_SETTINGS = MeasureSettings(flush_l2=False, warmup=2, min_samples=10, max_samples=100, max_time_s=1.0,
+CEILING_SETTINGS = MeasureSettings(cold_caches=False, warmup=2, min_samples=10, max_samples=100, max_time_s=1.0,
                                    target_noise=0.005)
 STREAM_FACTOR = 4
 MIN_STREAM_BYTES = 64 * 2**20
@@ -136,7 +136,7 @@ def measure_fma(timer: CpuTimer, dtype: str, threads: tuple[int, ...], settings:
 
     # Each thread runs the same iterations, chosen on one thread (where no other thread's wake-up is timed) so that
     # a call lasts about call_seconds.
-    iterations, trial = 1000, MeasureSettings(flush_l2=False, warmup=1, min_samples=3, max_samples=3)
+    iterations, trial = 1000, MeasureSettings(cold_caches=False, warmup=1, min_samples=3, max_samples=3)
     while (seconds := timer.time(call(iterations, 1), trial).min_ms * 1e-3) < call_seconds / 8:
         iterations *= 8
     iterations = max(iterations, int(iterations * call_seconds / seconds))

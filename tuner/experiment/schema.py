@@ -280,9 +280,15 @@ def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
     )
 
 
-def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable]) -> Any:
-    m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
-    return cls(**{k: checks[k](x, (*path, k)) for k, x in m.items()})
+def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable],
+              aliases: dict[str, str] | None = None) -> Any:
+    """``cls`` made of the checked mapping; ``aliases``: keys read as another key's setting (given once)."""
+    aliases = aliases or {}
+    m = v.mapping(value if value is not None else {}, path, (), (*checks, *aliases))
+    for alias, key in aliases.items():
+        if alias in m and key in m:
+            raise v.r.error((*path, alias), f"is the setting '{key}' by another name, which is given too; keep one")
+    return cls(**{aliases.get(k, k): checks[aliases.get(k, k)](x, (*path, k)) for k, x in m.items()})
 
 
 def _optional(check: Callable) -> Callable:
@@ -329,7 +335,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     })
     search = _pair_sampler(v, search, top.get("search"))
     measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
-        "flush_l2": v.boolean,
+        "cold_caches": v.boolean,
         "warmup": lambda x, p: v.integer(x, p, minimum=0),
         "min_samples": v.integer,
         "max_samples": v.integer,
@@ -340,7 +346,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "input_seed": lambda x, p: v.integer(x, p, minimum=0),
         "energy": v.boolean,
         "counters": lambda x, p: v.choice(x, p, COUNTERS_CHOICES),
-    })
+    }, {"flush_l2": "cold_caches"})
     if measure.max_samples < measure.min_samples:
         raise document.error(("measure", "max_samples"),
                              f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")

@@ -69,7 +69,7 @@ MMA_BLOCKS_PER_SM = 8
 MMA_THREADS = 128
 PUBLISHED_BANDWIDTH_GBS = {"NVIDIA H100 80GB HBM3": 3350.0, "NVIDIA H200": 4800.0}
 """Datasheet DRAM bandwidths, printed beside the computed figure as a check of the formula."""
-CEILING_SETTINGS = MeasureSettings(flush_l2=False, warmup=5, min_samples=20, max_samples=200, max_time_s=1.0,
+CEILING_SETTINGS = MeasureSettings(cold_caches=False, warmup=5, min_samples=20, max_samples=200, max_time_s=1.0,
                                    target_noise=0.002)
 FMA_CHAINS = 8
 FMA_ITERATIONS = 4096

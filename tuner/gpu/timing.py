@@ -103,7 +103,7 @@ class Timer:
             if seconds_per_sample:
                 count = min(count, max(1, int(CLOCK_PERIOD_S / seconds_per_sample)))
             batch_started = time.perf_counter()
-            samples += self._batch(launch, count, settings.flush_l2, before_each)
+            samples += self._batch(launch, count, settings.cold_caches, before_each)
             seconds_per_sample = (time.perf_counter() - batch_started) / count
             throttle.observe(self._read_clock(), count)
         return summarize(samples, throttle.count, clock_before, self._read_clock())

@@ -31,7 +31,7 @@ THROTTLE_FRACTION = 0.05
 
 def describe_method(settings: MeasureSettings) -> str:
     """One line naming the method and its settings, stored with every result."""
-    flush = "L2 flushed before each sample (cold)" if settings.flush_l2 else "no L2 flush (hot)"
+    flush = "L2 flushed before each sample (cold)" if settings.cold_caches else "no L2 flush (hot)"
     verified = (" (the verified launch into poisoned outputs the first); outputs poisoned again before each sample "
                 "and the last sample's checked") if settings.verify else ""
     return (

@@ -44,7 +44,7 @@ from typing import Protocol
 import optuna
 from optuna.trial import FrozenTrial, Trial, TrialState
 
-from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, start_evaluation
+from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, compiling_ahead, start_evaluation
 from tuner.config import Config
 from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, metric_names, study_objective
 from tuner.errors import TunerError
@@ -474,23 +474,20 @@ class StudySearch:
         that compiles long does not hold up the ones compiled after it; when none of this study's can, one of the
         next study's (once this study has asked its last); when none of those can either, the first that
         finishes compiling, or the oldest where the backend cannot tell."""
-        ready = getattr(self.backend, "ready", None)
-        if ready is None:
+        compiling = compiling_ahead(self.backend)
+        if compiling is None:
             return self, queued[0]
-        wait_compiled = getattr(self.backend, "wait_compiled", None)
         while True:
             candidates = [(self, entry) for entry in queued]
             successor, flying = self.successor, self.flight.trial if self.flight else None
             if successor is not None:
                 candidates += [(successor, entry) for entry in successor.pending if entry[0] is not flying]
-            found = next(((search, entry) for search, entry in candidates if ready(entry[1])), None)
+            found = next(((search, entry) for search, entry in candidates if compiling.ready(entry[1])), None)
             if found is not None:
                 return found
-            if wait_compiled is None:
-                return self, queued[0]
             if self.flight:  # record it while the compilers work
                 self._land(None)
-            wait_compiled([entry[1] for _, entry in candidates], READY_POLL_S)
+            compiling.wait_compiled([entry[1] for _, entry in candidates], READY_POLL_S)
 
     def _land(self, start: tuple[Trial, Config, float] | None, search: StudySearch | None = None) -> None:
         """Wait for the evaluation in flight, start ``start`` (of ``search``'s study, this one's by default) on

@@ -13,15 +13,14 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tuner.backends.protocol import Backend
+from tuner.backends.catalog import NAMES
+from tuner.backends.protocol import Backend, wait_until_ready
 from tuner.backends.recorded import RecordedBackend, is_recorded
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.errors import TunerError
 from tuner.experiment.schema import Experiment
 from tuner.gpu.selection import parse_gpus, visible_gpus
 from tuner.kernels.discovery import get_family
-
-BACKENDS = ("pycuda", "cpu", "replay")
 
 
 def default_backend(experiment: Experiment, replay: str | os.PathLike[str] | None = None) -> str:
@@ -58,7 +57,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
 
         return CpuBackend(experiment.measure, experiment.compile, progress=progress)
     if backend != "pycuda":
-        raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")
+        raise TunerError(f"unknown backend '{backend}'; choose one of {', '.join(NAMES)}")
     try:
         from tuner.backends.pycuda.backend import PycudaBackend
     except Exception as exc:  # a missing PyCUDA, a missing driver or GPU: all mean no measurements here
@@ -101,9 +100,7 @@ def open_backends(backend: str | Backend, experiment: Experiment, replay: str | 
         if meanwhile is not None:
             meanwhile()
         for one in chosen:
-            wait_ready = getattr(one, "wait_ready", None)
-            if wait_ready is not None:
-                wait_ready()
+            wait_until_ready(one)
     except BaseException:
         for one in reversed(chosen):
             one.close()

@@ -51,7 +51,7 @@ from typing import Any
 import optuna
 
 from tuner.backends.energy_capability import check_energy
-from tuner.backends.protocol import Backend
+from tuner.backends.protocol import Backend, counter_source, prepare_inputs
 from tuner.energy.objective import Objective
 from tuner.errors import TunerError
 from tuner.experiment.schema import Experiment, check_experiment, check_name, load_experiment
@@ -184,7 +184,7 @@ def _count(experiment: Experiment, backend: Backend, table: Table, progress: Pro
 
     setting = experiment.measure.counters
     try:
-        note = count_configurations(table.frame(), table.out, backend.counters(), setting, progress.note,
+        note = count_configurations(table.frame(), table.out, counter_source(backend), setting, progress.note,
                                     f"the {backend.name} backend reads no hardware counters")
     except Exception as exc:  # counters are a reading beside the results: they must never cost them
         note = CountersNote(setting, reasons=(f"{type(exc).__name__}: {' '.join(str(exc).split())}",))
@@ -416,9 +416,7 @@ def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, bac
     measures while the current study's last ones compile."""
     successor = single(at)
     successor.prepare()
-    hint = getattr(backend, "prepare", None)
-    if hint is not None:
-        hint(space.problem, space.dtype)
+    prepare_inputs(backend, space.problem, space.dtype)
     return successor
 
 
@@ -449,10 +447,8 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         environments = [b.metadata() for b in backends]
         environment_ids = [metadata_id(env) for env in environments]
         spaces = study_spaces(experiment, backend.recorded_configs())
-        for measuring in backends:  # the worker makes the first study's inputs while the storage is set up
-            prepare = getattr(measuring, "prepare", None)
-            if prepare is not None and spaces:
-                prepare(spaces[0].problem, spaces[0].dtype)
+        for measuring in backends if spaces else ():  # the worker makes the first study's inputs meanwhile
+            prepare_inputs(measuring, spaces[0].problem, spaces[0].dtype)
         own_seed = worker_seed(seed, place.liveness)
         for space in spaces if place.storage is None else ():  # before any study is opened: nothing written
             check_same_strategy(store, space.name, choice)

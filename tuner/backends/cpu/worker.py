@@ -8,17 +8,16 @@ BLAS size their thread pools once, before either is loaded, and both the kernels
 many threads for the worker's whole life.
 
 The kernel's arguments come from its family's declaration, as on the GPU: buffers are host arrays (passed as
-pointers), inputs filled with the same random values the reference was computed from, outputs poisoned before
-each verified call. They live here only: a kernel that writes out of bounds can corrupt or kill this process,
-never the parent.
+pointers), inputs filled with the same random values the reference was computed from, outputs poisoned before the
+verified call and before each timed sample (:mod:`tuner.backends.verify_and_time`, as on the GPU). They live here
+only: a kernel that writes out of bounds can corrupt or kill this process, never the parent.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tuner.backends.verify_and_time import Bench, verify_and_time
 from tuner.backends.worker_process import Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.cpu.info import blas_description
@@ -88,6 +88,9 @@ class CpuWorker:
         self.energy = CpuEnergy() if measure.energy else None
         self.load = LoadMeter(threads, root_pid=os.getppid())
         """Other processes' CPU time during each measurement (the run's own processes are the parent's tree)."""
+        energy = self.energy
+        self.bench = Bench(served, measure, self.timer, self.load,
+                           energy=(lambda run, timing: energy.measure(run)) if energy is not None else None)
         self.workspace: Workspace | None = None
 
     # --- requests --------------------------------------------------------------------------------------------
@@ -103,14 +106,18 @@ class CpuWorker:
         kernel.argtypes = ws.signature()
         kernel.restype = None
         arguments = ws.arguments()
-        return self._verify_and_time(lambda: kernel(*arguments), ws, resources)
+        return verify_and_time(lambda: kernel(*arguments), ws, self.bench, resources)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement:
         if dtype not in ("float32", "float64"):
             return Measurement(Status.INVALID, f"numpy's BLAS has no {dtype} GEMM")
         ws = self._workspace(MATMUL, problem, dtype)
         A, B, C = ws.arrays["A"], ws.arrays["B"], ws.arrays["C"]
-        result = self._verify_and_time(lambda: np.matmul(A, B, out=C), ws, Resources())
+
+        def run() -> None:
+            np.matmul(A, B, out=C)
+
+        result = verify_and_time(run, ws, self.bench, Resources())
         return result if result.status is not Status.OK else replace(result, reason=blas_description(self.threads))
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
@@ -130,43 +137,6 @@ class CpuWorker:
             self.workspace = None
             self.workspace = ws = Workspace(kernel, problem, dtype, self.measure.input_seed)
         return ws
-
-    def _verify_and_time(self, run: Callable[[], object], ws: Workspace, resources: Resources) -> Measurement:
-        """The measurement of ``run`` (see ``_verified_and_timed``) with the load of the machine meanwhile."""
-        window = self.load.window()
-        measurement = self._verified_and_timed(run, ws, resources)
-        return replace(measurement, load=window.close())
-
-    def _verified_and_timed(self, run: Callable[[], object], ws: Workspace, resources: Resources) -> Measurement:
-        """Check a first call, time, then check again (a kernel that leaves state behind can go wrong only on
-        later calls); with ``measure.energy`` and RAPL here, then an energy window of back-to-back calls."""
-        self.served.started()
-        started = time.perf_counter()
-        error = None
-        try:
-            if self.measure.verify:
-                verdict = self._check(run, ws)
-                if not verdict.ok:
-                    return Measurement(Status.WRONG, verdict.reason, error=verdict.error, resources=resources)
-                error = verdict.error
-            timing = self.timer.time(run, self.measure)
-            if self.measure.verify:
-                verdict = self._check(run, ws)
-                if not verdict.ok:
-                    return Measurement(Status.WRONG, f"right on its first call, wrong after {timing.count} timed "
-                                                     f"calls: {verdict.reason}", error=verdict.error,
-                                       resources=resources)
-                error = max(error or 0.0, verdict.error or 0.0)
-            energy = self.energy.measure(run) if self.energy is not None else None
-        finally:
-            self.served.busy += time.perf_counter() - started
-        return Measurement(Status.OK, timing=timing, error=error, resources=resources, energy=energy)
-
-    def _check(self, run: Callable[[], object], ws: Workspace) -> Verdict:
-        """One call into poisoned outputs, compared with the float64 reference."""
-        ws.prepare_outputs()
-        run()
-        return ws.check()
 
 
 def serve(conn: Connection, measure: MeasureSettings, threads: int, family_dirs: tuple[Path, ...]) -> None:

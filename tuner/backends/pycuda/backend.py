@@ -1,4 +1,5 @@
-"""The PyCUDA backend: compiles ahead with nvcc, measures in a GPU worker process it can replace.
+"""The PyCUDA backend: compiles ahead with nvcc, measures in a GPU worker process it can replace
+(:mod:`tuner.backends.compile_ahead`).
 
 Each configuration is rendered and compiled once to a cubin (:mod:`tuner.compile.nvcc`, with ptxas's resource
 report: registers, shared and local memory, spills), while the GPU measures the one before; the worker loads
@@ -15,9 +16,9 @@ import importlib.util
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from tuner.backends.energy_capability import environment_refusal
-from tuner.backends.measuring_worker import MeasuringWorker
-from tuner.backends.protocol import LOOKAHEAD, BackendBase, Done, Pending
+from tuner.backends.abilities import Ability
+from tuner.backends.compile_ahead import CompileAheadBackend
+from tuner.backends.protocol import LOOKAHEAD, Done, Pending
 from tuner.backends.worker_process import THREAD_VARIABLES, WorkerProcess
 from tuner.compile.nvcc import compile_source, find_nvcc
 from tuner.compile.pool import CompilePool
@@ -45,10 +46,12 @@ MOST_ASKED_AHEAD = 64
 INSTALL_HINT = 'pip install -e ".[cuda]"'
 
 
-class PycudaBackend(BackendBase):
+class PycudaBackend(CompileAheadBackend):
     """Measures configurations on the local GPU through PyCUDA (see the module text)."""
 
     name = "pycuda"
+    abilities = CompileAheadBackend.abilities | {Ability.SUBMITS, Ability.COMPILES_AHEAD, Ability.PREPARES,
+                                                 Ability.STARTS_IN_BACKGROUND, Ability.READS_COUNTERS}
 
     def __init__(self, measure_settings: MeasureSettings | None = None,
                  compile_settings: CompileSettings | None = None, gpu: str | None = None,
@@ -62,19 +65,15 @@ class PycudaBackend(BackendBase):
                              f"{INSTALL_HINT} (from the checkout) on a machine with an NVIDIA GPU and nvcc, or use "
                              f"--backend replay to work from a recorded run")
         find_nvcc()
-        self.measure = measure_settings or MeasureSettings()
-        self.compile = compile_settings or CompileSettings()
+        measure = measure_settings or MeasureSettings()
+        settings = compile_settings or CompileSettings()
         self.gpu = gpu
-        self.progress = progress
-        self._owns_compiler = compiler is None
-        self.compiler = compiler or CompilePool(self._compile, self.compile.workers)
+        super().__init__(measure, settings, compiler or CompilePool(self._compile, settings.workers), "GPU",
+                         owns_compiler=compiler is None, progress=progress)
         self.ask_ahead = max(LOOKAHEAD, min(ASK_AHEAD_PER_COMPILER * self.compiler.workers + 1, MOST_ASKED_AHEAD))
         """Configurations a search asks ahead: enough to keep every compiler busy, and a new configuration's compile
         (seconds for a register-blocked kernel) behind the measurements of those asked before it (a tenth of a
         second each)."""
-        self.worker = MeasuringWorker(self._start_worker, "GPU", self.measure.timeout_s)
-        self._device: dict[str, Any] | None = None
-        self._environment: dict[str, Any] | None = None
         self.worker.start()
         if wait:
             self.wait_ready()
@@ -83,32 +82,19 @@ class PycudaBackend(BackendBase):
         """Wait for the GPU worker; TunerError, in one paragraph, when there is no usable GPU."""
         self.worker.live()
 
-    @property
-    def busy_seconds(self) -> float:  # type: ignore[override]
-        return self.worker.busy_seconds
-
     def _compile(self, source: str) -> CompileResult:
         return compile_source(source, self.compile.arch, self.compile.options)
 
-    def _start_worker(self) -> WorkerProcess:
+    def start_worker(self) -> WorkerProcess:
         from tuner.backends.pycuda.worker import serve
 
         return WorkerProcess(serve, (self.measure, self.compile, family_dirs(), self.gpu), "tuner-gpu-worker",
                              START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(WORKER_BLAS_THREADS)), wait=False)
 
-    # --- the Backend protocol ----------------------------------------------------------------------------
+    def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
+        return environment(self.name, device, self.measure, self.compile)
 
-    def prefetch(self, configs: list[Config]) -> None:
-        for config in configs:
-            self.compiler.submit(render(config))
-
-    def ready(self, config: Config) -> bool:
-        """Whether the configuration can start without waiting for a compile under way."""
-        return not self.compiler.compiling(render(config))
-
-    def wait_compiled(self, configs: list[Config], timeout: float | None = None) -> bool:
-        """Wait until one of the configurations is ``ready``; False when none is after ``timeout`` seconds."""
-        return self.compiler.wait_any([render(config) for config in configs], timeout)
+    # --- the Backend protocol and the declared abilities -----------------------------------------------------
 
     def submit(self, config: Config, source: str | None = None, launch: Launch | None = None) -> Pending:
         """Start evaluating one configuration: compile it (or take it from the cache, waiting for a compile
@@ -117,7 +103,7 @@ class PycudaBackend(BackendBase):
         ``source`` replaces the family's rendered source by a raw kernel of the same signature, and ``launch``
         its launch geometry: for tests of the failure paths, never registered as a family.
         """
-        compiled = self.compiler.result(render(config) if source is None else source)
+        compiled = self.compiled(render(config) if source is None else source)
         if not compiled.ok or compiled.binary is None:
             status = Status.INVALID if compiled.resource_limit else Status.COMPILE_ERROR
             return Done(Measurement(status, compiled.log, compile_time_s=compiled.compile_time_s,
@@ -139,34 +125,9 @@ class PycudaBackend(BackendBase):
         and buffers and loads the baseline's library while the caller goes on."""
         self.worker.submit("prepare", (problem, dtype), Measurement(Status.CRASHED))
 
-    def device(self, remeasure: bool = False) -> dict[str, Any]:
-        """The GPU's summary (``tuner.gpu.device.summary``): description, versions, peaks, ceilings."""
-        if self._device is None or remeasure:
-            self._device = self.worker.describe(remeasure, self.progress)
-        return self._device
-
     def counters(self) -> NcuCounters:
         """Nsight Compute on this backend's GPU, with its compile settings and inputs (tuner.counters)."""
         from tuner.counters.sources import NcuCounters
 
         return NcuCounters(self.compile, self.measure.input_seed, self.gpu, family_dirs(),
                            str(self.device()["device"].get("name") or ""))
-
-    def metadata(self) -> dict[str, Any]:
-        if self._environment is None:
-            self._environment = environment(self.name, self.device(), self.measure, self.compile)
-        return self._environment
-
-    def energy_unavailable(self) -> str | None:
-        return environment_refusal(self.metadata())
-
-    def close(self) -> None:
-        self.worker.stop()
-        if self._owns_compiler:
-            self.compiler.close()
-
-    def __enter__(self) -> PycudaBackend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

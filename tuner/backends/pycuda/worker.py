@@ -5,14 +5,13 @@ cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baselin
 ``("prepare", (problem, dtype))`` (inputs and reference made ahead in a thread, the baseline's library loaded),
 ``("device", (remeasure, progress))``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
 buffers are allocated, inputs filled with the same random values the reference was computed from, outputs
-poisoned before each verified launch.
+poisoned before the verified launch and before each timed sample (:mod:`tuner.backends.verify_and_time`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -24,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tuner.backends.verify_and_time import Bench, verify_and_time
 from tuner.backends.worker_process import Fatal, Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.kernels.arguments import Buffer
@@ -208,6 +208,12 @@ class GpuWorker:
         self.energy = GpuEnergy(handle) if measure.energy else None
         self.load = LoadMeter(gpu=NvmlProcesses(handle) if handle else None, counters=None)
         """Other processes' work on this GPU during each measurement (through NVML, where it is installed)."""
+        energy = self.energy
+        self.bench = Bench(served, measure, self.timer, self.load,
+                           energy=(lambda run, timing: energy.measure(run, timing.median_ms * 1e-3))
+                           if energy is not None else None,
+                           settle=cuda.Context.synchronize, rejected=(LaunchRejected,),
+                           run_words=("launch", "launches"))
         self.workspaces: OrderedDict[WorkspaceKey, Workspace] = OrderedDict()
         """The workspaces on the device, least recently used first."""
         self.upcoming: dict[WorkspaceKey, Future[HostData]] = {}
@@ -359,50 +365,11 @@ class GpuWorker:
         return None
 
     def _verify_and_time(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
-        """The measurement of ``run`` (see ``_verified_and_timed``) with the other work on the GPU meanwhile."""
-        window = self.load.window()
-        measurement = self._verified_and_timed(run, ws, resources)
-        return replace(measurement, load=window.close())
-
-    def _verified_and_timed(self, run: Callable[[], None], ws: Workspace, resources: Resources) -> Measurement:
-        """Verify one launch into poisoned outputs, time the kernel with the outputs poisoned again before each
-        sample (untimed), and verify what the last timed launch left: a kernel that leaves state behind (flags,
-        counters) can go wrong only on later launches. The verified launch is the first warm-up launch. With
-        ``measure.energy``, an energy window of back-to-back launches follows (tuner.energy.window)."""
-        self.served.started()
-        started = time.perf_counter()
-        error = None
-        verify = self.measure.verify
+        """The measurement of ``run`` (tuner.backends.verify_and_time); a CUDA error leaves the context unusable."""
         try:
-            if verify:
-                verdict = self._check(run, ws)
-                if not verdict.ok:
-                    return Measurement(Status.WRONG, verdict.reason, error=verdict.error, resources=resources)
-                error = verdict.error
-            timing = self.timer.time(run, self.measure, max(0, self.measure.warmup - 1) if verify else None,
-                                     ws.prepare_outputs if verify else None)
-            if verify:
-                verdict = ws.check()
-                if not verdict.ok:
-                    return Measurement(Status.WRONG, f"right on its first launch, wrong after {timing.count} timed "
-                                                     f"launches: {verdict.reason}", error=verdict.error,
-                                       resources=resources)
-                error = max(error or 0.0, verdict.error or 0.0)   # an ok verdict carries its error
-            energy = self.energy.measure(run, timing.median_ms * 1e-3) if self.energy is not None else None
-        except LaunchRejected as exc:
-            return Measurement(Status.INVALID, str(exc), resources=resources)
+            return verify_and_time(run, ws, self.bench, resources)
         except self.cuda.Error as exc:
             raise Fatal(f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            self.served.busy += time.perf_counter() - started
-        return Measurement(Status.OK, timing=timing, error=error, resources=resources, energy=energy)
-
-    def _check(self, run: Callable[[], None], ws: Workspace) -> Verdict:
-        """One launch into poisoned outputs, compared with the float64 reference."""
-        ws.prepare_outputs()
-        run()
-        self.cuda.Context.synchronize()
-        return ws.check()
 
 
 def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileSettings,
