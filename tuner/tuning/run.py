@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import functools
 import logging
 import math
 import os
@@ -43,7 +42,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +59,7 @@ from tuner.results import table as results
 from tuner.results.metadata import metadata_id
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
+from tuner.search.pipeline import StudyPipeline
 from tuner.search.storage import (
     HEARTBEAT_INTERVAL_S,
     check_storage_url,
@@ -410,18 +410,6 @@ def worker_seed(seed: int, liveness: Liveness) -> int:
     return seed + WORKER_SEED_STEP * liveness.rank if isinstance(liveness, WorkerRegistry) else seed
 
 
-def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> StudySearch:
-    """While a study measures its last configurations: ask and compile the next study's first ones, and let the
-    backend make the next problem's inputs; the next study's search, whose compiled configurations the device
-    measures while the current study's last ones compile."""
-    successor = single(at)
-    successor.prepare()
-    hint = getattr(backend, "prepare", None)
-    if hint is not None:
-        hint(space.problem, space.dtype)
-    return successor
-
-
 def _transfer(order: list[tuple[StudySpace, optuna.Study]], at: int, count: int, budget: Budget,
               fresh: set[int]) -> None:
     """Give study ``at``, when this run started it, the best configurations of the studies before it
@@ -484,21 +472,23 @@ def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages
         try:
             order = list(studies.items())
             fresh = {at for at, (_, study) in enumerate(order) if not study.get_trials(deepcopy=False)}
-            searches: dict[int, StudySearch] = {}
 
             def single(at: int) -> StudySearch:
-                """The search of study ``at`` on the run's one backend, made once."""
-                if at not in searches:
-                    _transfer(order, at, experiment.search.transfer, budget, fresh)
-                    searches[at] = StudySearch(order[at][1], order[at][0], backend, budget, table, progress,
-                                               place.liveness, callbacks)
-                return searches[at]
+                """The search of study ``at`` on the run's one backend."""
+                _transfer(order, at, experiment.search.transfer, budget, fresh)
+                return StudySearch(order[at][1], order[at][0], backend, budget, table, progress, place.liveness,
+                                   callbacks)
 
+            def ready_ahead(at: int) -> None:
+                """Study ``at`` was prepared ahead: the backend makes its problem's inputs."""
+                hint = getattr(backend, "prepare", None)
+                if hint is not None:
+                    hint(order[at][0].problem, order[at][0].dtype)
+
+            pipeline = StudyPipeline(len(order), single, ready_ahead, ahead=isinstance(place.liveness, SoleWorker))
             for position, (space, study) in enumerate(order):
                 if len(backends) == 1:
-                    one = single(position)
-                    if isinstance(place.liveness, SoleWorker) and position + 1 < len(order):
-                        one.then = functools.partial(_ahead, single, order[position + 1][0], position + 1, backend)
+                    one = pipeline.start(position)
                     # what the study before found since this one was prepared
                     _transfer(order, position, experiment.search.transfer, budget, fresh)
                     one.prepare()  # the compilers start while the baseline is measured
