@@ -184,7 +184,7 @@ def test_the_command_line_transfers_as_the_experiment_says_unless_told_otherwise
     assert runs["told"][-1]["transfer"] == 5 and runs["none"][-1]["transfer"] == 0
     capsys.readouterr()
     assert cli.main([*common, "--out", str(tmp_path / "bad"), "--transfer", "-1"]) == 2
-    assert "--transfer must be a whole number ≥ 0, not -1" in capsys.readouterr().err
+    assert "--transfer must be an integer ≥ 0, not -1" in capsys.readouterr().err
 
 
 def test_a_transferred_trial_a_dead_worker_left_is_asked_again_still_naming_its_source(tmp_path):
