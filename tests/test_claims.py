@@ -65,7 +65,7 @@ def a_dead_workers_configuration_queued_again(study: optuna.Study, space, search
     config = space.config_of(dead.params)
     dead.set_user_attr(CLAIM_ATTR, config.key)
     dead.set_user_attr(WORKER_ATTR, "gone/1/1")
-    search._fail_dead()
+    search.policy.fail_dead(search.pending)
     (queued,) = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
     assert queued.user_attrs[RETRY_ATTR] == dead.number
     assert study.get_trials(deepcopy=False)[dead.number].user_attrs[DEAD_ATTR] == "gone/1/1"
@@ -78,15 +78,15 @@ def test_a_later_trial_of_a_queued_configuration_loses_it_and_the_queued_one_is_
     later = running_trial(study, space, queued.system_attrs["fixed_params"], this_worker(), config.key)
     assert later.number > queued.number
 
-    second._refresh()  # it sees the later trial's claim before that trial loses it
+    second.refresh()  # it sees the later trial's claim before that trial loses it
     assert config.key in second.elsewhere
-    assert not first._owns(later, config, time.monotonic())
+    assert not first.owns((later, config, time.monotonic()))
     assert study.get_trials(deepcopy=False)[later.number].user_attrs[LOST_ATTR] == queued.number
 
-    second._fill()  # takes the queued trial first, although its reading of the claims is out of date
+    second.fill()  # takes the queued trial first, although its reading of the claims is out of date
     entry = next(entry for entry in second.pending if entry[0].number == queued.number)
     assert entry[1].key == config.key
-    assert second._owns(*entry)
+    assert second.owns(entry)
 
 
 def test_a_queued_configuration_already_held_by_a_lower_trial_is_not_measured(study, space):
@@ -96,9 +96,9 @@ def test_a_queued_configuration_already_held_by_a_lower_trial_is_not_measured(st
     held.set_user_attr(CLAIM_ATTR, config.key)
     held.set_user_attr(WORKER_ATTR, this_worker())
     study.enqueue_trial(held.params)
-    search._fill()
+    search.fill()
     for entry in [entry for entry in search.pending if entry[1].key == config.key]:
-        assert not search._owns(*entry)
+        assert not search.owns(entry)
     (queued,) = [t for t in study.get_trials(deepcopy=False) if t.number != held.number and t.params == held.params]
     assert queued.state == TrialState.FAIL and LOST_ATTR in queued.user_attrs
 

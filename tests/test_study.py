@@ -359,8 +359,8 @@ def test_a_configuration_still_compiling_does_not_hold_up_those_compiled_after_i
 class SlowReading(StudySearch):
     """Reads the storage slowly, so that two measuring threads read it at the same time."""
 
-    def _refresh(self) -> None:
-        super()._refresh()
+    def refresh(self) -> None:
+        super().refresh()
         time.sleep(0.05)
 
 
@@ -371,7 +371,7 @@ def test_two_measuring_threads_never_ask_past_the_budget(storage):
     searches = [SlowReading(open_study(storage, space, "random", seed=index, liveness=ThisProcess()), space,
                             ScriptedBackend(), Budget(1), ListRecorder(), Progress(quiet=True), ThisProcess())
                 for index in range(2)]
-    threads = [threading.Thread(target=one._fill) for one in searches]
+    threads = [threading.Thread(target=one.fill) for one in searches]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -184,7 +184,7 @@ def test_the_command_line_transfers_as_the_experiment_says_unless_told_otherwise
     assert runs["told"][-1]["transfer"] == 5 and runs["none"][-1]["transfer"] == 0
     capsys.readouterr()
     assert cli.main([*common, "--out", str(tmp_path / "bad"), "--transfer", "-1"]) == 2
-    assert "--transfer must be a whole number ≥ 0, not -1" in capsys.readouterr().err
+    assert "--transfer must be an integer ≥ 0, not -1" in capsys.readouterr().err
 
 
 def test_a_transferred_trial_a_dead_worker_left_is_asked_again_still_naming_its_source(tmp_path):
@@ -199,7 +199,7 @@ def test_a_transferred_trial_a_dead_worker_left_is_asked_again_still_naming_its_
     left.set_user_attr(WORKER_ATTR, f"{socket.gethostname()}/not-a-pid/0")  # a process of this host that is gone
     search = StudySearch(study, second, ScriptedBackend(), Budget(3), ListRecorder(), Progress(quiet=True),
                          HostWorkers())
-    search._fail_dead()
+    search.policy.fail_dead(search.pending)
     retry = next(t for t in study.get_trials(deepcopy=False) if t.state == TrialState.WAITING)
     assert retry.user_attrs[TRANSFER_ATTR] == first.name and retry.user_attrs[RETRY_ATTR] == left.number
     search.run()

@@ -243,17 +243,17 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"trials": 0}, "--trials must be a whole number of at least 1"),
-    ({"timeout": -1.0}, "--timeout must be a positive number"),
+    ({"trials": 0}, "^trials must be an integer ≥ 1, not 0"),
+    ({"timeout": -1.0}, "^timeout must be a positive number of seconds"),
     ({"sampler": "anealing"}, "unknown sampler 'anealing'"),
-    ({"seed": -3}, "--seed must be a whole number"),
+    ({"seed": -3}, "^seed must be an integer ≥ 0"),
     ({"backend": "opencl"}, "unknown backend 'opencl'"),
     ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),
     ({"storage": "notadb://x"}, "cannot open the Optuna storage 'notadb://x'"),
-    ({"timeout": float("inf")}, "--timeout must be a positive number of seconds, not inf"),
-    ({"timeout": float("nan")}, "--timeout must be a positive number of seconds, not nan"),
-    ({"out": ""}, "--out is empty"),
-    ({"out": "a\0b"}, "--out may not hold a NUL character"),
+    ({"timeout": float("inf")}, "^timeout must be a positive number of seconds, not inf"),
+    ({"timeout": float("nan")}, "^timeout must be a positive number of seconds, not nan"),
+    ({"out": ""}, "^out is empty"),
+    ({"out": "a\0b"}, "^out may not hold a NUL character"),
     ({"storage": "sqlite:///:memory:"}, "in-memory SQLite database"),
 ])
 def test_bad_options_are_explained(tmp_path, options, message):

@@ -21,29 +21,16 @@ def _space(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from tuner.experiment.schema import load_experiment
-    from tuner.tuning.run import run
+    from tuner.tuning.options import RunOptions, option_name
+    from tuner.tuning.run import run_with
 
     experiment = load_experiment(args.experiment, tuple(args.templates))
-    run(
-        experiment,
-        backend=args.backend,
-        replay=args.replay,
-        trials=args.trials,
-        timeout=args.timeout,
-        sampler=args.sampler,
-        seed=args.seed,
-        transfer=args.transfer,
-        storage=args.storage,
-        out=args.out,
-        quiet=args.quiet,
-        report=not args.no_report,
-        summary=True,
-        gpus=args.gpus,
-        heartbeat=args.heartbeat,
-        replay_pace=args.replay_pace,
-        objective=args.objective,
-        counters=args.counters,
-    )
+    options = RunOptions(backend=args.backend, replay=args.replay, trials=args.trials, timeout=args.timeout,
+                         sampler=args.sampler, seed=args.seed, transfer=args.transfer, storage=args.storage,
+                         out=args.out, quiet=args.quiet, report=not args.no_report, summary=True, gpus=args.gpus,
+                         heartbeat=args.heartbeat, replay_pace=args.replay_pace, objective=args.objective,
+                         counters=args.counters)
+    run_with(experiment, options, option_name)
     return 0
 
 

@@ -17,6 +17,7 @@ from tuner.config import DTYPES, Problem
 from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.errors import ExperimentError, TunerError
 from tuner.experiment.family_trial import family_mistake
+from tuner.experiment.run_settings import COUNTERS, SEARCH, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.yaml_document import Document, FieldPath, read_document
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
 from tuner.kernels.family import Family, FamilyError, Parameter
@@ -24,7 +25,7 @@ from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
-from tuner.settings import COUNTERS_CHOICES, CompileSettings, MeasureSettings, SearchSettings
+from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
 from tuner.space.restriction_rules import restriction_refusal
 from tuner.strategies.catalog import NAMES
@@ -96,6 +97,11 @@ class _Validator:
         if not math.isfinite(value):
             raise self.r.error(path, f"{expected}, found {_describe(value)} (only finite numbers are allowed)")
         return float(value)
+
+    def ruled(self, value: Any, path: FieldPath, rule: Rule) -> Any:
+        if not rule.accepts(value):
+            raise self.r.error(path, f"expected {rule.expected}, found {_describe(value)}{rule.remark(value)}")
+        return value
 
     def text(self, value: Any, path: FieldPath) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -327,10 +333,10 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
              lambda name: f"the machine model '{name}' is defined twice", within=("name",))
     search = _settings(v, top.get("search"), ("search",), SearchSettings, {
         "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
-        "trials": v.integer,
-        "timeout_s": _optional(v.number),
-        "seed": lambda x, p: v.integer(x, p, minimum=0),
-        "transfer": lambda x, p: v.integer(x, p, minimum=0),
+        "trials": lambda x, p: v.ruled(x, p, TRIALS),
+        "timeout_s": _optional(lambda x, p: float(v.ruled(x, p, TIMEOUT))),
+        "seed": lambda x, p: v.ruled(x, p, SEED),
+        "transfer": lambda x, p: v.ruled(x, p, TRANSFER),
         "objective": lambda x, p: _objective(v, x, p),
     })
     search = _pair_sampler(v, search, top.get("search"))
@@ -345,7 +351,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "verify": v.boolean,
         "input_seed": lambda x, p: v.integer(x, p, minimum=0),
         "energy": v.boolean,
-        "counters": lambda x, p: v.choice(x, p, COUNTERS_CHOICES),
+        "counters": lambda x, p: v.ruled(x, p, COUNTERS),
     }, {"flush_l2": "cold_caches"})
     if measure.max_samples < measure.min_samples:
         raise document.error(("measure", "max_samples"),
@@ -502,7 +508,8 @@ def check_name(experiment: Experiment) -> None:
 
 def check_experiment(experiment: Experiment) -> None:
     """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
-    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown sampler or a budget below 1."""
+    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown sampler, or a search setting
+    or measure.counters that breaks its rule (tuner.experiment.run_settings)."""
     file = experiment.path or BUILT_IN_PYTHON
 
     def fail(field_: str, message: str) -> ExperimentError:
@@ -564,9 +571,12 @@ def check_experiment(experiment: Experiment) -> None:
     if experiment.search.sampler not in SAMPLERS:
         raise fail("search.sampler", f"unknown sampler '{experiment.search.sampler}'; choose one of "
                                      f"{', '.join(SAMPLERS)}")
-    trials = experiment.search.trials
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise fail("search.trials", f"a whole number of at least 1, not {trials!r}")
+    for name, rule in SEARCH.items():
+        value = getattr(experiment.search, name)
+        if not (value is None and name == "timeout_s") and not rule.accepts(value):
+            raise fail(f"search.{name}", f"must be {rule.expected}, not {value!r}{rule.remark(value)}")
+    if not COUNTERS.accepts(experiment.measure.counters):
+        raise fail("measure.counters", f"must be {COUNTERS.expected}, not {experiment.measure.counters!r}")
     try:
         objective = parse_objective(experiment.search.objective)
     except ObjectiveError as exc:

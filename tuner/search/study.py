@@ -18,7 +18,9 @@ is fixed: fill the queue, measure the oldest (where the backend says which are c
 tell it, ask one more. A backend that can ``submit`` measures the
 next configuration while the search records the one before, tells it and asks: the device waits on none of it.
 Before a study's first measurement (and its baseline's), its first configurations are asked and handed to the
-compilers (``prepare``); a run prepares the next study as soon as the current one has asked its last.
+compilers (``prepare``); a run prepares the next study as soon as the current one has asked its last, and the
+device measures the next study's compiled configurations while the last ones of this study still compile
+(:mod:`tuner.search.pipeline`).
 
 Storage and resume. Each evaluated trial keeps in its user attribute ``record`` everything its results row needs
 (:meth:`tuner.results.table.Record.attrs`), so the table is rebuilt from storage. A trial asked but not yet measured is
@@ -27,17 +29,17 @@ time), its RUNNING trials stay: the next run over the same storage (which the ru
 process) takes them over as its queue, in order, completing first the ones measured before the stop. With the
 sampler seeded per trial and strategies rebuilt from the storage, the resumed run then asks what the
 uninterrupted one would have, and reaches the same end. On a storage shared by several processes a RUNNING trial
-belongs to its worker while that worker lives; a dead worker's trials are failed and asked again.
+belongs to its worker while that worker lives; a dead worker's trials are failed and asked again. What differs
+between the sole worker and a worker sharing its study is its policy (:mod:`tuner.search.worker_policy`).
+
+The strategy, the sampler and the opening of a study are :mod:`tuner.search.opening`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -46,47 +48,38 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, compiling_ahead, start_evaluation
 from tuner.config import Config
-from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, metric_names, study_objective
-from tuner.errors import TunerError
+from tuner.energy.objective import DEFAULT, study_objective
 from tuner.measure.measurement import Measurement
 from tuner.results.table import RECORD_ATTR, Record, objective_of
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.claims import (
     CLAIM_ATTR,
-    DEAD_ATTR,
     LOST_ATTR,
-    RETRY_ATTR,
     TRANSFER_ATTR,
     WORKER_ATTR,
     Liveness,
     SoleWorker,
     claimed_key,
-    owner,
     this_worker,
-    unclaimed_too_long,
-    within_budget,
 )
 from tuner.search.energy_values import reported
-from tuner.search.storage import open_storage
-from tuner.search.study_space import (
-    AXES_ATTR,
-    FAMILY_PARAM,
-    STORED_ATTR,
-    VALUES,
-    StudySpace,
-    stored_space,
-    study_spaces,
+from tuner.search.opening import (
+    Choice,
+    ask_configuration,
+    check_choice,
+    check_same_strategy,
+    open_study,
+    strategy_name,
+    suggest_configuration,
 )
-from tuner.search.trial_making import making, trial_in_making
-from tuner.strategies import catalog
-from tuner.strategies.optuna_samplers import sampler_maker
-from tuner.strategies.protocol import StrategyFactory
-from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer, trial_params
-from tuner.strategies.user_samplers import copies_of, pristine_copy
+from tuner.search.storage import open_storage
+from tuner.search.study_space import FAMILY_PARAM, StudySpace, stored_space, study_spaces
+from tuner.search.worker_policy import Entry, WorkerPolicy, policy_for
+from tuner.strategies.sampler import DomainSampler
 
-__all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Evaluation", "StudySearch", "StudySpace",
-           "ask_configuration", "check_same_strategy", "open_storage", "open_study", "stored_space", "strategy_name",
-           "study_spaces"]
+__all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Choice", "Evaluation", "StudySearch", "StudySpace",
+           "ask_configuration", "check_choice", "check_same_strategy", "open_storage", "open_study", "stored_space",
+           "strategy_name", "study_spaces", "suggest_configuration"]
 
 READY_POLL_S = 1.0
 """How long a search waits for one of its configurations to finish compiling before it looks at the others again
@@ -94,159 +87,6 @@ READY_POLL_S = 1.0
 OTHERS_POLL_S = 0.5
 """How often a worker that has nothing left to ask looks whether the configurations other workers claimed are
 measured (the study is done) or were left by a dead worker (it measures them)."""
-
-Choice = str | optuna.samplers.BaseSampler | StrategyFactory
-"""A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
-
-
-# --- strategies and storage -------------------------------------------------------------------------------
-
-
-SAMPLER_ATTR = "sampler"
-"""Study user attribute: the strategy that searches the study (its name in the results table)."""
-
-_asking_locks: dict[str, threading.Lock] = {}
-_asking_guard = threading.Lock()
-
-
-def asking(study_name: str) -> threading.Lock:
-    """The lock that makes counting a study's budget and asking its next trial one step for the threads of this
-    process (one per GPU): without it, two could both find one trial left and ask one each."""
-    with _asking_guard:
-        return _asking_locks.setdefault(study_name, threading.Lock())
-
-
-def strategy_name(choice: Choice) -> str:
-    """How a strategy is named in the results table (the ``sampler`` column)."""
-    if isinstance(choice, str):
-        return choice
-    named = getattr(choice, "name", None)
-    if isinstance(named, str) and not isinstance(choice, optuna.samplers.BaseSampler):
-        return named
-    return type(choice).__name__ if isinstance(choice, optuna.samplers.BaseSampler) else \
-        getattr(choice, "__name__", type(choice).__name__)
-
-
-def check_choice(choice: Choice) -> None:
-    """TunerError for a name that names no strategy, a strategy whose package is missing, or a sampler object
-    that cannot be copied for each study and trial."""
-    if isinstance(choice, str):
-        if choice not in catalog.NAMES:
-            raise TunerError(f"unknown sampler '{choice}'; choose one of {', '.join(catalog.NAMES)}")
-        if choice in catalog.OPTUNA:
-            sampler_maker(choice)
-    elif isinstance(choice, optuna.samplers.BaseSampler):
-        pristine_copy(choice)
-    elif not callable(choice):
-        raise TunerError(f"a sampler is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
-                         f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
-
-
-def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
-    """The study's sampler: proposals of the chosen strategy, each a free valid configuration."""
-    name = strategy_name(choice)
-    proposer: Proposer
-    if isinstance(choice, optuna.samplers.BaseSampler):
-        proposer = OptunaProposer(name, copies_of(choice), space, seed, space.name)
-    elif isinstance(choice, str) and choice in catalog.OPTUNA:
-        proposer = OptunaProposer(name, sampler_maker(choice), space, seed, space.name)
-    else:
-        factory = catalog.strategy_factory(choice) if isinstance(choice, str) else choice
-        proposer = StrategyProposer(name, factory, space, seed, space.name)
-    return DomainSampler(space, proposer, seed, space.name)
-
-
-def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
-               liveness: Liveness | None = None, objective: Objective = DEFAULT) -> optuna.Study:
-    """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
-    but did not finish completed from its record. ``objective``: one value per name, each maximised."""
-    study = optuna.create_study(storage=storage, study_name=space.name, directions=["maximize"] * len(objective),
-                                load_if_exists=True)
-    attrs = study.user_attrs
-    if (OBJECTIVE_ATTR in attrs or AXES_ATTR in attrs) and study_objective(attrs) != objective:
-        raise TunerError(f"study '{space.name}' in the Optuna storage searched for {label(study_objective(attrs))}, "
-                         f"not {label(objective)}; run into a new output folder or storage, or search for "
-                         f"{label(study_objective(attrs))} again")
-    if AXES_ATTR not in attrs:
-        if study.get_trials(deepcopy=False):
-            raise TunerError(f"study '{space.name}' in the Optuna storage was recorded with an earlier "
-                             f"representation of its parameters; move the storage aside (a run folder's results "
-                             f"table fills a new one) or run into a new output folder or storage")
-        p = space.problem
-        for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
-                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective), SAMPLER_ATTR: strategy_name(choice),
-                           STORED_ATTR: VALUES, AXES_ATTR: space.axes_attr()}.items():
-            study.set_user_attr(key, value)
-        attrs = study.user_attrs
-    elif attrs[AXES_ATTR] != space.axes_attr():
-        raise TunerError(f"study '{space.name}' in the Optuna storage was created with other parameter values than "
-                         f"the experiment now lists; restore the values, or run into a new output folder or storage")
-    names = metric_names(objective, space.unit)
-    if study.metric_names != names:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.set_metric_names(names)
-    space = stored_space(study, space)
-    complete_measured(study, space, liveness or SoleWorker())
-    study.sampler = make_sampler(choice, space, seed)
-    return study
-
-
-def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice: Choice) -> None:
-    """TunerError where the study ``name`` exists and was searched with another strategy than ``choice`` (a study
-    written before the strategy was kept names it in its evaluations' records); nothing is written. A run into a
-    folder's own storage calls it: continuing a study with another strategy would mix the two, so that the results
-    would say nothing about either (workers sharing a storage may each bring their own strategy; each row names
-    its strategy)."""
-    try:
-        study_id = storage.get_study_id_from_name(name)
-    except KeyError:
-        return
-    searched = storage.get_study_user_attrs(study_id).get(SAMPLER_ATTR)
-    if searched is None:
-        records = [t.user_attrs[RECORD_ATTR] for t in storage.get_all_trials(study_id, deepcopy=False,
-                                                                             states=(TrialState.COMPLETE,))
-                   if isinstance(t.user_attrs.get(RECORD_ATTR), dict)]
-        searched = records[-1].get("sampler") if records else None
-    chosen = strategy_name(choice)
-    if searched is not None and searched != chosen:
-        raise TunerError(f"study '{name}' in the Optuna storage was searched with the sampler '{searched}', not "
-                         f"'{chosen}': continuing it with another strategy would mix the two, so that the results "
-                         f"say nothing about either; run with --sampler {searched} to continue it, or into a new "
-                         f"output folder (--out) or storage to search with '{chosen}'")
-
-
-def ask_configuration(study: optuna.Study, space: StudySpace) -> Trial:
-    """A new trial of the study (the first of its queue, if any) with its configuration's parameters set."""
-    trial = study.ask()
-    suggest_configuration(trial, space)
-    return trial
-
-
-def suggest_configuration(trial: Trial, space: StudySpace) -> None:
-    """Set a trial's parameters: those it was queued with, else its sampler's proposal (each trial holds its
-    family's parameters only, so the search space is not fixed in advance)."""
-    frozen = trial.study._storage.get_trial(trial._trial_id)
-    queued = dict(frozen.system_attrs.get("fixed_params") or {})
-    params = queued if space.point_of(queued) is not None else trial.relative_params
-    distributions = space.distributions()
-    for name in params:
-        trial._suggest(name, distributions[name])
-
-
-def complete_measured(study: optuna.Study, space: StudySpace, liveness: Liveness) -> None:
-    """Tell every RUNNING trial of a dead worker that holds its measurement (the worker died between recording
-    and telling it)."""
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        record = trial.user_attrs.get(RECORD_ATTR)
-        config = space.config_of(trial.params)
-        if record is None or config is None or liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
-            continue
-        try:
-            study.tell(trial.number, reported(study_objective(study.user_attrs), config,
-                                              Measurement.from_dict(record["measurement"])))
-        except (RuntimeError, ValueError):  # told meanwhile by another worker
-            continue
 
 
 # --- the search loop --------------------------------------------------------------------------------------
@@ -322,7 +162,20 @@ class Flight:
     pending: Pending
     busy_before: float
     search: StudySearch
-    """The search whose study the evaluation belongs to: this one, or the next study's."""
+    """The search whose study the evaluation belongs to: the one searching, or the next study's."""
+
+
+class Handover(Protocol):
+    """The next study's search, to which a search hands the device once it has asked its last configuration
+    (:class:`tuner.search.pipeline.Handover`)."""
+
+    def asked_all(self) -> None:
+        """This study has asked its last configuration: make the next study's search ready."""
+        ...
+
+    def waiting(self, flying: Trial | None) -> list[tuple[StudySearch, Entry]]:
+        """The next study's configurations waiting to be measured (none before ``asked_all``)."""
+        ...
 
 
 class StudySearch:
@@ -335,7 +188,7 @@ class StudySearch:
         self.recorder, self.progress = recorder, progress
         self.callbacks = tuple(adapted(callback) for callback in callbacks)
         self.liveness = liveness or SoleWorker()
-        self.sole = isinstance(self.liveness, SoleWorker)
+        self.policy: WorkerPolicy = policy_for(study, self.space, self.liveness, budget.trials)
         self.lookahead = ask_ahead(backend)
         self.sampler_name = study.sampler.name if isinstance(study.sampler, DomainSampler) else \
             type(study.sampler).__name__
@@ -347,24 +200,21 @@ class StudySearch:
         self.best: tuple[float, Config] | None = None
         """The best configuration by the objective's first value, with its speed (what progress shows)."""
         self._best_value = 0.0
-        self.pending: deque[tuple[Trial, Config, float]] = deque()
+        self.pending: deque[Entry] = deque()
         """(trial, configuration, time.monotonic() when asked), oldest first; the one the device is at first."""
         self.flight: Flight | None = None
         self.new = 0
         self.started = time.monotonic()
         self.prepared = False
-        self.then: Callable[[], StudySearch | None] | None = None
-        """Called once when the study has asked its last configuration: a run prepares the next study's search
-        and answers it, so that the device measures its compiled configurations while the last ones of this study
-        still compile."""
-        self.successor: StudySearch | None = None
+        self.handover: Handover | None = None
+        """Where the device goes once this study has asked its last configuration (a run sets it)."""
         self.transferred: dict[int, str] = {}
         """Trial number -> the study its queued configuration was transferred from (read when it was asked)."""
         self.running = False
         """Whether this search's study is the one being searched (another search may measure for it before)."""
-        self._refresh()
+        self.refresh()
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
         """Read the study's evaluations, and the claims of other live workers."""
         mine = {trial.number for trial, _, _ in self.pending}
         self.elsewhere.clear()
@@ -375,8 +225,7 @@ class StudySearch:
             if trial.state == TrialState.COMPLETE:
                 if key not in self.done:
                     self._remember_trial(key, trial)
-            elif not self.sole and trial.number not in mine and \
-                    self.liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
+            elif self.policy.claimed_elsewhere(trial, mine):
                 self.elsewhere.add(key)
 
     def _taken(self) -> set[str]:
@@ -422,8 +271,8 @@ class StudySearch:
         if self.prepared:
             return
         self.prepared = True
-        self._take_over()
-        self._fill()
+        self.policy.take_over(self._queue, self.pending)
+        self.fill()
 
     def run(self) -> StudyOutcome:
         self.started = time.monotonic()
@@ -434,7 +283,7 @@ class StudySearch:
             self.prepare()
             stopped = self._search()
         except BaseException:
-            self._release("interrupted")
+            self.policy.release(self.pending, "interrupted")
             self.progress.study_finished("interrupted")
             raise
         self.progress.study_finished(stopped)
@@ -442,8 +291,8 @@ class StudySearch:
 
     def _search(self) -> str:
         while True:
-            stopped = self._fill()
-            queued = self._queued()
+            stopped = self.fill()
+            queued = self.waiting(self.flight.trial if self.flight else None)
             if not queued:
                 if self.flight:
                     self._land(None)
@@ -455,21 +304,28 @@ class StudySearch:
             if self._timed_out():
                 if self.flight:
                     self._land(None)
-                self._release("time budget spent")
+                self.policy.release(self.pending, "time budget spent")
                 return f"time budget of {self.budget.timeout_s:g} s spent"
             search, chosen = self._next(queued)
-            trial, config, asked = chosen
-            if not search._owns(trial, config, asked):
-                search.pending.remove(chosen)
+            if not search.owns(chosen):
+                search.drop(chosen)
                 continue
-            self._land(chosen, search)
+            self._land((search, chosen))
 
-    def _queued(self) -> list[tuple[Trial, Config, float]]:
-        """This search's configurations waiting to be measured: all it asked but the one the device is at."""
-        flying = self.flight.trial if self.flight else None
+    def waiting(self, flying: Trial | None) -> list[Entry]:
+        """This search's configurations waiting to be measured: all it asked but ``flying``, the one the device
+        is at."""
         return [entry for entry in self.pending if entry[0] is not flying]
 
-    def _next(self, queued: list[tuple[Trial, Config, float]]) -> tuple[StudySearch, tuple[Trial, Config, float]]:
+    def owns(self, entry: Entry) -> bool:
+        """Whether the queued ``entry`` may be measured now (its trial failed where it may not)."""
+        return self.policy.owns(*entry)
+
+    def drop(self, entry: Entry) -> None:
+        """Forget a queued configuration that will not be measured."""
+        self.pending.remove(entry)
+
+    def _next(self, queued: list[Entry]) -> tuple[StudySearch, Entry]:
         """The oldest queued configuration the backend can start at once (compiled), so that a configuration
         that compiles long does not hold up the ones compiled after it; when none of this study's can, one of the
         next study's (once this study has asked its last); when none of those can either, the first that
@@ -478,10 +334,9 @@ class StudySearch:
         if compiling is None:
             return self, queued[0]
         while True:
-            candidates = [(self, entry) for entry in queued]
-            successor, flying = self.successor, self.flight.trial if self.flight else None
-            if successor is not None:
-                candidates += [(successor, entry) for entry in successor.pending if entry[0] is not flying]
+            candidates: list[tuple[StudySearch, Entry]] = [(self, entry) for entry in queued]
+            if self.handover is not None:
+                candidates += self.handover.waiting(self.flight.trial if self.flight else None)
             found = next(((search, entry) for search, entry in candidates if compiling.ready(entry[1])), None)
             if found is not None:
                 return found
@@ -489,9 +344,9 @@ class StudySearch:
                 self._land(None)
             compiling.wait_compiled([entry[1] for _, entry in candidates], READY_POLL_S)
 
-    def _land(self, start: tuple[Trial, Config, float] | None, search: StudySearch | None = None) -> None:
-        """Wait for the evaluation in flight, start ``start`` (of ``search``'s study, this one's by default) on
-        the device, then record the one that came back (while the device measures the new one)."""
+    def _land(self, start: tuple[StudySearch, Entry] | None) -> None:
+        """Wait for the evaluation in flight, start ``start`` (an entry of this study's search, or of the next
+        study's) on the device, then record the one that came back (while the device measures the new one)."""
         landed, measurement, device_s = self.flight, None, None
         if landed is not None:
             measurement = landed.pending.wait()
@@ -499,60 +354,30 @@ class StudySearch:
         self.flight = None
         try:
             if start is not None:
+                search, (trial, config, asked) = start
                 busy = self.backend.busy_seconds
-                self.flight = Flight(*start, start_evaluation(self.backend, start[1]), busy, search or self)
+                self.flight = Flight(trial, config, asked, start_evaluation(self.backend, config), busy, search)
         finally:  # what came back is kept, even when the next one fails to start
             if landed is not None and measurement is not None:
-                owner = landed.search
-                owner._store(landed.trial, landed.config, measurement, device_s)
-                owner.pending.remove(next(entry for entry in owner.pending if entry[0] is landed.trial))
+                landed.search.measured(landed.trial, landed.config, measurement, device_s)
 
     # asking
-    def _fill(self) -> str | None:
+    def fill(self) -> str | None:
         """Ask until ``lookahead`` configurations wait to be measured (the one in flight included)."""
         while len(self.pending) < self.lookahead:
-            with contextlib.nullcontext() if self.sole else asking(self.study.study_name):
-                if not self.sole:
-                    self._refresh()
-                    self._fail_dead()
+            with self.policy.asking(self.refresh, self.pending):
                 stopped = self._stop_reason()
                 if stopped:
-                    self._asked_all()
+                    if self.handover is not None:
+                        self.handover.asked_all()
                     return stopped
-                self._queue(self._ask())
+                self._queue(self.policy.ask())
         return None
-
-    def _ask(self) -> Trial:
-        """A new trial with its configuration. The sole worker makes it in one write, parameters and claim
-        included (:mod:`tuner.search.trial_making`), where the study's queue is empty; otherwise Optuna's ``ask``
-        makes it and stores each parameter in a write of its own."""
-        sampler = self.study.sampler
-        if not self.sole or not isinstance(sampler, DomainSampler):
-            return ask_configuration(self.study, self.space)
-        trials = self.study.get_trials(deepcopy=False)
-        if any(t.state == TrialState.WAITING for t in trials):
-            return ask_configuration(self.study, self.space)
-        made = trial_in_making(len(trials))
-        with making(self.study, made):
-            sampler.before_trial(self.study, made)
-            made.params = sampler.sample_relative(self.study, made, self.space.distributions())
-        made.distributions = self.space.distributions_of(made.params)
-        config = self.space.config_of(made.params)
-        if config is not None:
-            made.user_attrs.update({CLAIM_ATTR: config.key, WORKER_ATTR: this_worker()})
-        trial = Trial(self.study, self.study._storage.create_new_trial(self.study._study_id, template_trial=made))
-        assert trial.number == made.number, "a sole worker's trials are numbered in the order it makes them"
-        return trial
-
-    def _asked_all(self) -> None:
-        then, self.then = self.then, None
-        if then is not None:
-            self.successor = then()
 
     def _queue(self, trial: Trial) -> None:
         """Claim the trial's configuration and queue it, or fail the trial when its configuration is not valid, or
         evaluated already, or queued by this search. Whether another worker's claim of it wins is decided when the
-        trial is about to be measured (:meth:`_owns`): a claim seen in an earlier reading may have lost since."""
+        trial is about to be measured (:meth:`owns`): a claim seen in an earlier reading may have lost since."""
         config = self.space.config_of(trial.params)
         if config is None or self.space.candidate(config) < 0:
             trial.set_user_attr(LOST_ATTR, "not a valid configuration of the study")
@@ -571,77 +396,13 @@ class StudySearch:
             self.pending.append((trial, config, time.monotonic()))
             self.backend.prefetch([config])  # its compile starts now, not once the queue is full
 
-    def _owns(self, trial: Trial, config: Config, asked: float) -> bool:
-        """Whether this trial owns its configuration (always, for the sole worker); False after failing it."""
-        if self.sole:
-            return True
-        while True:
-            trials = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING, TrialState.COMPLETE,
-                                                                   TrialState.WAITING))
-            found = owner(trials, trial.number, config.key, self.liveness, asked, self._held_key)
-            if found is not None:
-                break
-            time.sleep(0.05)
-        if found == trial.number and within_budget(trials, trial.number, self.budget.trials, self.liveness,
-                                                   self._held_key):
-            return True
-        trial.set_user_attr(LOST_ATTR, found if found != trial.number else "budget")
-        self.study.tell(trial, state=TrialState.FAIL)
-        return False
-
-    def _held_key(self, trial: FrozenTrial) -> str | None:
-        """The configuration a trial holds: its record's or claim's, or, for a trial waiting in the queue, its
-        parameters'."""
-        key = claimed_key(trial)
-        if key is None and trial.state == TrialState.WAITING:
-            config = self.space.config_of(trial_params(trial))
-            key = config.key if config is not None else None
-        return key
-
-    # trials left by an earlier run or a dead worker
-    def _take_over(self) -> None:
-        """The RUNNING trials of dead workers: the sole worker makes them its queue, in order; a worker sharing
-        the study fails them, so that their configurations are asked again."""
-        if not self.sole:
-            self._fail_dead()
-            return
-        for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            trial = Trial(self.study, frozen._trial_id)
-            if self.space.point_of(frozen.params) is None:  # asked, never sampled: sample now
-                suggest_configuration(trial, self.space)
-            self._queue(trial)
-
-    def _fail_dead(self) -> None:
-        """Fail the RUNNING trials of dead workers and put their configurations first in the study's queue."""
-        for frozen in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            worker = frozen.user_attrs.get(WORKER_ATTR)
-            if self.liveness.alive(worker) or any(t.number == frozen.number for t, _, _ in self.pending) or \
-                    (worker is None and not unclaimed_too_long(frozen)):
-                continue
-            try:
-                self.study._storage.set_trial_user_attr(frozen._trial_id, DEAD_ATTR, worker)
-                self.study.tell(frozen.number, state=TrialState.FAIL)
-            except (RuntimeError, ValueError):  # finished meanwhile, or failed by another worker
-                continue
-            config = self.space.config_of(frozen.params)
-            if config is not None and self.space.candidate(config) >= 0:
-                source = {TRANSFER_ATTR: frozen.user_attrs[TRANSFER_ATTR]} if TRANSFER_ATTR in frozen.user_attrs else {}
-                self.study.enqueue_trial(frozen.params, user_attrs={RETRY_ATTR: frozen.number, **source})
-
-    def _release(self, why: str) -> None:
-        """A study stopping early: the sole worker leaves its queue RUNNING for the next run to take over; a worker
-        sharing the study fails it, so that other workers may take the configurations."""
-        if self.sole:
-            return
-        for trial, _, _ in self.pending:
-            try:
-                trial.set_user_attr("abandoned", why)
-                self.study.tell(trial, state=TrialState.FAIL)
-            except (RuntimeError, ValueError):  # already finished
-                continue
-        self.pending.clear()
-
     # recording
+    def measured(self, trial: Trial, config: Config, measurement: Measurement, device_s: float | None) -> None:
+        """Record the measurement of a queued trial of this study (measured by this search, or by the search of
+        the study before) and take it off the queue."""
+        self._store(trial, config, measurement, device_s)
+        self.pending.remove(next(entry for entry in self.pending if entry[0] is trial))
+
     def _store(self, trial: Trial, config: Config, measurement: Measurement, device_s: float | None) -> None:
         record = self.recorder.record(self.space.name, trial.number, self.sampler_name, config, measurement,
                                       device_s)

@@ -14,7 +14,7 @@ it works, whose user attribute ``worker`` holds the worker's id (``host/pid/star
 
 A worker's ``rank`` is how many live workers had joined before it (0 for a worker alone): the run's seed is
 offset by it, so that a worker alone proposes what a run without a shared storage would, and workers that join
-one after another propose the same as they did before (:func:`tuner.tuning.run.worker_seed`).
+one after another propose the same as they did before (:func:`tuner.tuning.run_phases.worker_seed`).
 
 A worker that finishes completes its trial. A worker is alive while its trial is RUNNING; on this host, a worker
 whose process is gone is dead at once. The search loop asks :meth:`WorkerRegistry.alive` about the worker of

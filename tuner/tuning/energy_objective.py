@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from tuner.energy.objective import (
@@ -24,23 +24,24 @@ Choice = TypeVar("Choice")
 
 
 def resolve_objective(experiment: Experiment, objective: str | Sequence[str] | None, sampler: Choice | None,
-                      quiet: bool) -> tuple[Experiment, Choice | str | None, Objective]:
+                      quiet: bool, name: Callable[[str], str]) -> tuple[Experiment, Choice | str | None, Objective]:
     """The experiment as the run searches it (its objective set, energy measured where the objective needs it),
     the strategy (the caller's, or NSGA-II where the caller asks for time and energy of an experiment whose
     strategy was chosen for one objective) and the objective. TunerError for an objective that is none, or a
-    named strategy that cannot search two objectives."""
+    named strategy that cannot search two objectives; ``name`` says how the caller names a setting (``--sampler``
+    on the command line, ``sampler`` in Python)."""
     try:
         goal = parse_objective(objective if objective is not None else experiment.search.objective)
     except ObjectiveError as exc:
-        raise TunerError(f"--objective: {exc}") from None
+        raise TunerError(f"{name('objective')}: {exc}") from None
     if is_pair(goal):
         chosen = sampler if sampler is not None else experiment.search.sampler
         if isinstance(chosen, str) and chosen not in PAIR_SAMPLERS:
             if sampler is not None or is_pair(parse_objective(experiment.search.objective)):
-                raise TunerError(f"--sampler: {pair_refusal(chosen)}")
+                raise TunerError(f"{name('sampler')}: {pair_refusal(chosen)}")
             if not quiet:
                 print(f"note: the experiment's strategy '{chosen}' searches for one value; time and energy are "
-                      f"searched with {PAIR_SAMPLER} (name another with --sampler: {', '.join(PAIR_SAMPLERS)})",
+                      f"searched with {PAIR_SAMPLER} (name another with {name('sampler')}: {', '.join(PAIR_SAMPLERS)})",
                       file=sys.stderr)
             sampler = PAIR_SAMPLER  # type: ignore[assignment]
     measure = dataclasses.replace(experiment.measure, energy=True) if needs_energy(goal) else experiment.measure

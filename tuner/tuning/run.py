@@ -27,42 +27,34 @@ Running the same command again continues the same studies. Ctrl-C abandons the e
 saves everything, writes the report and re-raises KeyboardInterrupt after printing the command that continues.
 At the end the report is written (``tuner.report.write_report``); a failing report is a warning, never a loss
 of results.
+
+This module enters a run: the options checked and laid over the experiment's settings
+(:mod:`tuner.tuning.options`), the folder claimed and locked, the backends started, the storage opened and who
+else works in it; :class:`tuner.tuning.run_phases.Run` then runs its phases.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
-import functools
-import logging
-import math
 import os
-import shlex
 import signal
-import sys
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import optuna
 
 from tuner.backends.energy_capability import check_energy
-from tuner.backends.protocol import Backend, counter_source, prepare_inputs
-from tuner.energy.objective import Objective
+from tuner.backends.protocol import Backend
 from tuner.errors import TunerError
 from tuner.experiment.schema import Experiment, check_experiment, check_name, load_experiment
 from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
-from tuner.results.metadata import metadata_id
-from tuner.search.callbacks import Callback, adapted
+from tuner.search.callbacks import Callback
 from tuner.search.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
 from tuner.search.storage import (
-    HEARTBEAT_INTERVAL_S,
-    check_storage_url,
     close_storage,
     failures_explained,
     journal_path,
@@ -70,127 +62,16 @@ from tuner.search.storage import (
     own_storage_url,
     repair_journal_end,
 )
-from tuner.search.study import (
-    Budget,
-    Choice,
-    StudySearch,
-    StudySpace,
-    check_choice,
-    check_same_strategy,
-    open_study,
-    stored_space,
-    strategy_name,
-    study_spaces,
-)
-from tuner.search.transfer import transfer_best
+from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
-from tuner.settings import COUNTERS_CHOICES, STORAGE_FILE
+from tuner.settings import STORAGE_FILE
 from tuner.tuning.backends import default_backend, open_backends
-from tuner.tuning.baseline import measure_again_if_load_changed, measure_baseline
-from tuner.tuning.energy_objective import resolve_objective
-from tuner.tuning.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
-from tuner.tuning.parallel import search_on_each
-from tuner.tuning.progress import Progress
-from tuner.tuning.result_display import RunResult, print_summary
+from tuner.tuning.folder import claim, storage_name
+from tuner.tuning.options import Naming, RunOptions, RunSettings, parameter_name, resolve
+from tuner.tuning.result_display import RunResult
+from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 
-# --- choosing the pieces ----------------------------------------------------------------------------------
-
-
-def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: Choice | None,
-              seed: int | None) -> tuple[Choice, Budget, int]:
-    search = experiment.search
-    sampler = sampler if sampler is not None else search.sampler
-    check_choice(sampler)
-    trials = trials if trials is not None else search.trials
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise TunerError(f"--trials must be a whole number of at least 1, not {trials!r}")
-    timeout = timeout if timeout is not None else search.timeout_s
-    if timeout is not None and not 0 < timeout < math.inf:
-        raise TunerError(f"--timeout must be a positive number of seconds, not {timeout!r}")
-    seed = seed if seed is not None else search.seed
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise TunerError(f"--seed must be a whole number ≥ 0, not {seed!r}")
-    return sampler, Budget(trials, timeout), seed
-
-
-def lock_folder(out: Path) -> int:
-    """Create the output folder and hold a lock on it (one run per folder): its file descriptor."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(out, os.O_RDONLY)
-    except OSError as exc:
-        raise TunerError(f"{out}: the output folder cannot be created or opened ({exc})") from None
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(descriptor)
-        raise TunerError(f"{out}: another run is writing to this output folder; wait for it to finish or "
-                         f"choose another folder with --out") from None
-    return descriptor
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM (e.g. from ``timeout``) stops the run as Ctrl-C does: cleanly, with everything saved."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _resume_command(experiment: Experiment, options: dict[str, Any]) -> str:
-    words = ["python", "-m", "tuner", "run", str(experiment.path)]
-    for name, value in options.items():
-        if value is not None:
-            words += [f"--{name}", str(value)]
-    return shlex.join(words)
-
-
-def _load_report() -> None:
-    """Import the report's modules (matplotlib is slow to import) and start the server of the processes that will
-    draw its figures, while the measuring workers start."""
-    from tuner.report import start_drawing_processes
-
-    start_drawing_processes()
-
-
-def _write_report(out: Path, progress: Progress) -> None:
-    from tuner.report import default_jobs, write_report
-
-    try:
-        write_report(out, quiet=progress.quiet, jobs=default_jobs())
-    except Exception as exc:  # the report must never cost the results
-        print(f"warning: the report could not be written ({type(exc).__name__}: {exc}); the results are saved "
-              f"in {out}; retry with: python -m tuner report {shlex.quote(str(out))}", file=sys.stderr)
-    else:
-        progress.note(f"report written in {out}")
-
-
-# --- the run ----------------------------------------------------------------------------------------------
-
-
-def _count(experiment: Experiment, backend: Backend, table: Table, progress: Progress) -> dict[str, Any]:
-    """Read the hardware counters the experiment asks for (measure.counters), after the search and outside its
-    timed samples; what was read, or why not, as the run records it."""
-    from tuner.counters.collect import CountersNote, count_configurations
-
-    setting = experiment.measure.counters
-    try:
-        note = count_configurations(table.frame(), table.out, counter_source(backend), setting, progress.note,
-                                    f"the {backend.name} backend reads no hardware counters")
-    except Exception as exc:  # counters are a reading beside the results: they must never cost them
-        note = CountersNote(setting, reasons=(f"{type(exc).__name__}: {' '.join(str(exc).split())}",))
-    if note.setting != "none":
-        progress.note(f"counters: {note.text()}")
-    return note.to_dict()
+__all__ = ["WORKER_SEED_STEP", "RunOptions", "lock_folder", "run", "run_with", "worker_seed"]
 
 
 def run(
@@ -245,6 +126,17 @@ def run(
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
     """
+    options = RunOptions(backend=backend, replay=replay, trials=trials, timeout=timeout, sampler=sampler, seed=seed,
+                         transfer=transfer, storage=storage, out=out, quiet=quiet, report=report, summary=summary,
+                         callbacks=callbacks, gpus=gpus, heartbeat=heartbeat, replay_pace=replay_pace,
+                         objective=objective, counters=counters)
+    return run_with(experiment, options, parameter_name)
+
+
+def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOptions,
+             name: Naming = parameter_name) -> RunResult:
+    """The run of :func:`run` with its options as one value; ``name`` says how the errors name a setting (the
+    command line passes :func:`tuner.tuning.options.option_name`)."""
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     elif experiment.path is None:
@@ -252,63 +144,91 @@ def run(
     else:
         check_name(experiment)
     use_family_dirs(experiment.template_dirs)
-    for callback in callbacks:
-        adapted(callback)  # a function of neither form is refused before anything is written
-    experiment, sampler, goal = resolve_objective(experiment, objective, sampler, quiet)
-    choice, budget, seed_value = _settings(experiment, trials, timeout, sampler, seed)
-    if transfer is not None:
-        if isinstance(transfer, bool) or not isinstance(transfer, int) or transfer < 0:
-            raise TunerError(f"--transfer must be a whole number ≥ 0, not {transfer!r}")
-        experiment = dataclasses.replace(experiment, search=dataclasses.replace(experiment.search, transfer=transfer))
-    if counters is not None:
-        if counters not in COUNTERS_CHOICES:
-            raise TunerError(f"--counters takes one of {', '.join(COUNTERS_CHOICES)}, not {counters!r}")
-        experiment = dataclasses.replace(experiment, measure=dataclasses.replace(experiment.measure, counters=counters))
-    out_dir = _output_folder(out, experiment)
-    given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
-    url = storage if isinstance(storage, str) else own_storage_url(out_dir)
-    if isinstance(storage, str):
-        check_storage_url(url)
-    label = storage_name(storage)
-    previous = claim(out_dir, experiment, label)  # before anything is opened or written
-    heartbeat_s = _heartbeat(heartbeat)
-    if backend is None:
-        backend = default_backend(experiment, replay)
-    chosen = open_backends(backend, experiment, replay, gpus, replay_pace, _load_report if report else None,
-                           progress=not quiet)
-    created = not out_dir.exists()
+    settings = resolve(options, experiment, name)
+    label = storage_name(options.storage)
+    previous = claim(settings.out, settings.experiment, label)  # before anything is opened or written
+    backend = options.backend if options.backend is not None else default_backend(settings.experiment,
+                                                                                   options.replay)
+    chosen = open_backends(backend, settings.experiment, options.replay, options.gpus, options.replay_pace,
+                           _load_report if options.report else None, progress=not options.quiet)
+    created = not settings.out.exists()
     try:
-        check_energy(chosen, goal)
-        _check_replayable(experiment, chosen[0])
-        lock = lock_folder(out_dir)
-        try:
-            store = given or _open_storage(url, out_dir)
-            try:
-                resume = {"backend": backend if isinstance(backend, str) else None, "replay": replay,
-                          "objective": ",".join(goal) if objective is not None else None,
-                          "trials": trials, "timeout": timeout,
-                          "sampler": sampler if isinstance(sampler, str) else None, "seed": seed,
-                          "transfer": transfer,
-                          "storage": storage if isinstance(storage, str) else None, "out": out_dir, "gpus": gpus,
-                          "heartbeat": heartbeat, "replay-pace": replay_pace, "counters": counters}
-                with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
-                        _liveness(storage, experiment, len(chosen), heartbeat_s) as liveness:
-                    place = Place(out_dir, label, previous, liveness)
-                    return _run(experiment, chosen, store, choice, goal, budget, seed_value, place, quiet,
-                                not quiet if summary is None else summary, report, _resume_command(experiment, resume),
-                                tuple(callbacks))
-            finally:
-                if given is None:
-                    close_storage(store)
-        finally:
-            os.close(lock)
+        check_energy(chosen, settings.objective)
+        _check_replayable(settings.experiment, chosen[0])
+        resume = options.resume_command(settings.experiment, settings.out, settings.objective, backend)
+        with _opened(settings, options, label, len(chosen)) as (store, liveness):
+            place = Place(settings.out, label, previous, liveness)
+            return Run(settings, options, chosen, store, place, resume).execute()
     except BaseException:
         if created:
-            _remove_if_unused(out_dir)
+            _remove_if_unused(settings.out)
         raise
     finally:
         for one in reversed(chosen):
             one.close()
+
+
+@contextlib.contextmanager
+def _opened(settings: RunSettings, options: RunOptions, label: str | None,
+            measuring: int) -> Iterator[tuple[optuna.storages.BaseStorage, Liveness]]:
+    """The run's folder locked, its storage open (closed after, unless the caller gave it as an object), SIGTERM
+    taken as Ctrl-C, the storage's failures explained, and who else may be working in it."""
+    out, storage = settings.out, options.storage
+    given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
+    url = storage if isinstance(storage, str) else own_storage_url(out)
+    lock = lock_folder(out)
+    try:
+        store = given or _open_storage(url, out)
+        try:
+            with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
+                    _liveness(storage, settings.experiment, measuring, settings.heartbeat_s) as liveness:
+                yield store, liveness
+        finally:
+            if given is None:
+                close_storage(store)
+    finally:
+        os.close(lock)
+
+
+def lock_folder(out: Path) -> int:
+    """Create the output folder and hold a lock on it (one run per folder): its file descriptor."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(out, os.O_RDONLY)
+    except OSError as exc:
+        raise TunerError(f"{out}: the output folder cannot be created or opened ({exc})") from None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(descriptor)
+        raise TunerError(f"{out}: another run is writing to this output folder; wait for it to finish or "
+                         f"choose another folder with --out") from None
+    return descriptor
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (e.g. from ``timeout``) stops the run as Ctrl-C does: cleanly, with everything saved."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _load_report() -> None:
+    """Import the report's modules (matplotlib is slow to import) and start the server of the processes that will
+    draw its figures, while the measuring workers start."""
+    from tuner.report import start_drawing_processes
+
+    start_drawing_processes()
 
 
 def _remove_if_unused(folder: Path) -> None:
@@ -339,14 +259,6 @@ def _check_replayable(experiment: Experiment, backend: Backend) -> None:
                              f"experiment's problems, dtypes and kernels")
 
 
-def _heartbeat(seconds: int | None) -> int:
-    if seconds is None:
-        return HEARTBEAT_INTERVAL_S
-    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
-        raise TunerError(f"--heartbeat must be a whole number of seconds, at least 1, not {seconds!r}")
-    return seconds
-
-
 @contextlib.contextmanager
 def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Experiment, measuring: int,
               heartbeat_s: int) -> Iterator[Liveness]:
@@ -362,28 +274,6 @@ def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Exp
         yield HostWorkers()
 
 
-@dataclass(frozen=True)
-class Place:
-    """Where a run records: its folder, the storage it names (None: the folder's own), what the folder held
-    before, and who else may be working in the storage."""
-
-    out: Path
-    storage: str | None
-    previous: Previous | None
-    liveness: Liveness
-
-
-def _output_folder(out: str | os.PathLike[str] | None, experiment: Experiment) -> Path:
-    if out is None:
-        return Path("reports") / experiment.name
-    text = str(out)
-    if not text.strip():
-        raise TunerError("--out is empty: give the output folder (without --out, it is reports/<experiment name>)")
-    if "\0" in text:
-        raise TunerError(f"--out may not hold a NUL character: {text!r}")
-    return Path(text)
-
-
 def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
     """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
     own = journal_path(url)
@@ -396,157 +286,3 @@ def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
         if not table.is_file():
             raise
         raise TunerError(f"{exc}. The results table {table} is left as it is") from None
-
-
-WORKER_SEED_STEP = 1000
-"""The seeds of the workers sharing a storage lie this far apart (a worker's further GPUs take the seeds after its
-own)."""
-
-
-def worker_seed(seed: int, liveness: Liveness) -> int:
-    """The seed of this process's samplers: the run's, offset by ``WORKER_SEED_STEP`` for each live worker that
-    joined the shared storage before this one, so that workers sharing studies propose apart from one another and
-    a worker alone in a storage proposes what it would without one (reproducibly, whatever its host or process)."""
-    return seed + WORKER_SEED_STEP * liveness.rank if isinstance(liveness, WorkerRegistry) else seed
-
-
-def _ahead(single: Callable[[int], StudySearch], space: StudySpace, at: int, backend: Backend) -> StudySearch:
-    """While a study measures its last configurations: ask and compile the next study's first ones, and let the
-    backend make the next problem's inputs; the next study's search, whose compiled configurations the device
-    measures while the current study's last ones compile."""
-    successor = single(at)
-    successor.prepare()
-    prepare_inputs(backend, space.problem, space.dtype)
-    return successor
-
-
-def _transfer(order: list[tuple[StudySpace, optuna.Study]], at: int, count: int, budget: Budget,
-              fresh: set[int]) -> None:
-    """Give study ``at``, when this run started it, the best configurations of the studies before it
-    (``search.transfer``), within its budget."""
-    if at in fresh:
-        space, study = order[at]
-        transfer_best(study, space, [(earlier, earlier_space) for earlier_space, earlier in order[:at]], count,
-                      budget.trials)
-
-
-def _run(experiment: Experiment, backends: list[Backend], store: optuna.storages.BaseStorage, choice: Choice,
-         objective: Objective, budget: Budget, seed: int, place: Place, quiet: bool, summary: bool, report: bool,
-         resume_command: str, callbacks: tuple[Callback, ...]) -> RunResult:
-    out = place.out
-    optuna_logger = optuna.logging.get_logger("optuna")
-    verbosity = optuna_logger.level
-    optuna.logging.set_verbosity(logging.WARNING)
-    progress = Progress(quiet=quiet)
-    started = now()
-    interrupted, error = False, None
-    backend = backends[0]
-    try:
-        recording = backend.recording()
-        replayed = recording is not None
-        environments = [b.metadata() for b in backends]
-        environment_ids = [metadata_id(env) for env in environments]
-        spaces = study_spaces(experiment, backend.recorded_configs())
-        for measuring in backends if spaces else ():  # the worker makes the first study's inputs meanwhile
-            prepare_inputs(measuring, spaces[0].problem, spaces[0].dtype)
-        own_seed = worker_seed(seed, place.liveness)
-        for space in spaces if place.storage is None else ():  # before any study is opened: nothing written
-            check_same_strategy(store, space.name, choice)
-        studies: dict[StudySpace, optuna.Study] = {}
-        for space in spaces:
-            study = open_study(store, space, choice, own_seed, place.liveness, objective)
-            studies[stored_space(study, space)] = study
-        ledger = Ledger(store, experiment.name, next(iter(studies.values())))
-        ledger.add_environments(recording.environments if recording else dict(zip(environment_ids, environments,
-                                                                                   strict=True)))
-        table = Table(experiment, out, ledger, backend, environment_ids[0], place.storage)
-        if place.previous is not None:
-            ledger.adopt(place.previous.metadata)
-            table.keep(reseed(studies, place.previous))
-        table.rebuild(store)
-        run_record: dict[str, Any] = {
-            "started_utc": iso(started), "finished_utc": None, "backend": backend.name,
-            "sampler": strategy_name(choice), "objective": list(objective),
-            "trials": budget.trials, "timeout_s": budget.timeout_s, "seed": seed,
-            "transfer": experiment.search.transfer,
-            "recording": str(recording.path) if recording else None,
-            "gpu_busy_fraction": None, "device_busy_s": None, "wall_s": None, "evaluations": 0,
-            "interrupted": False, "error": None, "gpus": len(backends),
-        }
-        ledger.start_run(run_record)
-        clock = time.monotonic()  # the search's wall time: device setup and ceilings are not part of it
-        searched: float | None = None
-        counted: dict[str, Any] | None = None
-        try:
-            order = list(studies.items())
-            fresh = {at for at, (_, study) in enumerate(order) if not study.get_trials(deepcopy=False)}
-            searches: dict[int, StudySearch] = {}
-
-            def single(at: int) -> StudySearch:
-                """The search of study ``at`` on the run's one backend, made once."""
-                if at not in searches:
-                    _transfer(order, at, experiment.search.transfer, budget, fresh)
-                    searches[at] = StudySearch(order[at][1], order[at][0], backend, budget, table, progress,
-                                               place.liveness, callbacks)
-                return searches[at]
-
-            for position, (space, study) in enumerate(order):
-                if len(backends) == 1:
-                    one = single(position)
-                    if isinstance(place.liveness, SoleWorker) and position + 1 < len(order):
-                        one.then = functools.partial(_ahead, single, order[position + 1][0], position + 1, backend)
-                    # what the study before found since this one was prepared
-                    _transfer(order, position, experiment.search.transfer, budget, fresh)
-                    one.prepare()  # the compilers start while the baseline is measured
-                    measure_baseline(space, study, backend, table, progress)
-                    one.run()
-                    measure_again_if_load_changed(space, study, backend, table, progress)
-                    table.save()
-                    continue
-                _transfer(order, position, experiment.search.transfer, budget, fresh)
-                measure_baseline(space, study, backend, table, progress)
-                # each further GPU's search asks through a study object of its own, with its own sampler
-                own = [study, *(open_study(store, space, choice, own_seed + index, place.liveness, objective)
-                                for index in range(1, len(backends)))]
-
-                def search(index: int, measuring: Backend, space: StudySpace = space, own: list = own) -> None:
-                    recorder = table.on_device(measuring, environment_ids[index])
-                    StudySearch(own[index], space, measuring, budget, recorder,
-                                progress if index == 0 else Progress(quiet=True), place.liveness, callbacks).run()
-
-                search_on_each(backends, search)
-                measure_again_if_load_changed(space, study, backend, table, progress)
-                table.save()
-            searched = time.monotonic()
-            counted = _count(experiment, backend, table, progress)
-        except KeyboardInterrupt:
-            interrupted = True
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            raise
-        finally:
-            wall = (searched if searched is not None else time.monotonic()) - clock
-            busy = sum(b.busy_seconds for b in backends)
-            run_record.update({
-                "finished_utc": iso(now()), "wall_s": round(wall, 3), "evaluations": table.added, "counters": counted,
-                "device_busy_s": round(busy, 3), "interrupted": interrupted, "error": error,
-                "gpu_busy_fraction": None if replayed or wall <= 0 else round(busy / wall / len(backends), 4),
-            })
-            try:
-                ledger.update_run(run_record)
-                if not isinstance(place.liveness, SoleWorker):  # what the other workers measured meanwhile
-                    table.rebuild(store)
-            finally:  # a storage that fails here still leaves the rows it holds saved
-                df = table.save()
-            if report:
-                _write_report(out, progress)
-    finally:
-        optuna_logger.setLevel(verbosity)
-    result = RunResult(df, out, table.metadata())
-    if interrupted:
-        print(f"interrupted: {len(df)} rows are saved in {out}; to continue, run:\n  {resume_command}",
-              file=sys.stderr)
-        raise KeyboardInterrupt
-    if summary:
-        print_summary(result)
-    return result

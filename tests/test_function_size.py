@@ -1,0 +1,32 @@
+"""The run and the search read in short steps: no function of tuner/tuning or tuner/search is longer than 60 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tuner/tuning", "tuner/search")
+MOST_LINES = 60
+
+
+def function_lengths(path: Path) -> list[tuple[str, int]]:
+    """Every function and method of the module (nested ones too), named with its line, and its lines from
+    ``def`` to its end."""
+    return [(f"{node.lineno} {node.name}", node.end_lineno - node.lineno + 1)
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None]
+
+
+def test_the_run_and_the_search_have_no_function_over_60_lines():
+    paths = [path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))]
+    assert paths
+    too_long = [f"{path.relative_to(ROOT)}:{where}: {lines} lines" for path in paths
+                for where, lines in function_lengths(path) if lines > MOST_LINES]
+    assert too_long == []
+
+
+def test_a_function_counts_from_def_to_its_end_and_methods_count(tmp_path):
+    module = tmp_path / "lengths.py"
+    module.write_text("def short():\n    return 1\n\n\nclass A:\n    def long(self):\n" + "        x = 1\n" * 61)
+    assert function_lengths(module) == [("1 short", 2), ("6 long", 62)]

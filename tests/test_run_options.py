@@ -1,0 +1,59 @@
+"""A run's settings follow one rule each, wherever they are given: the experiment file names its field, an
+experiment built in Python its field too, ``tuner.run`` its parameter and the command line its option."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from scripted_backend import ScriptedBackend
+from test_study import TINY
+
+import tuner
+from tuner import cli
+from tuner.errors import ExperimentError, TunerError
+from tuner.experiment.schema import check_experiment, load_experiment, parse_experiment
+from tuner.tuning.options import RunOptions, option_name, parameter_name, resolve
+
+ROOT = Path(__file__).resolve().parent.parent
+FERMI = ROOT / "experiments" / "fermi_like.yaml"
+
+
+def test_the_python_api_names_the_parameter_and_the_command_line_the_option(tmp_path, capsys):
+    with pytest.raises(TunerError, match="^heartbeat must be an integer ≥ 1 \\(seconds\\), not 0$"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), out=tmp_path / "api", heartbeat=0)
+    with pytest.raises(TunerError, match="^counters must be one of none, best, all, not 'some'$"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), out=tmp_path / "api", counters="some")
+    assert cli.main(["run", str(FERMI), "--backend", "replay", "--trials", "0", "--out", str(tmp_path / "cli"),
+                     "--quiet", "--no-report"]) == 2
+    assert "error: --trials must be an integer ≥ 1, not 0" in capsys.readouterr().err
+    assert not (tmp_path / "api").exists() and not (tmp_path / "cli").exists()
+
+
+def test_the_experiment_follows_the_same_rules_named_by_its_fields():
+    with pytest.raises(ExperimentError, match="search.trials.*expected an integer ≥ 1, found int 0"):
+        parse_experiment(TINY + "search: {trials: 0}\n", "tiny.yaml")
+    built = dataclasses.replace(load_experiment(FERMI), path=None)
+    with pytest.raises(ExperimentError, match="search.seed.*must be an integer ≥ 0, not -1"):
+        check_experiment(dataclasses.replace(built, search=dataclasses.replace(built.search, seed=-1)))
+
+
+def test_options_given_override_the_experiment_and_the_rest_come_from_it():
+    experiment = load_experiment(FERMI)
+    settings = resolve(RunOptions(trials=3, transfer=2, counters="none", out="elsewhere"), experiment,
+                       parameter_name)
+    assert settings.budget.trials == 3 and settings.budget.timeout_s == experiment.search.timeout_s
+    assert settings.seed == experiment.search.seed and settings.choice == experiment.search.sampler
+    assert settings.experiment.search.transfer == 2 and settings.experiment.measure.counters == "none"
+    assert settings.out == Path("elsewhere") and settings.summary
+    assert resolve(RunOptions(quiet=True), experiment, parameter_name).summary is False
+    assert resolve(RunOptions(), experiment, parameter_name).out == Path("reports") / experiment.name
+
+
+def test_the_resume_command_names_the_options_given():
+    experiment = load_experiment(FERMI)
+    options = RunOptions(trials=3, replay_pace=2.0, quiet=True)
+    command = options.resume_command(experiment, Path("out"), ("time",), "replay")
+    assert command == f"python -m tuner run {experiment.path} --backend replay --trials 3 --out out --replay-pace 2.0"
+    assert option_name("replay_pace") == "--replay-pace" and parameter_name("replay_pace") == "replay_pace"

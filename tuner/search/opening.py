@@ -1,0 +1,162 @@
+"""Opening a study: the strategy that searches it (a name, an Optuna sampler or a strategy factory) and its
+sampler, the checks that keep a stored study's objective, parameters and strategy, the trials a dead worker
+measured but did not tell, and a trial asked with its configuration's parameters."""
+
+from __future__ import annotations
+
+import warnings
+
+import optuna
+from optuna.trial import Trial, TrialState
+
+from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, metric_names, study_objective
+from tuner.errors import TunerError
+from tuner.measure.measurement import Measurement
+from tuner.results.table import RECORD_ATTR
+from tuner.search.claims import WORKER_ATTR, Liveness, SoleWorker
+from tuner.search.energy_values import reported
+from tuner.search.study_space import AXES_ATTR, STORED_ATTR, VALUES, StudySpace, stored_space
+from tuner.strategies import catalog
+from tuner.strategies.optuna_samplers import sampler_maker
+from tuner.strategies.protocol import StrategyFactory
+from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
+from tuner.strategies.user_samplers import copies_of, pristine_copy
+
+Choice = str | optuna.samplers.BaseSampler | StrategyFactory
+"""A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
+
+SAMPLER_ATTR = "sampler"
+"""Study user attribute: the strategy that searches the study (its name in the results table)."""
+
+
+def strategy_name(choice: Choice) -> str:
+    """How a strategy is named in the results table (the ``sampler`` column)."""
+    if isinstance(choice, str):
+        return choice
+    named = getattr(choice, "name", None)
+    if isinstance(named, str) and not isinstance(choice, optuna.samplers.BaseSampler):
+        return named
+    return type(choice).__name__ if isinstance(choice, optuna.samplers.BaseSampler) else \
+        getattr(choice, "__name__", type(choice).__name__)
+
+
+def check_choice(choice: Choice) -> None:
+    """TunerError for a name that names no strategy, a strategy whose package is missing, or a sampler object
+    that cannot be copied for each study and trial."""
+    if isinstance(choice, str):
+        if choice not in catalog.NAMES:
+            raise TunerError(f"unknown sampler '{choice}'; choose one of {', '.join(catalog.NAMES)}")
+        if choice in catalog.OPTUNA:
+            sampler_maker(choice)
+    elif isinstance(choice, optuna.samplers.BaseSampler):
+        pristine_copy(choice)
+    elif not callable(choice):
+        raise TunerError(f"a sampler is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
+                         f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
+
+
+def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
+    """The study's sampler: proposals of the chosen strategy, each a free valid configuration."""
+    name = strategy_name(choice)
+    proposer: Proposer
+    if isinstance(choice, optuna.samplers.BaseSampler):
+        proposer = OptunaProposer(name, copies_of(choice), space, seed, space.name)
+    elif isinstance(choice, str) and choice in catalog.OPTUNA:
+        proposer = OptunaProposer(name, sampler_maker(choice), space, seed, space.name)
+    else:
+        factory = catalog.strategy_factory(choice) if isinstance(choice, str) else choice
+        proposer = StrategyProposer(name, factory, space, seed, space.name)
+    return DomainSampler(space, proposer, seed, space.name)
+
+
+def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
+               liveness: Liveness | None = None, objective: Objective = DEFAULT) -> optuna.Study:
+    """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
+    but did not finish completed from its record. ``objective``: one value per name, each maximised."""
+    study = optuna.create_study(storage=storage, study_name=space.name, directions=["maximize"] * len(objective),
+                                load_if_exists=True)
+    attrs = study.user_attrs
+    if (OBJECTIVE_ATTR in attrs or AXES_ATTR in attrs) and study_objective(attrs) != objective:
+        raise TunerError(f"study '{space.name}' in the Optuna storage searched for {label(study_objective(attrs))}, "
+                         f"not {label(objective)}; run into a new output folder or storage, or search for "
+                         f"{label(study_objective(attrs))} again")
+    if AXES_ATTR not in attrs:
+        if study.get_trials(deepcopy=False):
+            raise TunerError(f"study '{space.name}' in the Optuna storage was recorded with an earlier "
+                             f"representation of its parameters; move the storage aside (a run folder's results "
+                             f"table fills a new one) or run into a new output folder or storage")
+        p = space.problem
+        for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
+                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective), SAMPLER_ATTR: strategy_name(choice),
+                           STORED_ATTR: VALUES, AXES_ATTR: space.axes_attr()}.items():
+            study.set_user_attr(key, value)
+        attrs = study.user_attrs
+    elif attrs[AXES_ATTR] != space.axes_attr():
+        raise TunerError(f"study '{space.name}' in the Optuna storage was created with other parameter values than "
+                         f"the experiment now lists; restore the values, or run into a new output folder or storage")
+    names = metric_names(objective, space.unit)
+    if study.metric_names != names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names(names)
+    space = stored_space(study, space)
+    complete_measured(study, space, liveness or SoleWorker())
+    study.sampler = make_sampler(choice, space, seed)
+    return study
+
+
+def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice: Choice) -> None:
+    """TunerError where the study ``name`` exists and was searched with another strategy than ``choice`` (a study
+    written before the strategy was kept names it in its evaluations' records); nothing is written. A run into a
+    folder's own storage calls it: continuing a study with another strategy would mix the two, so that the results
+    would say nothing about either (workers sharing a storage may each bring their own strategy; each row names
+    its strategy)."""
+    try:
+        study_id = storage.get_study_id_from_name(name)
+    except KeyError:
+        return
+    searched = storage.get_study_user_attrs(study_id).get(SAMPLER_ATTR)
+    if searched is None:
+        records = [t.user_attrs[RECORD_ATTR] for t in storage.get_all_trials(study_id, deepcopy=False,
+                                                                             states=(TrialState.COMPLETE,))
+                   if isinstance(t.user_attrs.get(RECORD_ATTR), dict)]
+        searched = records[-1].get("sampler") if records else None
+    chosen = strategy_name(choice)
+    if searched is not None and searched != chosen:
+        raise TunerError(f"study '{name}' in the Optuna storage was searched with the sampler '{searched}', not "
+                         f"'{chosen}': continuing it with another strategy would mix the two, so that the results "
+                         f"say nothing about either; run with --sampler {searched} to continue it, or into a new "
+                         f"output folder (--out) or storage to search with '{chosen}'")
+
+
+def ask_configuration(study: optuna.Study, space: StudySpace) -> Trial:
+    """A new trial of the study (the first of its queue, if any) with its configuration's parameters set."""
+    trial = study.ask()
+    suggest_configuration(trial, space)
+    return trial
+
+
+def suggest_configuration(trial: Trial, space: StudySpace) -> None:
+    """Set a trial's parameters: those it was queued with, else its sampler's proposal (each trial holds its
+    family's parameters only, so the search space is not fixed in advance)."""
+    frozen = trial.study._storage.get_trial(trial._trial_id)
+    queued = dict(frozen.system_attrs.get("fixed_params") or {})
+    params = queued if space.point_of(queued) is not None else trial.relative_params
+    distributions = space.distributions()
+    for name in params:
+        trial._suggest(name, distributions[name])
+
+
+def complete_measured(study: optuna.Study, space: StudySpace, liveness: Liveness) -> None:
+    """Tell every RUNNING trial of a dead worker that holds its measurement (the worker died between recording
+    and telling it)."""
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        record = trial.user_attrs.get(RECORD_ATTR)
+        config = space.config_of(trial.params)
+        if record is None or config is None or liveness.alive(trial.user_attrs.get(WORKER_ATTR)):
+            continue
+        try:
+            study.tell(trial.number, reported(study_objective(study.user_attrs), config,
+                                              Measurement.from_dict(record["measurement"])))
+        except (RuntimeError, ValueError):  # told meanwhile by another worker
+            continue
