@@ -14,7 +14,7 @@ from tuner.errors import ExperimentError
 from tuner.experiment.schema import check_experiment, parse_experiment
 from tuner.measure.measurement import Measurement, Status
 from tuner.results import table as results
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.search.energy_values import missing_energy, per_joule, reported
 from tuner.settings import SearchSettings
 from tuner.tuning.energy_summary import configuration
@@ -31,7 +31,7 @@ def stand_in_rows() -> pd.DataFrame:
     for trial, (family, params) in enumerate(ROWS):
         config = Config.make(PROBLEM, family, "float32", dict(params))
         record = results.Record("energy_stand_in", "s", "grid", trial, config, stand_in(config), "id", 0.0, "t")
-        rows.append(results.row(record))
+        rows.append(results.row(record, results.analytics_of(record.config)))
     return results.to_frame(rows)
 
 

@@ -22,11 +22,11 @@ from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.experiment.schema import SAMPLERS, load_experiment, parse_experiment
 from tuner.measure.measurement import Measurement, Status
-from tuner.results.table import Record
-from tuner.search.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR, ThisProcess
+from tuner.optuna_attrs import CLAIM_ATTR, LOST_ATTR, RECORD_ATTR, WORKER_ATTR
+from tuner.results.record import Record
+from tuner.search.claims import ThisProcess
 from tuner.search.study import (
     LOOKAHEAD,
-    RECORD_ATTR,
     Budget,
     StudySearch,
     ask_configuration,

@@ -17,7 +17,8 @@ from test_study import ListRecorder
 import tuner
 from tuner import cli
 from tuner.experiment.schema import ExperimentError, load_experiment
-from tuner.search.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
+from tuner.optuna_attrs import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR
+from tuner.search.claims import HostWorkers
 from tuner.search.study import Budget, StudySearch, ask_configuration, open_storage, open_study
 from tuner.search.study_space import study_spaces
 from tuner.search.transfer import same_space, transfer_best

@@ -46,18 +46,31 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, start_evaluation
 from tuner.config import Config
-from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, metric_names, study_objective
+from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
 from tuner.errors import TunerError
 from tuner.measure.measurement import Measurement
-from tuner.results.table import RECORD_ATTR, Record, objective_of
-from tuner.search.callbacks import Callback, adapted
-from tuner.search.claims import (
+from tuner.optuna_attrs import (
+    ABANDONED_ATTR,
+    AXES_ATTR,
     CLAIM_ATTR,
     DEAD_ATTR,
+    DTYPE_ATTR,
+    EXPERIMENT_ATTR,
+    FIXED_PARAMS_ATTR,
     LOST_ATTR,
+    OBJECTIVE_ATTR,
+    PROBLEM_ATTR,
+    RECORD_ATTR,
     RETRY_ATTR,
+    STORED_ATTR,
+    STRATEGY_ATTR,
     TRANSFER_ATTR,
     WORKER_ATTR,
+)
+from tuner.results.objective import objective_of
+from tuner.results.record import Record
+from tuner.search.callbacks import Callback, adapted
+from tuner.search.claims import (
     Liveness,
     SoleWorker,
     claimed_key,
@@ -69,9 +82,7 @@ from tuner.search.claims import (
 from tuner.search.energy_values import reported
 from tuner.search.storage import open_storage
 from tuner.search.study_space import (
-    AXES_ATTR,
     FAMILY_PARAM,
-    STORED_ATTR,
     VALUES,
     StudySpace,
     stored_space,
@@ -101,9 +112,6 @@ Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 
 # --- strategies and storage -------------------------------------------------------------------------------
 
-
-SAMPLER_ATTR = "sampler"
-"""Study user attribute: the strategy that searches the study (its name in the results table)."""
 
 _asking_locks: dict[str, threading.Lock] = {}
 _asking_guard = threading.Lock()
@@ -173,9 +181,10 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
                              f"representation of its parameters; move the storage aside (a run folder's results "
                              f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
-        for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
-                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective), SAMPLER_ATTR: strategy_name(choice),
-                           STORED_ATTR: VALUES, AXES_ATTR: space.axes_attr()}.items():
+        for key, value in {EXPERIMENT_ATTR: space.experiment, PROBLEM_ATTR: p.label, **p.as_dict(),
+                           DTYPE_ATTR: space.dtype, OBJECTIVE_ATTR: list(objective),
+                           STRATEGY_ATTR: strategy_name(choice), STORED_ATTR: VALUES,
+                           AXES_ATTR: space.axes_attr()}.items():
             study.set_user_attr(key, value)
         attrs = study.user_attrs
     elif attrs[AXES_ATTR] != space.axes_attr():
@@ -202,7 +211,7 @@ def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice:
         study_id = storage.get_study_id_from_name(name)
     except KeyError:
         return
-    searched = storage.get_study_user_attrs(study_id).get(SAMPLER_ATTR)
+    searched = storage.get_study_user_attrs(study_id).get(STRATEGY_ATTR)
     if searched is None:
         records = [t.user_attrs[RECORD_ATTR] for t in storage.get_all_trials(study_id, deepcopy=False,
                                                                              states=(TrialState.COMPLETE,))
@@ -227,7 +236,7 @@ def suggest_configuration(trial: Trial, space: StudySpace) -> None:
     """Set a trial's parameters: those it was queued with, else its sampler's proposal (each trial holds its
     family's parameters only, so the search space is not fixed in advance)."""
     frozen = trial.study._storage.get_trial(trial._trial_id)
-    queued = dict(frozen.system_attrs.get("fixed_params") or {})
+    queued = dict(frozen.system_attrs.get(FIXED_PARAMS_ATTR) or {})
     params = queued if space.point_of(queued) is not None else trial.relative_params
     distributions = space.distributions()
     for name in params:
@@ -638,7 +647,7 @@ class StudySearch:
             return
         for trial, _, _ in self.pending:
             try:
-                trial.set_user_attr("abandoned", why)
+                trial.set_user_attr(ABANDONED_ATTR, why)
                 self.study.tell(trial, state=TrialState.FAIL)
             except (RuntimeError, ValueError):  # already finished
                 continue

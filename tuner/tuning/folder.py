@@ -33,8 +33,21 @@ from tuner.counters import store as counters_store
 from tuner.errors import TunerError
 from tuner.experiment.schema import Experiment
 from tuner.measure.measurement import Measurement
+from tuner.optuna_attrs import (
+    BASELINE_ATTR,
+    DTYPE_ATTR,
+    ENVIRONMENT_PREFIX,
+    FIRST_STARTED,
+    LEDGER_PREFIX,
+    LEGACY_ENVIRONMENTS,
+    LEGACY_RUNS,
+    RUN_PREFIX,
+)
 from tuner.results import table as results
-from tuner.results.table import BASELINE, BASELINE_FAMILY, Record, is_evaluation, trial_record
+from tuner.results.analytics import analytics_of
+from tuner.results.environment import Environment
+from tuner.results.record import Record, is_evaluation, trial_record
+from tuner.results.schema import BASELINE, BASELINE_FAMILY
 from tuner.search.storage import experiment_in_file
 from tuner.search.study_space import StudySpace
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
@@ -51,10 +64,6 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds")
 
 
-ENVIRONMENT_PREFIX = "environment "
-RUN_PREFIX = "run "
-LEDGER_PREFIX = "tuner:"
-FIRST_STARTED = "first_started_utc"
 
 
 class Ledger:
@@ -98,10 +107,11 @@ class Ledger:
         runs: list[dict[str, Any]] = []
         starts: list[str] = []
         for attrs in self._entries():
-            environments.update(dict(attrs.get("environments", {})))
+            environments.update(dict(attrs.get(LEGACY_ENVIRONMENTS, {})))
             environments.update({key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items()
                                  if key.startswith(ENVIRONMENT_PREFIX)})
-            runs += [*attrs.get("runs", []), *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+            runs += [*attrs.get(LEGACY_RUNS, []),
+                     *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
             if isinstance(attrs.get(FIRST_STARTED), str):
                 starts.append(attrs[FIRST_STARTED])
         self._first = min(starts) if starts else None
@@ -146,10 +156,10 @@ def stored_records(storage: optuna.storages.BaseStorage, experiment: str) -> lis
     """Every evaluation and baseline of the experiment's studies, rebuilt from their user attributes."""
     records = []
     for frozen in storage.get_all_studies():
-        if not frozen.study_name.startswith(f"{experiment}/") or "dtype" not in frozen.user_attrs:
+        if not frozen.study_name.startswith(f"{experiment}/") or DTYPE_ATTR not in frozen.user_attrs:
             continue
-        if "baseline" in frozen.user_attrs:
-            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs["baseline"]))
+        if BASELINE_ATTR in frozen.user_attrs:
+            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs[BASELINE_ATTR]))
         study_id = storage.get_study_id_from_name(frozen.study_name)
         for trial in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,)):
             if is_evaluation(trial):
@@ -236,7 +246,7 @@ def _claim_without_table(out: Path, experiment: Experiment, storage: str | None)
 
 
 def record_of_row(row: Mapping[str, Any]) -> Record:
-    """The Record a results row was made from (the inverse of :func:`tuner.results.table.row`)."""
+    """The Record a results row was made from (the inverse of :func:`tuner.results.record.row`)."""
     def number(name: str) -> float | None:
         value = row.get(name)
         return None if value is None or pd.isna(value) else float(value)
@@ -268,8 +278,8 @@ def reseed(studies: Mapping[StudySpace, optuna.Study], previous: Previous) -> li
             continue
         if record.config.family == BASELINE_FAMILY:
             name = f"{record.experiment}/{record.config.problem.label}/{record.config.dtype}"
-            if name in by_name and "baseline" not in by_name[name][1].user_attrs:
-                by_name[name][1].set_user_attr("baseline", record.attrs())
+            if name in by_name and BASELINE_ATTR not in by_name[name][1].user_attrs:
+                by_name[name][1].set_user_attr(BASELINE_ATTR, record.attrs())
             elif name not in by_name:
                 kept.append(row)
             continue
@@ -333,7 +343,7 @@ class Table:
 
     def add(self, record: Record) -> None:
         with self.lock:
-            self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
+            self.rows.append(self._row(record))
             self.added += 1
             if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
                 self.save()
@@ -358,8 +368,13 @@ class Table:
         """The table from the storage: every evaluation of every process that shares it, and the kept rows."""
         with self.lock:
             self.ledger.refresh()
-            self.rows = [*self.kept, *(results.row(r, self.ledger.environments.get(r.metadata_id))
-                                       for r in stored_records(storage, self.experiment.name))]
+            self.rows = [*self.kept, *(self._row(r) for r in stored_records(storage, self.experiment.name))]
+
+    def _row(self, record: Record) -> dict[str, Any]:
+        """The row of ``record``, with its configuration's cost and launch geometry on its environment's device."""
+        environment = self.ledger.environments.get(record.metadata_id)
+        analytics = analytics_of(record.config, Environment.from_dict(environment).multiprocessors)
+        return results.row(record, analytics, environment)
 
     def frame(self) -> pd.DataFrame:
         df = results.to_frame(self.rows)

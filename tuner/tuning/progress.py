@@ -20,12 +20,10 @@ from tuner.config import Config
 from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Status
-from tuner.results.table import (
-    BASELINE_FAMILY,
-    best_rows,
-    ceilings_under_load,
-    row_params,
-)
+from tuner.results.environment import ceilings_under_load
+from tuner.results.objective import best_rows
+from tuner.results.record import row_params
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0

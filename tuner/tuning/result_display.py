@@ -13,14 +13,10 @@ import pandas as pd
 
 from tuner.energy.objective import recorded_objective
 from tuner.measure.measurement import Status
-from tuner.results.table import (
-    BASELINE_FAMILY,
-    baseline_library,
-    best_rows,
-    config_of_row,
-    measuring_device,
-    performance,
-)
+from tuner.results.environment import baseline_library, measuring_device
+from tuner.results.objective import best_rows, performance
+from tuner.results.record import config_of_row
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import terminal_width, wrapped
 from tuner.tuning.energy_summary import energy_summary
 from tuner.tuning.progress import describe, duration, summary_table, summary_text, unit_of_config
