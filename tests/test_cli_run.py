@@ -84,3 +84,9 @@ def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, mo
     df, metadata = results.load(out)
     assert metadata["runs"][-1]["interrupted"] is True
     assert len(df[df["family"] != "baseline"]) == 3
+
+
+def test_the_strategy_option_takes_its_former_name_too():
+    parser = cli.build_parser()
+    for option in ("--strategy", "--sampler"):
+        assert parser.parse_args(["run", str(FERMI), option, "grid"]).strategy == "grid"

@@ -114,9 +114,9 @@ def test_an_experiment_names_its_objective_and_two_objectives_default_to_nsga2()
     energy = parse_experiment(EXPERIMENT + "search: {objective: energy}\nmeasure: {energy: true}\n", "x.yaml")
     assert energy.search.objective == ("energy",) and energy.measure.energy
     pair = parse_experiment(EXPERIMENT + "search: {objective: [time, energy]}\n", "x.yaml")
-    assert (pair.search.objective, pair.search.sampler) == (("time", "energy"), "nsga2")
+    assert (pair.search.objective, pair.search.strategy) == (("time", "energy"), "nsga2")
     tpe = parse_experiment(EXPERIMENT + "search: {objective: [time, energy], sampler: tpe}\n", "x.yaml")
-    assert tpe.search.sampler == "tpe"
+    assert tpe.search.strategy == "tpe"
 
 
 @pytest.mark.parametrize(("search", "field", "message"), [
@@ -141,8 +141,8 @@ def test_an_experiment_built_in_python_is_checked_the_same_way():
 
     experiment = parse_experiment(EXPERIMENT, "x.yaml")
     built = dataclasses.replace(experiment, path=None, search=SearchSettings(objective=("time", "energy")))
-    with pytest.raises(ExperimentError, match=f"'{SearchSettings().sampler}' searches for one value"):
+    with pytest.raises(ExperimentError, match=f"'{SearchSettings().strategy}' searches for one value"):
         check_experiment(built)
-    check_experiment(dataclasses.replace(built, search=SearchSettings(sampler="nsga2", objective=("time", "energy"))))
+    check_experiment(dataclasses.replace(built, search=SearchSettings(strategy="nsga2", objective=("time", "energy"))))
     with pytest.raises(ExperimentError, match="unknown objective"):
         check_experiment(dataclasses.replace(built, search=SearchSettings(objective=("joules",))))

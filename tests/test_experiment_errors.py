@@ -78,7 +78,11 @@ CASES = [
      "listed twice"),
     ("impossible constraints", VALID.replace("[8, 16]", "[64, 128]"), "kernels[0].parameters",
      "threads per block"),
-    ("unknown sampler", VALID + "search: {sampler: anealing}\n", "search.sampler", "one of bo, ils"),
+    ("unknown strategy", VALID + "search: {strategy: anealing}\n", "search.strategy", "one of bo, ils"),
+    ("unknown strategy under its former name", VALID + "search: {sampler: anealing}\n", "search.sampler",
+     "one of bo, ils"),
+    ("strategy given twice", VALID + "search: {sampler: tpe, strategy: grid}\n", "search.strategy",
+     "sampler is the former name of strategy"),
     ("zero trials", VALID + "search: {trials: 0}\n", "search.trials", "integer ≥ 1"),
     ("boolean as number", VALID + "measure: {max_time_s: true}\n", "measure.max_time_s", "positive number"),
     ("max below min samples", VALID + "measure: {min_samples: 50, max_samples: 10}\n", "measure.max_samples",
@@ -169,11 +173,17 @@ def test_missing_file_is_named(tmp_path):
         load_experiment(tmp_path / "absent.yaml")
 
 
+def test_the_strategy_is_read_under_its_former_name_too(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text(VALID + "search: {sampler: grid}\n")
+    assert load_experiment(path).search.strategy == "grid"
+
+
 def test_valid_file_loads_with_defaults(tmp_path):
     path = tmp_path / "exp.yaml"
     path.write_text(VALID)
     experiment = load_experiment(path)
-    assert experiment.search.sampler == "bo"
+    assert experiment.search.strategy == "bo"
     assert experiment.measure.flush_l2 is True
     assert experiment.compile.arch == "sm_90"
     assert experiment.kernels[0].values == {"TILE_WIDTH": (8, 16)}

@@ -120,7 +120,7 @@ def _measurement(config: Config, rejected: str | None, rng: np.random.Generator)
 
 
 def _record(config: Config, measurement: Measurement, study: str, sampler: str, trial: int, clock: float) -> Record:
-    return Record(experiment="report_fixture", study=study, sampler=sampler, trial=trial, config=config,
+    return Record(experiment="report_fixture", study=study, strategy=sampler, trial=trial, config=config,
                   measurement=measurement, metadata_id="env-0", wall_offset_s=clock,
                   measured_at=f"2025-01-01T00:{int(clock) // 60:02d}:{int(clock) % 60:02d}+00:00", device_s=0.3)
 

@@ -136,7 +136,7 @@ def test_each_next_problem_starts_with_the_fastest_of_its_dtype_on_the_problem_b
 def test_a_study_prepared_early_is_topped_up_when_it_starts_and_a_resumed_run_adds_none(tmp_path):
     """fermi_like's three problems share one space: each next study is prepared while the one before measures its
     last configurations, and is given the rest of its three when it starts."""
-    experiment = fermi_with(transfer=3, sampler="random", trials=12)
+    experiment = fermi_with(transfer=3, strategy="random", trials=12)
     df = tuner.run(experiment, backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
     spaces = [space.name for space in study_spaces(experiment)]
     moved = transferred(tmp_path / "run")

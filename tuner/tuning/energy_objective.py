@@ -34,13 +34,13 @@ def resolve_objective(experiment: Experiment, objective: str | Sequence[str] | N
     except ObjectiveError as exc:
         raise TunerError(f"--objective: {exc}") from None
     if is_pair(goal):
-        chosen = sampler if sampler is not None else experiment.search.sampler
+        chosen = sampler if sampler is not None else experiment.search.strategy
         if isinstance(chosen, str) and chosen not in PAIR_SAMPLERS:
             if sampler is not None or is_pair(parse_objective(experiment.search.objective)):
-                raise TunerError(f"--sampler: {pair_refusal(chosen)}")
+                raise TunerError(f"--strategy: {pair_refusal(chosen)}")
             if not quiet:
                 print(f"note: the experiment's strategy '{chosen}' searches for one value; time and energy are "
-                      f"searched with {PAIR_SAMPLER} (name another with --sampler: {', '.join(PAIR_SAMPLERS)})",
+                      f"searched with {PAIR_SAMPLER} (name another with --strategy: {', '.join(PAIR_SAMPLERS)})",
                       file=sys.stderr)
             sampler = PAIR_SAMPLER  # type: ignore[assignment]
     measure = dataclasses.replace(experiment.measure, energy=True) if needs_energy(goal) else experiment.measure

@@ -252,7 +252,7 @@ def record_of_row(row: Mapping[str, Any]) -> Record:
         return None if value is None or pd.isna(value) else float(value)
 
     return Record(
-        experiment=str(row["experiment"]), study=str(row["study"]), sampler=str(row["sampler"]),
+        experiment=str(row["experiment"]), study=str(row["study"]), strategy=str(row["sampler"]),
         trial=int(row["trial"]), config=results.config_of_row(row), measurement=results.measurement_from_row(row),
         metadata_id=str(row["metadata_id"]), wall_offset_s=float(number("wall_offset_s") or 0.0),
         measured_at=str(row["measured_at"]), device_s=number("device_s"),
@@ -334,7 +334,7 @@ class Table:
         recorded_id = backend.environment_id(config)
         moment = now()
         return Record(
-            experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
+            experiment=self.experiment.name, study=study, strategy=sampler, trial=trial, config=config,
             measurement=measurement,
             metadata_id=recorded_id or environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),

@@ -99,7 +99,7 @@ from tuner.tuning.result_display import RunResult, print_summary
 def _settings(experiment: Experiment, trials: int | None, timeout: float | None, sampler: Choice | None,
               seed: int | None) -> tuple[Choice, Budget, int]:
     search = experiment.search
-    sampler = sampler if sampler is not None else search.sampler
+    sampler = sampler if sampler is not None else search.strategy
     check_choice(sampler)
     trials = trials if trials is not None else search.trials
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
