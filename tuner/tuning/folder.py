@@ -2,8 +2,8 @@
 a folder without ever losing or replacing a recorded row.
 
 A folder belongs to one experiment and one storage (both named in its ``metadata.json``). A run into a folder
-of another experiment or storage is refused before anything is written (``claim``), also where its table was moved
-aside and only its ``metadata.json`` or its own storage names the experiment. A run into its own folder
+of another experiment or storage is refused before anything is written (``previous_run``), also where its table
+was moved aside and only its ``metadata.json`` or its own storage names the experiment. A run into its own folder
 rebuilds the table from the storage; rows the storage lacks (its file deleted, emptied or moved aside) are
 put back into their studies (``reseed``), so that they count as measured and are never measured again, and a
 row that fits no study is kept in the table as it was.
@@ -191,12 +191,12 @@ def storage_name(storage: str | optuna.storages.BaseStorage | None) -> str | Non
     return url if isinstance(url, str) else f"a {type(storage).__name__} object"
 
 
-def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:
+def previous_run(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:
     """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
     (nothing written) when its table belongs to another experiment or storage; None for a new folder."""
     table = out / results.RESULTS_PARQUET
     if not table.is_file():
-        _claim_without_table(out, experiment, storage)
+        _refuse_without_table(out, experiment, storage)
         return None
     try:
         rows, metadata = results.load(out)
@@ -219,7 +219,7 @@ def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | 
     return Previous(rows, metadata)
 
 
-def _claim_without_table(out: Path, experiment: Experiment, storage: str | None) -> None:
+def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None) -> None:
     """A folder without a results table (moved aside, or never saved) may still hold another experiment's
     metadata.json or storage: TunerError rather than taking it over."""
     meta = out / results.METADATA_JSON

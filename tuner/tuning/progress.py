@@ -32,7 +32,7 @@ NARROWEST = 20
 NOTHING_OK = "(nothing ok)"
 
 
-def describe(config: Config) -> str:
+def config_label(config: Config) -> str:
     """``tiled TILE_WIDTH=16``: a configuration in a few words."""
     values = " ".join(f"{k}={v}" for k, v in config.params)
     return f"{config.family} {values}".strip()
@@ -79,7 +79,7 @@ class Progress:
             tail.append(f"~{duration(left)} left")
         self._parts = ([self._name, f"{done}/{self._budget}"],
                        f"best {best[0]:.1f} {unit_of_config(best[1])}" if best else "best -",
-                       describe(best[1]) if best else "", tail)
+                       config_label(best[1]) if best else "", tail)
         self._line = self._fitted()
         if self.tty:
             self._write(f"\r{self._line}\x1b[K")

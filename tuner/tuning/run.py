@@ -88,7 +88,7 @@ from tuner.settings import COUNTERS_CHOICES, STORAGE_FILE
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.baseline import measure_again_if_load_changed, measure_baseline
 from tuner.tuning.energy_objective import resolve_objective
-from tuner.tuning.folder import Ledger, Previous, Table, claim, iso, now, reseed, storage_name
+from tuner.tuning.folder import Ledger, Previous, Table, iso, now, previous_run, reseed, storage_name
 from tuner.tuning.parallel import search_on_each
 from tuner.tuning.progress import Progress
 from tuner.tuning.result_display import RunResult, print_summary
@@ -270,7 +270,7 @@ def run(
     if isinstance(storage, str):
         check_storage_url(url)
     label = storage_name(storage)
-    previous = claim(out_dir, experiment, label)  # before anything is opened or written
+    previous = previous_run(out_dir, experiment, label)  # before anything is opened or written
     heartbeat_s = _heartbeat(heartbeat)
     if backend is None:
         backend = default_backend(experiment, replay)
