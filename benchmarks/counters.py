@@ -52,7 +52,7 @@ RUN_TIMEOUT_S = 900
 def timed_run(mode: str, out: Path, objective: str | None = None) -> dict[str, Any]:
     """The whole command once; its wall time and what its metadata says of the search and the counters.
     ``objective``: the run's --objective (both modes alike, so that the comparison stays fair)."""
-    command = [sys.executable, "-m", "tuner", "run", str(EXPERIMENT), "--sampler", "bruteforce", "--trials", "100",
+    command = [sys.executable, "-m", "tuner", "run", str(EXPERIMENT), "--strategy", "bruteforce", "--trials", "100",
                "--counters", mode, "--out", str(out), "--quiet", *(["--objective", objective] if objective else [])]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)

@@ -34,7 +34,7 @@ from tuner.measure.measurement import Measurement, Status  # noqa: E402
 from tuner.measure.method import describe_method  # noqa: E402
 from tuner.results import table as results  # noqa: E402
 from tuner.settings import MeasureSettings  # noqa: E402
-from tuner.tuning.progress import describe  # noqa: E402
+from tuner.tuning.progress import config_label  # noqa: E402
 
 MEASURE = MeasureSettings(max_time_s=1.0, energy=True)
 GOAL = 0.02
@@ -111,7 +111,7 @@ def kernel_summary(label: str, kernel: Config | tuple[str, Config], rows: list[d
     joules = [r["energy_j"] for r in rows if r["energy_j"]]
     config = kernel[1] if isinstance(kernel, tuple) else kernel
     summary: dict[str, Any] = {"label": label, "config": config.key,
-                               "configuration": CUBLAS if isinstance(kernel, tuple) else describe(config),
+                               "configuration": CUBLAS if isinstance(kernel, tuple) else config_label(config),
                                "rounds": rows, "measured_rounds": len(joules)}
     if not joules:
         summary["status"] = "; ".join(sorted({f"{r['status']}: {r['reason']}"[:200] for r in rows}))
@@ -143,8 +143,8 @@ def savings(chosen: dict[str, dict[str, Config]], found: dict[str, Config | tupl
         energy_ratio = statistics.median(c["energy_j"] / f["energy_j"] for c, f in pairs)
         time_ratio = statistics.median(c["time_ms"] / f["time_ms"] for c, f in pairs)
         rows.append({"dtype": dtype, "status": "ok", "same": cheap_label == fast_label,
-                     "time_optimal": describe(named["time-optimal"]),
-                     "energy_optimal": describe(named["energy-optimal"]),
+                     "time_optimal": config_label(named["time-optimal"]),
+                     "energy_optimal": config_label(named["energy-optimal"]),
                      "energy_ratio": energy_ratio, "saving": 1 - energy_ratio, "time_ratio": time_ratio,
                      "rounds": len(pairs)})
     return rows

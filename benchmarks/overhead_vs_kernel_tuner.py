@@ -61,7 +61,7 @@ kernels:
     parameters: {{TILE_WIDTH: [8, 16, 32], dtype: [float32]}}
 machine_models:
   - {{name: Fermi-like, peak_gflops: {{float32: 1000}}, bandwidth_gbs: 150}}
-search: {{sampler: bruteforce, trials: 100}}
+search: {{strategy: bruteforce, trials: 100}}
 """
 
 KERNEL_TUNER = f"""

@@ -68,7 +68,7 @@ def experiment(evaluations: int) -> tuple[Experiment, int]:
             f"kernels:\n  - template: naive\n"
             f"    parameters: {{BLOCK_X: {list(BLOCK_X)}, BLOCK_Y: {list(BLOCK_Y)}, dtype: [float32]}}\n"
             f"machine_models:\n  - {{name: Fermi-like, peak_gflops: {{float32: 1000}}, bandwidth_gbs: 150}}\n"
-            f"search: {{sampler: random, trials: {trials}, seed: 0}}\n")
+            f"search: {{strategy: random, trials: {trials}, seed: 0}}\n")
     return parse_experiment(text, f"report_scale_{evaluations}.yaml"), trials
 
 

@@ -14,12 +14,8 @@ from scripted_backend import ScriptedBackend
 from test_study import ListRecorder
 
 from tuner.experiment.schema import load_experiment
+from tuner.optuna_attrs import CLAIM_ATTR, DEAD_ATTR, LOST_ATTR, RETRY_ATTR, WORKER_ATTR
 from tuner.search.claims import (
-    CLAIM_ATTR,
-    DEAD_ATTR,
-    LOST_ATTR,
-    RETRY_ATTR,
-    WORKER_ATTR,
     ThisProcess,
     owner,
     this_worker,

@@ -80,7 +80,13 @@ def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, mo
     code = cli.main(["run", str(FERMI), "--sampler", "grid", "--out", str(out), "--quiet", "--no-report"])
     assert code == 130
     err = capsys.readouterr().err
-    assert f"python -m tuner run {FERMI} --backend pycuda --sampler grid --out {out}" in err
+    assert f"python -m tuner run {FERMI} --backend pycuda --strategy grid --out {out}" in err
     df, metadata = results.load(out)
     assert metadata["runs"][-1]["interrupted"] is True
     assert len(df[df["family"] != "baseline"]) == 3
+
+
+def test_the_strategy_option_takes_its_former_name_too():
+    parser = cli.build_parser()
+    for option in ("--strategy", "--sampler"):
+        assert parser.parse_args(["run", str(FERMI), option, "grid"]).strategy == "grid"

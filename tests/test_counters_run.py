@@ -22,7 +22,7 @@ from tuner.counters.ncu import NCU_ENV
 from tuner.counters.sources import NcuCounters
 from tuner.errors import TunerError
 from tuner.experiment.schema import parse_experiment
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 HERE = Path(__file__).parent

@@ -12,7 +12,7 @@ from tuner.config import Config, Problem
 from tuner.counters import store
 from tuner.counters.collect import CountersNote, chosen, count_configurations
 from tuner.counters.sources import Counted
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 
 GPU = "NVIDIA H100 80GB HBM3"
 

@@ -212,10 +212,11 @@ def test_energy_travels_with_the_measurement_and_back_from_its_row():
     assert Measurement.from_dict(measurement.to_dict()) == measurement
     config = Config.make(Problem(1024, 1024, 1024), "tiled", "float32", {"TILE_WIDTH": 16})
     record = results.Record("e", "s", "grid", 0, config, measurement, "id", 0.0, "2000-01-01T00:00:00+00:00")
-    row = results.row(record)
+    row = results.row(record, results.analytics_of(record.config))
     assert row["energy_j"] == 0.05 and row["power_w"] == 500.0 and row["energy_source"] == "nvml"
     assert row["gflops_per_watt"] == pytest.approx(2 * 1024**3 / 0.05 / 1e9)
     assert row["energy_time_ms"] == pytest.approx(12.0)
     assert results.measurement_from_row(results.to_frame([row]).iloc[0].to_dict()) == measurement
-    bare = results.row(record.__class__(**{**record.__dict__, "measurement": Measurement(Status.OK, timing=timing)}))
+    bare = results.row(record.__class__(**{**record.__dict__, "measurement": Measurement(Status.OK, timing=timing)}),
+                       results.analytics_of(record.config))
     assert all(bare[column] is None for column in ("energy_j", "power_w", "gflops_per_watt", "energy_source"))

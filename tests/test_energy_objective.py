@@ -14,7 +14,7 @@ from tuner.errors import ExperimentError
 from tuner.experiment.schema import check_experiment, parse_experiment
 from tuner.measure.measurement import Measurement, Status
 from tuner.results import table as results
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.search.energy_values import missing_energy, per_joule, reported
 from tuner.settings import SearchSettings
 from tuner.tuning.energy_summary import configuration
@@ -31,7 +31,7 @@ def stand_in_rows() -> pd.DataFrame:
     for trial, (family, params) in enumerate(ROWS):
         config = Config.make(PROBLEM, family, "float32", dict(params))
         record = results.Record("energy_stand_in", "s", "grid", trial, config, stand_in(config), "id", 0.0, "t")
-        rows.append(results.row(record))
+        rows.append(results.row(record, results.analytics_of(record.config)))
     return results.to_frame(rows)
 
 
@@ -114,15 +114,15 @@ def test_an_experiment_names_its_objective_and_two_objectives_default_to_nsga2()
     energy = parse_experiment(EXPERIMENT + "search: {objective: energy}\nmeasure: {energy: true}\n", "x.yaml")
     assert energy.search.objective == ("energy",) and energy.measure.energy
     pair = parse_experiment(EXPERIMENT + "search: {objective: [time, energy]}\n", "x.yaml")
-    assert (pair.search.objective, pair.search.sampler) == (("time", "energy"), "nsga2")
+    assert (pair.search.objective, pair.search.strategy) == (("time", "energy"), "nsga2")
     tpe = parse_experiment(EXPERIMENT + "search: {objective: [time, energy], sampler: tpe}\n", "x.yaml")
-    assert tpe.search.sampler == "tpe"
+    assert tpe.search.strategy == "tpe"
 
 
 @pytest.mark.parametrize(("search", "field", "message"), [
     ("{objective: speed}", "search.objective", "unknown objective 'speed'"),
     ("{objective: [time, edp]}", "search.objective", "only as [time, energy]"),
-    ("{objective: [time, energy], sampler: ils}", "search.sampler", "'ils' searches for one value"),
+    ("{objective: [time, energy], sampler: ils}", "search.strategy", "'ils' searches for one value"),
 ])
 def test_a_wrong_objective_names_its_field_and_line(search, field, message):
     with pytest.raises(ExperimentError, match=message.replace("[", r"\[").replace("]", r"\]")) as caught:
@@ -141,8 +141,8 @@ def test_an_experiment_built_in_python_is_checked_the_same_way():
 
     experiment = parse_experiment(EXPERIMENT, "x.yaml")
     built = dataclasses.replace(experiment, path=None, search=SearchSettings(objective=("time", "energy")))
-    with pytest.raises(ExperimentError, match=f"'{SearchSettings().sampler}' searches for one value"):
+    with pytest.raises(ExperimentError, match=f"'{SearchSettings().strategy}' searches for one value"):
         check_experiment(built)
-    check_experiment(dataclasses.replace(built, search=SearchSettings(sampler="nsga2", objective=("time", "energy"))))
+    check_experiment(dataclasses.replace(built, search=SearchSettings(strategy="nsga2", objective=("time", "energy"))))
     with pytest.raises(ExperimentError, match="unknown objective"):
         check_experiment(dataclasses.replace(built, search=SearchSettings(objective=("joules",))))

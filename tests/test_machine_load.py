@@ -336,11 +336,13 @@ def test_cpu_rows_name_their_device_but_no_gpu():
     record = results.Record("e", "s", "grid", 0, results.baseline_config(Problem(8, 8, 8), "float64"),
                             Measurement(Status.OK, "OpenBLAS through numpy", timing), "m", 0.0, "t")
     cpu = {"backend": "cpu", "device": {"name": "AMD EPYC"}, "versions": {"blas": "OpenBLAS"}}
-    row = results.row(record, cpu)
+    analytics = results.analytics_of(record.config)
+    row = results.row(record, analytics, cpu)
     assert (row["device_name"], row["gpu_name"], row["family"], row["library"]) == (
         "AMD EPYC", None, "baseline", "OpenBLAS through numpy")
     gpu = {"backend": "pycuda", "device": {"name": "NVIDIA H100", "uuid": "GPU-1"}}
-    assert (results.row(record, gpu)["gpu_name"], results.row(record, gpu)["gpu_uuid"]) == ("NVIDIA H100", "GPU-1")
+    on_gpu = results.row(record, analytics, gpu)
+    assert (on_gpu["gpu_name"], on_gpu["gpu_uuid"]) == ("NVIDIA H100", "GPU-1")
 
 
 @pytest.mark.parametrize("recording", ["h100_sgemm_h100", "h100_regblock_exhaustive"])

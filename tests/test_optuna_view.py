@@ -222,7 +222,7 @@ def test_a_different_sampler_into_an_existing_folder_is_refused_with_the_reason(
     before = (out / "study.log").read_bytes()
     assert cli.main([*common, "--sampler", "tpe"]) == 2
     error = capsys.readouterr().err
-    assert "searched with the sampler 'random', not 'tpe'" in error and "--sampler random" in error
+    assert "searched with the strategy 'random', not 'tpe'" in error and "--strategy random" in error
     assert (out / "study.log").read_bytes() == before
 
 

@@ -31,6 +31,7 @@ from tuner.kernels import matmul
 from tuner.kernels.discovery import get_family, template_hash
 from tuner.kernels.model import cost
 from tuner.measure.measurement import Measurement, Resources, Status, Timing
+from tuner.optuna_attrs import RECORD_ATTR
 from tuner.report import write_report
 from tuner.report.bounds import class_bounds
 from tuner.report.convergence import TRIAL_LABEL, convergence_figure
@@ -39,8 +40,8 @@ from tuner.report.parameters import parameter_figure
 from tuner.report.roofline import INTENSITY_LABEL, roofline_figure
 from tuner.report.run_folder import load_run
 from tuner.results import table as results
-from tuner.results.table import Record
-from tuner.search.study import FAMILY_PARAM, RECORD_ATTR, StudySpace, study_spaces
+from tuner.results.record import Record
+from tuner.search.study import FAMILY_PARAM, StudySpace, study_spaces
 from tuner.space.entry_space import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +120,7 @@ def _measurement(config: Config, rejected: str | None, rng: np.random.Generator)
 
 
 def _record(config: Config, measurement: Measurement, study: str, sampler: str, trial: int, clock: float) -> Record:
-    return Record(experiment="report_fixture", study=study, sampler=sampler, trial=trial, config=config,
+    return Record(experiment="report_fixture", study=study, strategy=sampler, trial=trial, config=config,
                   measurement=measurement, metadata_id="env-0", wall_offset_s=clock,
                   measured_at=f"2025-01-01T00:{int(clock) // 60:02d}:{int(clock) % 60:02d}+00:00", device_s=0.3)
 
@@ -169,13 +170,13 @@ def build_run_folder(folder: Path) -> Path:
                 config, rejected = candidates[index]
                 records.append(_record(config, _measurement(config, rejected, rng), space.name, sampler,
                                        len(records), clock))
-        rows += [results.row(r, FIXTURE_ENVIRONMENT) for r in records]
+        rows += [results.row(r, results.analytics_of(r.config), FIXTURE_ENVIRONMENT) for r in records]
         _record_trials(storage, space, records)
         rate = FIXTURE_CUBLAS_RATES[space.problem.label]
         baseline = Measurement(Status.OK, timing=_timed(matmul.flops(space.problem), rate, rng))
         record = _record(results.baseline_config(space.problem, space.dtype), baseline, results.BASELINE,
                          results.BASELINE, -1, clock)
-        rows.append(results.row(record, FIXTURE_ENVIRONMENT))
+        rows.append(results.row(record, results.analytics_of(record.config), FIXTURE_ENVIRONMENT))
     metadata = {
         "experiment": {"name": experiment.name, "path": "report_fixture.yaml", "source": FIXTURE_EXPERIMENT,
                        "machine_models": [{"name": m.name, "peak_gflops": m.peak_gflops,
@@ -276,9 +277,9 @@ def test_roofline_draws_the_ceilings_with_their_labels(run_folder, written):
     run = load_run(run_folder)
     labels = _line_labels(roofline_figure(run))
     assert "Fermi-like model: 1,000 GFLOP/s, 150 GB/s, ridge 6.67 FLOP/B" in labels
-    env = run.environment(run.kernels)
-    for kind in env.get("peaks", {}):
-        if env["peaks"][kind].get("float32_gflops"):
+    peaks = run.environment(run.kernels).peaks
+    for kind in peaks:
+        if peaks[kind].get("float32_gflops"):
             assert any(f", {kind}: " in label and "GFLOP/s" in label for label in labels), kind
     fig = roofline_figure(run)
     assert _texts(fig, "model-label-Fermi-like") == ["Fermi-like model"]
@@ -407,7 +408,8 @@ def test_generic_parameter_figure_for_a_family_of_many_parameters(tmp_path):
     rng = np.random.default_rng(1)
     study = "report_fixture/1024x1024x1024/float32/regblock"
     extra = [results.row(_record(c, Measurement(Status.OK, timing=_timed(matmul.flops(problem), 9000.0 + 400 * i, rng)),
-                                 study, "tpe", i, 100.0 + i), FIXTURE_ENVIRONMENT) for i, c in enumerate(configs)]
+                                 study, "tpe", i, 100.0 + i), results.analytics_of(c), FIXTURE_ENVIRONMENT)
+             for i, c in enumerate(configs)]
     results.save(results.to_frame(df.to_dict("records") + extra), metadata, folder)
     run = load_run(folder)
     varied = sorted(n for n in family.parameter_names if len({c[n] for c in configs}) > 1)
@@ -622,7 +624,7 @@ def _add_records(folder: Path, configs: list[Config], sampler: str = "tpe") -> N
     rng = np.random.default_rng(2)
     records = [_record(c, _measurement(c, None, rng), f"report_fixture/{c.problem.label}/{c.dtype}", sampler, i,
                        200.0 + i) for i, c in enumerate(configs)]
-    rows = [results.row(r, FIXTURE_ENVIRONMENT) for r in records]
+    rows = [results.row(r, results.analytics_of(r.config), FIXTURE_ENVIRONMENT) for r in records]
     results.save(results.to_frame(df.to_dict("records") + rows), metadata, folder)
 
 

@@ -18,7 +18,7 @@ def test_the_runs_have_a_thousand_block_shapes_and_enough_problems():
         (kernel,) = experiment.kernels
         assert kernel.family == "naive"
         assert len(kernel.values["BLOCK_X"]) * len(kernel.values["BLOCK_Y"]) == 1000
-        assert experiment.search.sampler == "random"
+        assert experiment.search.strategy == "random"
 
 
 @pytest.mark.slow

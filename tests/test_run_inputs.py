@@ -19,7 +19,7 @@ from tests.conftest import ROOT, run_cli
 from tuner.backends.cpu.backend import default_threads
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.space.entry_space import KernelSpec
 
 FERMI = ROOT / "experiments" / "fermi_like.yaml"

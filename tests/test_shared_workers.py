@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from optuna.trial import TrialState
 
-from tuner.results.table import RECORD_ATTR
+from tuner.optuna_attrs import RECORD_ATTR
 from tuner.search.storage import close_storage, open_storage
 
 pytestmark = pytest.mark.slow

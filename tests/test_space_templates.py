@@ -12,7 +12,7 @@ from tuner.kernels.render import launch, render
 from tuner.measure.measurement import Measurement, Status
 from tuner.report.groups import key_parameters
 from tuner.results import table as results
-from tuner.results.table import Record
+from tuner.results.record import Record
 from tuner.space.entry_space import KernelSpec, count_valid, violations
 
 ODD = Problem(1000, 777, 333)
@@ -98,7 +98,7 @@ def test_a_rejected_size_of_zero_is_a_row_without_the_analytical_columns():
     config = Config.make(ODD, "tiled", "float32", {"TILE_WIDTH": 0})
     record = Record("t", "t/study", "random", 0, config, Measurement(Status.INVALID, reason="TILE_WIDTH ≥ 1"),
                     "env", 0.0, "2000-01-01T00:00:00+00:00")
-    row = results.row(record)
+    row = results.row(record, results.analytics_of(record.config))
     assert row["status"] == "invalid" and row["flops"] == 2 * ODD.M * ODD.N * ODD.K
     assert (row["block"], row["grid"], row["bytes_model"], row["intensity"]) == (None, None, None, None)
 

@@ -13,7 +13,7 @@ import pytest
 
 import tuner
 from tuner.compare.harness import simulate
-from tuner.experiment.schema import SAMPLERS, load_experiment
+from tuner.experiment.schema import STRATEGIES, load_experiment
 from tuner.strategies import Domain, catalog
 from tuner.strategies.domain import ADJACENT, HAMMING
 
@@ -72,7 +72,7 @@ def _available(name: str) -> bool:
     return needs is None or importlib.util.find_spec(needs) is not None
 
 
-@pytest.mark.parametrize("name", SAMPLERS)
+@pytest.mark.parametrize("name", STRATEGIES)
 @pytest.mark.slow
 def test_each_strategy_finds_the_optimum_of_a_recorded_space_without_a_static_reject(recording, tmp_path, name):
     if not _available(name):

@@ -20,13 +20,13 @@ from scripted_backend import (
 
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.experiment.schema import SAMPLERS, load_experiment, parse_experiment
+from tuner.experiment.schema import STRATEGIES, load_experiment, parse_experiment
 from tuner.measure.measurement import Measurement, Status
-from tuner.results.table import Record
-from tuner.search.claims import CLAIM_ATTR, LOST_ATTR, WORKER_ATTR, ThisProcess
+from tuner.optuna_attrs import CLAIM_ATTR, LOST_ATTR, RECORD_ATTR, WORKER_ATTR
+from tuner.results.record import Record
+from tuner.search.claims import ThisProcess
 from tuner.search.study import (
     LOOKAHEAD,
-    RECORD_ATTR,
     Budget,
     StudySearch,
     ask_configuration,
@@ -228,7 +228,7 @@ def _sampler_available(name: str) -> bool:
     return needs is None or importlib.util.find_spec(needs) is not None
 
 
-@pytest.mark.parametrize("name", SAMPLERS)
+@pytest.mark.parametrize("name", STRATEGIES)
 def test_each_sampler_runs_a_tiny_study(storage, name):
     if not _sampler_available(name):
         pytest.skip(f"the {name} sampler needs a package that is not installed here")
@@ -237,12 +237,12 @@ def test_each_sampler_runs_a_tiny_study(storage, name):
     keys = [r.config.key for r in records]
     assert len(keys) == len(set(keys)) == 6
     assert len(backend.calls) == len(set(backend.calls))
-    assert all(r.sampler == name for r in records)
+    assert all(r.strategy == name for r in records)
     assert all(space.candidate(r.config) >= 0 for r in records)
     assert outcome.stopped == "6 configurations evaluated"
 
 
-@pytest.mark.parametrize("name", SAMPLERS)
+@pytest.mark.parametrize("name", STRATEGIES)
 def test_each_sampler_sweeps_a_small_space_without_repeating_itself(storage, name):
     if not _sampler_available(name):
         pytest.skip(f"the {name} sampler needs a package that is not installed here")

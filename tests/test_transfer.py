@@ -17,7 +17,8 @@ from test_study import ListRecorder
 import tuner
 from tuner import cli
 from tuner.experiment.schema import ExperimentError, load_experiment
-from tuner.search.claims import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR, HostWorkers
+from tuner.optuna_attrs import CLAIM_ATTR, RETRY_ATTR, TRANSFER_ATTR, WORKER_ATTR
+from tuner.search.claims import HostWorkers
 from tuner.search.study import Budget, StudySearch, ask_configuration, open_storage, open_study
 from tuner.search.study_space import study_spaces
 from tuner.search.transfer import same_space, transfer_best
@@ -135,7 +136,7 @@ def test_each_next_problem_starts_with_the_fastest_of_its_dtype_on_the_problem_b
 def test_a_study_prepared_early_is_topped_up_when_it_starts_and_a_resumed_run_adds_none(tmp_path):
     """fermi_like's three problems share one space: each next study is prepared while the one before measures its
     last configurations, and is given the rest of its three when it starts."""
-    experiment = fermi_with(transfer=3, sampler="random", trials=12)
+    experiment = fermi_with(transfer=3, strategy="random", trials=12)
     df = tuner.run(experiment, backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
     spaces = [space.name for space in study_spaces(experiment)]
     moved = transferred(tmp_path / "run")

@@ -18,10 +18,11 @@ from scripted_backend import ENVIRONMENT, ScriptedBackend, TimedCompileBackend, 
 import tuner
 from tuner.errors import TunerError
 from tuner.experiment.schema import load_experiment
+from tuner.optuna_attrs import RECORD_ATTR
 from tuner.results import table as results
 from tuner.results.metadata import metadata_id
 from tuner.search.storage import close_storage, open_storage, own_storage_url
-from tuner.search.study import RECORD_ATTR, ask_configuration, study_spaces
+from tuner.search.study import ask_configuration, study_spaces
 from tuner.tuning import run as tuning
 
 ROOT = Path(__file__).resolve().parent.parent

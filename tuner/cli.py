@@ -26,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
 
     experiment = load_experiment(args.experiment, tuple(args.templates))
     options = RunOptions(backend=args.backend, replay=args.replay, trials=args.trials, timeout=args.timeout,
-                         sampler=args.sampler, seed=args.seed, transfer=args.transfer, storage=args.storage,
+                         sampler=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
                          out=args.out, quiet=args.quiet, report=not args.no_report, summary=True, gpus=args.gpus,
                          heartbeat=args.heartbeat, replay_pace=args.replay_pace, objective=args.objective,
                          counters=args.counters)
@@ -98,7 +98,7 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tuner.experiment.schema import SAMPLERS
+    from tuner.experiment.schema import STRATEGIES
     from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
     from tuner.strategies.catalog import DEFAULT
 
@@ -127,14 +127,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
     run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
-    run.add_argument("--sampler", choices=SAMPLERS, metavar="NAME",
-                     help=f"search strategy: {', '.join(SAMPLERS)} (default: the experiment's, else {DEFAULT})")
+    run.add_argument("--strategy", "--sampler", dest="strategy", choices=STRATEGIES, metavar="NAME",
+                     help=f"search strategy: {', '.join(STRATEGIES)} (default: the experiment's, else {DEFAULT}); "
+                          f"--sampler is its former name, still accepted but deprecated")
     run.add_argument("--objective", metavar="time|energy|edp|time,energy",
                      help="what the search pursues: the shortest time, the least energy per launch, the least "
-                     "energy-delay product, or time and energy at once (a Pareto front; NSGA-II unless --sampler "
+                     "energy-delay product, or time and energy at once (a Pareto front; NSGA-II unless --strategy "
                      "names another strategy for several objectives); default: the experiment's search.objective, "
                      "else time")
-    run.add_argument("--seed", type=int, metavar="N", help="sampler seed")
+    run.add_argument("--seed", type=int, metavar="N", help="the strategy's seed")
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
                      "of the problems of its dtype before it (default: the experiment's search.transfer)")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "

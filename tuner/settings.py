@@ -22,7 +22,7 @@ COUNTERS_BEST = 3
 
 @dataclass(frozen=True)
 class SearchSettings:
-    sampler: str = "bo"
+    strategy: str = "bo"
     """A strategy of tuner.strategies.catalog (its DEFAULT)."""
     trials: int = 40
     """Distinct configurations evaluated per study at most."""

@@ -13,7 +13,8 @@ from tuner.kernels.family import Family, Parameter
 from tuner.kernels.matmul import compulsory_bytes
 from tuner.kernels.render import launch, render
 from tuner.measure.measurement import Measurement, Status
-from tuner.results.table import Record, row
+from tuner.results.analytics import analytics_of
+from tuner.results.record import Record, row
 from tuner.space.entry_space import violations
 
 C_FAMILIES = ("cpu_naive", "cpu_reorder", "cpu_blocked", "cpu_packed")
@@ -77,7 +78,7 @@ def test_the_blocking_traffic_and_where_its_blocks_fit():
 def test_a_c_familys_results_row_has_no_launch_geometry():
     config = Config.make(Problem(37, 29, 53), "cpu_blocked", "float32", {"MC": 8, "NC": 16, "KC": 7, "PARALLEL": 0})
     record = Record("e", "s", "tpe", 0, config, Measurement(Status.COMPILE_ERROR, "x"), "id", 0.0, "now")
-    data = row(record)
+    data = row(record, analytics_of(record.config))
     assert data["block"] is None and data["grid"] is None and data["bytes_model"] > 0
 
 

@@ -27,7 +27,7 @@ COMMANDS = [line.strip().split("  #")[0].strip() for line in README.splitlines()
 
 ON_REPLAY = {
     "python -m tuner run experiments/fermi_like.yaml": "--backend replay",
-    "python -m tuner run experiments/fermi_like.yaml --objective time,energy --sampler bruteforce --out "
+    "python -m tuner run experiments/fermi_like.yaml --objective time,energy --strategy bruteforce --out "
     "reports/fermi_pareto": "--backend replay",
 }
 """GPU commands whose experiment ships a recording: run on the replay backend."""

@@ -17,7 +17,7 @@ from tuner.config import Config, Problem
 from tuner.counters.ncu import NcuUnavailable, find_ncu
 from tuner.counters.sources import NcuCounters
 from tuner.kernels.model import cost
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.settings import CompileSettings
 
 pytestmark = pytest.mark.gpu

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tuner.optuna_attrs import OBJECTIVE_ATTR
+
 TIME, ENERGY, EDP = "time", "energy", "edp"
 NAMES: tuple[str, ...] = (TIME, ENERGY, EDP)
 PAIR: tuple[str, str] = (TIME, ENERGY)
@@ -89,9 +91,6 @@ def recorded_objective(metadata: Mapping[str, Any] | Any) -> Objective:
         return DEFAULT
 
 
-OBJECTIVE_ATTR = "objective"
-"""The study user attribute naming its objective (a list of names); absent in studies made before objectives,
-which searched time."""
 
 
 def study_objective(user_attrs: Mapping[str, Any]) -> Objective:

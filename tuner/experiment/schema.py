@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -30,7 +30,9 @@ from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
 from tuner.space.restriction_rules import restriction_refusal
 from tuner.strategies.catalog import NAMES
 
-SAMPLERS = NAMES
+STRATEGIES = NAMES
+STRATEGY_KEYS = ("strategy", "sampler")
+"""The keys of ``search`` that name its strategy: ``strategy``, and ``sampler``, its former name (still read)."""
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
 MAX_EXPERIMENT_BYTES = 16 * 2**20
@@ -287,14 +289,18 @@ def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
 
 
 def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable],
-              aliases: dict[str, str] | None = None) -> Any:
-    """``cls`` made of the checked mapping; ``aliases``: keys read as another key's setting (given once)."""
-    aliases = aliases or {}
-    m = v.mapping(value if value is not None else {}, path, (), (*checks, *aliases))
-    for alias, key in aliases.items():
-        if alias in m and key in m:
-            raise v.r.error((*path, alias), f"is the setting '{key}' by another name, which is given too; keep one")
-    return cls(**{aliases.get(k, k): checks[aliases.get(k, k)](x, (*path, k)) for k, x in m.items()})
+              fields: Mapping[str, str] | None = None) -> Any:
+    """The settings ``cls`` of a mapping whose keys ``checks`` validates; ``fields`` names the field of a key that
+    is not named as its field (a former name), and a field given under two keys is an error."""
+    m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
+    given: dict[str, Any] = {}
+    for key, x in m.items():
+        field = (fields or {}).get(key, key)
+        if field in given:
+            former = " and ".join(k for k in m if k != field and (fields or {}).get(k) == field)
+            raise v.r.error((*path, key), f"{former} is the former name of {field}: give one of them")
+        given[field] = checks[key](x, (*path, key))
+    return cls(**given)
 
 
 def _optional(check: Callable) -> Callable:
@@ -332,16 +338,17 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     v.unique((m.name for m in machine_models), ("machine_models",),
              lambda name: f"the machine model '{name}' is defined twice", within=("name",))
     search = _settings(v, top.get("search"), ("search",), SearchSettings, {
-        "sampler": lambda x, p: v.choice(x, p, SAMPLERS),
+        **{key: lambda x, p: v.choice(x, p, STRATEGIES) for key in STRATEGY_KEYS},
         "trials": lambda x, p: v.ruled(x, p, TRIALS),
         "timeout_s": _optional(lambda x, p: float(v.ruled(x, p, TIMEOUT))),
         "seed": lambda x, p: v.ruled(x, p, SEED),
         "transfer": lambda x, p: v.ruled(x, p, TRANSFER),
         "objective": lambda x, p: _objective(v, x, p),
-    })
-    search = _pair_sampler(v, search, top.get("search"))
+    }, {key: "strategy" for key in STRATEGY_KEYS})
+    search = _pair_strategy(v, search, top.get("search"))
     measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
         "cold_caches": v.boolean,
+        "flush_l2": v.boolean,
         "warmup": lambda x, p: v.integer(x, p, minimum=0),
         "min_samples": v.integer,
         "max_samples": v.integer,
@@ -401,20 +408,21 @@ def _objective(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
         raise v.r.error(path, str(exc)) from None
 
 
-def _pair_sampler(v: _Validator, search: SearchSettings, given: Any) -> SearchSettings:
+def _pair_strategy(v: _Validator, search: SearchSettings, given: Any) -> SearchSettings:
     """Two objectives search with NSGA-II unless the file names a strategy that handles several objectives."""
     if not is_pair(search.objective):
         return search
-    if not isinstance(given, dict) or "sampler" not in given:
-        return dataclasses.replace(search, sampler=PAIR_SAMPLER)
-    if search.sampler not in PAIR_SAMPLERS:
-        raise v.r.error(("search", "sampler"), pair_refusal(search.sampler))
+    named = [key for key in STRATEGY_KEYS if isinstance(given, dict) and key in given]
+    if not named:
+        return dataclasses.replace(search, strategy=PAIR_SAMPLER)
+    if search.strategy not in PAIR_SAMPLERS:
+        raise v.r.error(("search", named[0]), pair_refusal(search.strategy))
     return search
 
 
-def pair_refusal(sampler: str) -> str:
+def pair_refusal(strategy: str) -> str:
     """Why a strategy cannot search two objectives at once."""
-    return (f"'{sampler}' searches for one value, so it cannot search time and energy at once; choose one that "
+    return (f"'{strategy}' searches for one value, so it cannot search time and energy at once; choose one that "
             f"handles several objectives ({', '.join(PAIR_SAMPLERS)}; {PAIR_SAMPLER} is the default), or search one "
             f"objective (energy, or edp for one point of the front)")
 
@@ -508,7 +516,7 @@ def check_name(experiment: Experiment) -> None:
 
 def check_experiment(experiment: Experiment) -> None:
     """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
-    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown sampler, or a search setting
+    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown strategy, or a search setting
     or measure.counters that breaks its rule (tuner.experiment.run_settings)."""
     file = experiment.path or BUILT_IN_PYTHON
 
@@ -568,9 +576,9 @@ def check_experiment(experiment: Experiment) -> None:
         mistake = family_mistake(spec, experiment.problems)
         if mistake is not None:
             raise fail(f"kernels[{i}].template", mistake)
-    if experiment.search.sampler not in SAMPLERS:
-        raise fail("search.sampler", f"unknown sampler '{experiment.search.sampler}'; choose one of "
-                                     f"{', '.join(SAMPLERS)}")
+    if experiment.search.strategy not in STRATEGIES:
+        raise fail("search.strategy", f"unknown strategy '{experiment.search.strategy}'; choose one of "
+                                      f"{', '.join(STRATEGIES)}")
     for name, rule in SEARCH.items():
         value = getattr(experiment.search, name)
         if not (value is None and name == "timeout_s") and not rule.accepts(value):
@@ -581,5 +589,5 @@ def check_experiment(experiment: Experiment) -> None:
         objective = parse_objective(experiment.search.objective)
     except ObjectiveError as exc:
         raise fail("search.objective", str(exc)) from None
-    if is_pair(objective) and experiment.search.sampler not in PAIR_SAMPLERS:
-        raise fail("search.sampler", pair_refusal(experiment.search.sampler))
+    if is_pair(objective) and experiment.search.strategy not in PAIR_SAMPLERS:
+        raise fail("search.strategy", pair_refusal(experiment.search.strategy))

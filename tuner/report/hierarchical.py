@@ -65,7 +65,7 @@ def hierarchical_slices(run: Run) -> list[tuple[str, str]]:
 
 def level_roofs(run: Run, rows: pd.DataFrame) -> dict[str, float]:
     """The measured bandwidth (GB/s) of each level the device's environment knows."""
-    measured = ((run.environment(rows).get("peaks") or {}).get("measured")) or {}
+    measured = run.environment(rows).measured_peaks
     roofs = {}
     for level, key in LEVEL_BANDWIDTHS.items():
         try:
@@ -79,8 +79,7 @@ def level_roofs(run: Run, rows: pd.DataFrame) -> dict[str, float]:
 
 def compute_roofs(run: Run, rows: pd.DataFrame, dtype: str) -> dict[str, float]:
     """The measured compute peaks of the dtype by unit (CUDA cores, tensor cores), GFLOP/s."""
-    measured = ((run.environment(rows).get("peaks") or {}).get("measured")) or {}
-    return unit_peaks(measured, dtype)
+    return unit_peaks(run.environment(rows).measured_peaks, dtype)
 
 
 def _limits(values: list[float], pad: float) -> tuple[float, float]:

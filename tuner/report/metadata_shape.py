@@ -15,7 +15,7 @@ LISTS = ("runs",)
 """Top-level fields that must be lists."""
 
 
-def describe(value: Any) -> str:
+def in_words(value: Any) -> str:
     """``a list``, ``a string``, ``the number 3``: a JSON value's type in words."""
     if isinstance(value, list):
         return "a list"
@@ -39,7 +39,7 @@ def _pruned(value: dict[str, Any], shape: dict[str, Any], where: str, source: st
         elif isinstance(inner, dict):
             kept[key] = _pruned(inner, inner_shape, field, source, notes)
         else:
-            notes.append(f"{source}: field '{field}' is {describe(inner)}, not a mapping; the report leaves it out")
+            notes.append(f"{source}: field '{field}' is {in_words(inner)}, not a mapping; the report leaves it out")
     return kept
 
 
@@ -47,13 +47,13 @@ def checked_metadata(raw: Any, source: str, notes: list[str]) -> dict[str, Any]:
     """``raw`` (the parsed metadata.json) without the fields that do not have the shape the report reads; a note
     in ``notes`` for each field left out."""
     if not isinstance(raw, dict):
-        notes.append(f"{source} holds {describe(raw)}, not the mapping of experiment, environments and runs that "
+        notes.append(f"{source} holds {in_words(raw)}, not the mapping of experiment, environments and runs that "
                      f"`python -m tuner run` writes: the report leaves it out (no device description, ceilings or "
                      f"machine models)")
         return {}
     checked = _pruned(raw, SHAPE, "", source, notes)
     for key in LISTS:
         if key in checked and not isinstance(checked[key], list):
-            notes.append(f"{source}: field '{key}' is {describe(checked.pop(key))}, not a list; the report leaves "
+            notes.append(f"{source}: field '{key}' is {in_words(checked.pop(key))}, not a list; the report leaves "
                          f"it out")
     return checked

@@ -29,7 +29,8 @@ from tuner.peaks import unit_peaks
 from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
 from tuner.results import table as results
-from tuner.results.table import BASELINE_FAMILY
+from tuner.results.environment import Environment
+from tuner.results.schema import BASELINE_FAMILY
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -135,18 +136,18 @@ class Run:
                 return record
         return None
 
-    def environment(self, rows: pd.DataFrame) -> dict[str, Any]:
-        """The environment most of these rows were measured in ({} when the metadata has none)."""
+    def environment(self, rows: pd.DataFrame) -> Environment:
+        """The environment most of these rows were measured in (an empty one when the metadata has none)."""
         envs = self.environments
         if "metadata_id" in rows:
             counts = Counter(str(m) for m in rows["metadata_id"].dropna() if str(m) in envs)
             if counts:
-                return envs[counts.most_common(1)[0][0]]
-        return next(iter(envs.values())) if len(envs) == 1 else {}
+                return Environment.from_dict(envs[counts.most_common(1)[0][0]])
+        return Environment.from_dict(next(iter(envs.values())) if len(envs) == 1 else {})
 
     def device_ceilings(self, dtype: str, rows: pd.DataFrame) -> list[Ceiling]:
         """The device's measured and theoretical rooflines for ``dtype`` (only those with a known number)."""
-        peaks = self.environment(rows).get("peaks") or {}
+        peaks = self.environment(rows).peaks
         ceilings = []
         for kind in ("measured", "theoretical"):
             values = peaks.get(kind) or {}
@@ -166,8 +167,7 @@ class Run:
         return sorted(str(name) for name in self.kernels["gpu_name"].dropna().unique())
 
     def device_name(self, rows: pd.DataFrame) -> str:
-        device = self.environment(rows).get("device") or {}
-        return str(device.get("name") or "the device")
+        return str(self.environment(rows).device.get("name") or "the device")
 
 
 def _positive(value: Any) -> float | None:
@@ -246,7 +246,7 @@ def load_run(run_dir: str | Path) -> Run:
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise TunerError(f"{table}: the results table lacks the column(s) {', '.join(missing)}; "
-                         f"it does not follow the schema of tuner.results.table")
+                         f"it does not follow the schema of tuner.results.schema")
     if df.empty:
         raise TunerError(f"{table}: the results table has no rows (the run evaluated nothing, not even a cuBLAS "
                          f"baseline), so there is nothing to report")

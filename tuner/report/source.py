@@ -65,8 +65,7 @@ def best_sources(run: Run) -> list[KernelSource]:
         entry = entries.get(identity)
         if entry is None:
             entry = entries[identity] = _render(run, row, config)
-        device = run.environment(ok[ok["config_key"] == row["config_key"]]).get("device") or {}
-        geometry = _geometry(config, entry, device.get("multiprocessors"))
+        geometry = _geometry(config, entry, run.environment(ok[ok["config_key"] == row["config_key"]]).multiprocessors)
         block = _recorded(row, "block", geometry[0] if geometry else ())
         grid = _recorded(row, "grid", geometry[1] if geometry else ())
         if geometry and (_dims(block), _dims(grid)) != geometry[:2]:
@@ -103,7 +102,8 @@ def _render(run: Run, row: pd.Series, config: Config) -> KernelSource:
     except (jinja2.TemplateError, KeyError, TypeError, ValueError) as exc:
         return KernelSource(title, None, notes=[f"the template could not render this configuration ({exc})"])
     entry = KernelSource(title, source)
-    changed = changed_template(run.environment(run.ok[run.ok["config_key"] == row["config_key"]]), config.family)
+    environment = run.environment(run.ok[run.ok["config_key"] == row["config_key"]])
+    changed = changed_template(environment.as_dict(), config.family)
     if changed is not None:
         entry.notes.append(f"the template of '{config.family}' changed since this run (recorded hash {changed[0]}, "
                            f"now {changed[1]}): the source shown is rendered from the current template")
@@ -118,7 +118,7 @@ def _render_stored(run: Run, config: Config, title: str) -> KernelSource:
         return KernelSource(title, None, notes=[f"the family '{config.family}' is not among this checkout's "
                                                 f"templates and the run stored no copy of its template, so its "
                                                 f"source cannot be shown"])
-    recorded = run.environment(run.ok[run.ok["family"] == config.family]).get("templates") or {}
+    recorded = run.environment(run.ok[run.ok["family"] == config.family]).templates
     try:
         source = render_stored(config, template, str(record.get("template_file") or config.family),
                                str(recorded.get(config.family) or "unknown"))

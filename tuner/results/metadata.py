@@ -1,6 +1,7 @@
-"""The environment of a run's measurements: device, peaks, versions, git state, method and compile settings.
+"""The environment of a GPU run's measurements, built: device, peaks, versions, git state, method and compile
+settings (:class:`tuner.results.environment.Environment`).
 
-``environment()`` builds the dict a backend's ``metadata()`` returns; ``metadata_id()`` names it by a short
+``environment()`` builds the mapping a backend's ``metadata()`` returns; ``metadata_id()`` names it by a short
 hash, so results rows can point at the environment they were measured in.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import TunerError
+from tuner.results.environment import Environment
 from tuner.settings import CompileSettings, MeasureSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -86,15 +88,7 @@ def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
 
 def environment(backend: str, device_summary: dict[str, Any] | None, measure: MeasureSettings,
                 compile_settings: CompileSettings) -> dict[str, Any]:
-    """The metadata dict of ``Backend.metadata()``.
-
-    Keys: backend, device, peaks {"theoretical", "measured"}, ceilings (how and when they were measured),
-    versions (driver, cuda, nvcc, pycuda, python, numpy, optuna, tuner), git {commit, dirty},
-    measure (settings + method), compile {arch, options, compiler}, templates {family: hash}, template_dirs
-    (the folders of families beyond the package's), families (what a report needs of the families in those
-    folders, as data: tuner.kernels.discovery.folder_family_records), created_utc.
-    """
-    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash, template_text_hash
+    """The :class:`Environment` of a GPU backend, as the mapping ``Backend.metadata()`` returns."""
     from tuner.measure.method import describe_method
 
     summary = device_summary or {}
@@ -110,23 +104,33 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
         **python_versions(),
     }
     ceilings = summary.get("ceilings") or {}
+    return Environment(
+        backend=backend,
+        device=summary.get("device") or {},
+        peaks=peaks,
+        ceilings={"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc"),
+                  "load": ceilings.get("load")},
+        versions=versions,
+        git=git_state(),
+        measure={**asdict(measure), "method": describe_method(measure)},
+        compile={"arch": compile_settings.arch, "options": list(compile_settings.options),
+                 "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
+        **family_fields(),
+        created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
+        energy=summary.get("energy") or None,
+    ).as_dict()
+
+
+def family_fields() -> dict[str, Any]:
+    """An environment's fields that describe the families: their template hashes (with and without the code they
+    import), the folders of families beyond the package's and what a report needs of those."""
+    from tuner.kernels.discovery import families, family_dirs, folder_family_records, template_hash, template_text_hash
+
     return {
-        "backend": backend,
-        "device": summary.get("device") or {},
-        "peaks": peaks,
-        "ceilings": {"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc"),
-                     "load": ceilings.get("load")},
-        "versions": versions,
-        "git": git_state(),
-        "measure": {**asdict(measure), "method": describe_method(measure)},
-        "compile": {"arch": compile_settings.arch, "options": list(compile_settings.options),
-                    "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
         "templates": {name: template_hash(name) for name in families()},
         "template_texts": {name: template_text_hash(name) for name in families()},
         "template_dirs": [str(folder) for folder in family_dirs()],
         "families": folder_family_records(),
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        **({"energy": summary["energy"]} if summary.get("energy") else {}),
     }
 
 

@@ -34,15 +34,8 @@ from typing import Protocol
 
 from optuna.trial import FrozenTrial, TrialState
 
-from tuner.results.table import RECORD_ATTR
+from tuner.optuna_attrs import CLAIM_ATTR, RECORD_ATTR, WORKER_ATTR
 
-CLAIM_ATTR = "config_key"
-WORKER_ATTR = "worker"
-LOST_ATTR = "lost_to"
-DEAD_ATTR = "dead_worker"
-RETRY_ATTR = "retry_of"
-TRANSFER_ATTR = "transferred_from"
-"""The study a queued trial's configuration was transferred from (tuner.search.transfer)."""
 CLAIM_WAIT_S = 30.0
 """How long a worker waits for a lower-numbered trial to claim its configuration before presuming it abandoned."""
 

@@ -1,7 +1,7 @@
 """What a trial reports to its Optuna study under each objective: one value per objective, each maximised.
 
 * ``time``: the speed, GFLOP/s at the median time (GB/s of compulsory traffic for a kernel without arithmetic),
-  as :func:`tuner.results.table.objective_of` has always told it.
+  as :func:`tuner.results.objective.objective_of` has always told it.
 * ``energy``: the work per joule, GFLOP/J (the same as GFLOP/s per watt; GB/J without arithmetic): on one
   problem the most of it is the least energy per launch.
 * ``edp``: the product of the two, whose largest value on one problem is the least energy-delay product.
@@ -15,7 +15,8 @@ from __future__ import annotations
 from tuner.config import Config
 from tuner.energy.objective import EDP, ENERGY, TIME, Objective
 from tuner.measure.measurement import Measurement, Status
-from tuner.results.table import config_cost, objective_of
+from tuner.results.analytics import config_cost
+from tuner.results.objective import objective_of
 
 
 def per_joule(config: Config, measurement: Measurement) -> float | None:

@@ -9,13 +9,24 @@ import warnings
 import optuna
 from optuna.trial import Trial, TrialState
 
-from tuner.energy.objective import DEFAULT, OBJECTIVE_ATTR, Objective, label, metric_names, study_objective
+from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
 from tuner.errors import TunerError
 from tuner.measure.measurement import Measurement
-from tuner.results.table import RECORD_ATTR
-from tuner.search.claims import WORKER_ATTR, Liveness, SoleWorker
+from tuner.optuna_attrs import (
+    AXES_ATTR,
+    DTYPE_ATTR,
+    EXPERIMENT_ATTR,
+    FIXED_PARAMS_ATTR,
+    OBJECTIVE_ATTR,
+    PROBLEM_ATTR,
+    RECORD_ATTR,
+    STORED_ATTR,
+    STRATEGY_ATTR,
+    WORKER_ATTR,
+)
+from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.energy_values import reported
-from tuner.search.study_space import AXES_ATTR, STORED_ATTR, VALUES, StudySpace, stored_space
+from tuner.search.study_space import VALUES, StudySpace, stored_space
 from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
@@ -25,7 +36,6 @@ from tuner.strategies.user_samplers import copies_of, pristine_copy
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
 
-SAMPLER_ATTR = "sampler"
 """Study user attribute: the strategy that searches the study (its name in the results table)."""
 
 
@@ -86,9 +96,10 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
                              f"representation of its parameters; move the storage aside (a run folder's results "
                              f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
-        for key, value in {"experiment": space.experiment, "problem": p.label, **p.as_dict(),
-                           "dtype": space.dtype, OBJECTIVE_ATTR: list(objective), SAMPLER_ATTR: strategy_name(choice),
-                           STORED_ATTR: VALUES, AXES_ATTR: space.axes_attr()}.items():
+        attrs = {EXPERIMENT_ATTR: space.experiment, PROBLEM_ATTR: p.label, **p.as_dict(), DTYPE_ATTR: space.dtype,
+                 OBJECTIVE_ATTR: list(objective), STRATEGY_ATTR: strategy_name(choice), STORED_ATTR: VALUES,
+                 AXES_ATTR: space.axes_attr()}
+        for key, value in attrs.items():
             study.set_user_attr(key, value)
         attrs = study.user_attrs
     elif attrs[AXES_ATTR] != space.axes_attr():
@@ -115,7 +126,7 @@ def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice:
         study_id = storage.get_study_id_from_name(name)
     except KeyError:
         return
-    searched = storage.get_study_user_attrs(study_id).get(SAMPLER_ATTR)
+    searched = storage.get_study_user_attrs(study_id).get(STRATEGY_ATTR)
     if searched is None:
         records = [t.user_attrs[RECORD_ATTR] for t in storage.get_all_trials(study_id, deepcopy=False,
                                                                              states=(TrialState.COMPLETE,))
@@ -123,9 +134,9 @@ def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice:
         searched = records[-1].get("sampler") if records else None
     chosen = strategy_name(choice)
     if searched is not None and searched != chosen:
-        raise TunerError(f"study '{name}' in the Optuna storage was searched with the sampler '{searched}', not "
+        raise TunerError(f"study '{name}' in the Optuna storage was searched with the strategy '{searched}', not "
                          f"'{chosen}': continuing it with another strategy would mix the two, so that the results "
-                         f"say nothing about either; run with --sampler {searched} to continue it, or into a new "
+                         f"say nothing about either; run with --strategy {searched} to continue it, or into a new "
                          f"output folder (--out) or storage to search with '{chosen}'")
 
 
@@ -140,7 +151,7 @@ def suggest_configuration(trial: Trial, space: StudySpace) -> None:
     """Set a trial's parameters: those it was queued with, else its sampler's proposal (each trial holds its
     family's parameters only, so the search space is not fixed in advance)."""
     frozen = trial.study._storage.get_trial(trial._trial_id)
-    queued = dict(frozen.system_attrs.get("fixed_params") or {})
+    queued = dict(frozen.system_attrs.get(FIXED_PARAMS_ATTR) or {})
     params = queued if space.point_of(queued) is not None else trial.relative_params
     distributions = space.distributions()
     for name in params:

@@ -50,18 +50,10 @@ from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, comp
 from tuner.config import Config
 from tuner.energy.objective import DEFAULT, study_objective
 from tuner.measure.measurement import Measurement
-from tuner.results.table import RECORD_ATTR, Record, objective_of
+from tuner.optuna_attrs import CLAIM_ATTR, LOST_ATTR, RECORD_ATTR, TRANSFER_ATTR, WORKER_ATTR
+from tuner.results.table import Record, objective_of
 from tuner.search.callbacks import Callback, adapted
-from tuner.search.claims import (
-    CLAIM_ATTR,
-    LOST_ATTR,
-    TRANSFER_ATTR,
-    WORKER_ATTR,
-    Liveness,
-    SoleWorker,
-    claimed_key,
-    this_worker,
-)
+from tuner.search.claims import Liveness, SoleWorker, claimed_key, this_worker
 from tuner.search.energy_values import reported
 from tuner.search.opening import (
     Choice,

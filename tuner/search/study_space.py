@@ -38,7 +38,8 @@ from tuner.config import Config, ParamValue, Problem
 from tuner.energy.objective import study_objective
 from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
-from tuner.results.table import RECORD_ATTR, Record
+from tuner.optuna_attrs import AXES_ATTR, RECORD_ATTR, STORED_ATTR
+from tuner.results.record import Record
 from tuner.search.energy_values import reported
 from tuner.settings import CompileSettings
 from tuner.space.configs import ConfigSequence, Rejections, union
@@ -49,10 +50,6 @@ if TYPE_CHECKING:
     from tuner.experiment.schema import Experiment
 
 FAMILY_PARAM = "family"
-AXES_ATTR = "axes"
-"""Study user attribute: every axis and its values, as the experiment listed them when the study was created."""
-STORED_ATTR = "params"
-"""Study user attribute: how its trials hold their parameters (VALUES; absent in studies that hold POSITIONS)."""
 VALUES, POSITIONS = "values", "positions"
 
 

@@ -18,7 +18,7 @@ import optuna
 from optuna.trial import TrialState
 
 from tuner.config import Config
-from tuner.search.claims import TRANSFER_ATTR
+from tuner.optuna_attrs import TRANSFER_ATTR
 from tuner.search.study_space import StudySpace, stored_space
 from tuner.strategies.sampler import trial_params
 

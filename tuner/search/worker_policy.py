@@ -28,13 +28,16 @@ import optuna
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.config import Config
-from tuner.search.claims import (
+from tuner.optuna_attrs import (
+    ABANDONED_ATTR,
     CLAIM_ATTR,
     DEAD_ATTR,
     LOST_ATTR,
     RETRY_ATTR,
     TRANSFER_ATTR,
     WORKER_ATTR,
+)
+from tuner.search.claims import (
     Liveness,
     SoleWorker,
     claimed_key,
@@ -221,7 +224,7 @@ class SharedStudy:
         """The queue is failed, so that other workers may take its configurations."""
         for trial, _, _ in pending:
             try:
-                trial.set_user_attr("abandoned", why)
+                trial.set_user_attr(ABANDONED_ATTR, why)
                 self.study.tell(trial, state=TrialState.FAIL)
             except (RuntimeError, ValueError):  # already finished
                 continue

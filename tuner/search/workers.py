@@ -33,11 +33,9 @@ import warnings
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.optuna_attrs import BEAT_ATTR, WORKER_ATTR
 from tuner.search.claims import HostWorkers
 from tuner.search.storage import GRACE_PERIODS, HEARTBEAT_INTERVAL_S, close_storage, journal_path, open_storage
-
-WORKER_ATTR = "worker"
-BEAT_ATTR = "beat"
 
 
 def workers_study_name(experiment: str) -> str:

@@ -1,4 +1,4 @@
-"""The strategies by name: what ``search.sampler`` and ``--sampler`` take, each in one line.
+"""The strategies by name: what ``search.strategy`` and ``--strategy`` take, each in one line.
 
 This module imports nothing heavy, so that the experiment parser and the command line can list the names.
 :func:`strategy_factory` gives our own strategies' factories; Optuna's samplers are made by

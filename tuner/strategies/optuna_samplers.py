@@ -41,7 +41,7 @@ def sampler_maker(name: str) -> SamplerMaker:
     if name in _NEEDS and importlib.util.find_spec(_NEEDS[name][0]) is None:
         module, install = _NEEDS[name]
         raise TunerError(f"the '{name}' sampler needs the Python package '{module}', which is not installed "
-                         f"({install}); or choose another sampler with --sampler")
+                         f"({install}); or choose another strategy with --strategy")
     make = _MAKERS[name]
 
     def quietly(study: int, trial: int) -> optuna.samplers.BaseSampler:

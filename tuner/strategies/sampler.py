@@ -38,12 +38,10 @@ from optuna.distributions import BaseDistribution
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from tuner.optuna_attrs import ASKED_ATTR, FIXED_PARAMS_ATTR
 from tuner.strategies.domain import Domain
 from tuner.strategies.index_view import Translation, index_view
 from tuner.strategies.protocol import Strategy, StrategyFactory
-
-ASKED_ATTR = "tuner:asked"
-"""Trial system attribute of a strategy's ask: who asked, and how many results it had been told."""
 
 
 class Parameters(Protocol):
@@ -112,7 +110,7 @@ class History:
 
 def trial_params(trial: FrozenTrial) -> dict[str, Any]:
     """A trial's parameters, also while it waits in the study's queue (where Optuna keeps them apart)."""
-    return trial.params or dict(trial.system_attrs.get("fixed_params", {}))
+    return trial.params or dict(trial.system_attrs.get(FIXED_PARAMS_ATTR, {}))
 
 
 def _candidate(parameters: Parameters, params: Mapping[str, Any]) -> int:

@@ -17,15 +17,14 @@ import optuna
 import pandas as pd
 
 from tuner.backends.protocol import Backend
+from tuner.optuna_attrs import BASELINE_ATTR, REPLACED_BASELINES_ATTR
 from tuner.results import table as results
-from tuner.results.table import BASELINE
+from tuner.results.schema import BASELINE
 from tuner.search.study_space import StudySpace
 from tuner.tuning.folder import Table
 from tuner.tuning.progress import Progress
 
 BASELINE_DTYPES = ("float32", "float64", "tf32", "bfloat16", "float16")
-BASELINE_ATTR = "baseline"
-REPLACED_ATTR = "replaced baselines"
 
 
 def _wanted(space: StudySpace) -> bool:
@@ -54,7 +53,7 @@ def measure_again_if_load_changed(space: StudySpace, study: optuna.Study, backen
     how = {True: "under load", False: "on an idle machine"}
     progress.note(f"{space.name}: the baseline was measured {how[baseline_loaded]}, the best configuration "
                   f"{how[best_loaded]}: measuring the baseline again")
-    study.set_user_attr(REPLACED_ATTR, [*study.user_attrs.get(REPLACED_ATTR, []), stored])
+    study.set_user_attr(REPLACED_BASELINES_ATTR, [*study.user_attrs.get(REPLACED_BASELINES_ATTR, []), stored])
     _measure(space, study, backend, table)
 
 

@@ -28,14 +28,14 @@ def resolve_objective(experiment: Experiment, objective: str | Sequence[str] | N
     """The experiment as the run searches it (its objective set, energy measured where the objective needs it),
     the strategy (the caller's, or NSGA-II where the caller asks for time and energy of an experiment whose
     strategy was chosen for one objective) and the objective. TunerError for an objective that is none, or a
-    named strategy that cannot search two objectives; ``name`` says how the caller names a setting (``--sampler``
+    named strategy that cannot search two objectives; ``name`` says how the caller names a setting (``--strategy``
     on the command line, ``sampler`` in Python)."""
     try:
         goal = parse_objective(objective if objective is not None else experiment.search.objective)
     except ObjectiveError as exc:
         raise TunerError(f"{name('objective')}: {exc}") from None
     if is_pair(goal):
-        chosen = sampler if sampler is not None else experiment.search.sampler
+        chosen = sampler if sampler is not None else experiment.search.strategy
         if isinstance(chosen, str) and chosen not in PAIR_SAMPLERS:
             if sampler is not None or is_pair(parse_objective(experiment.search.objective)):
                 raise TunerError(f"{name('sampler')}: {pair_refusal(chosen)}")

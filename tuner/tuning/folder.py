@@ -2,8 +2,8 @@
 a folder without ever losing or replacing a recorded row.
 
 A folder belongs to one experiment and one storage (both named in its ``metadata.json``). A run into a folder
-of another experiment or storage is refused before anything is written (``claim``), also where its table was moved
-aside and only its ``metadata.json`` or its own storage names the experiment. A run into its own folder
+of another experiment or storage is refused before anything is written (``previous_run``), also where its table
+was moved aside and only its ``metadata.json`` or its own storage names the experiment. A run into its own folder
 rebuilds the table from the storage; rows the storage lacks (its file deleted, emptied or moved aside) are
 put back into their studies (``reseed``), so that they count as measured and are never measured again, and a
 row that fits no study is kept in the table as it was.
@@ -33,8 +33,21 @@ from tuner.counters import store as counters_store
 from tuner.errors import TunerError
 from tuner.experiment.schema import Experiment
 from tuner.measure.measurement import Measurement
+from tuner.optuna_attrs import (
+    BASELINE_ATTR,
+    DTYPE_ATTR,
+    ENVIRONMENT_PREFIX,
+    FIRST_STARTED,
+    LEDGER_PREFIX,
+    LEGACY_ENVIRONMENTS,
+    LEGACY_RUNS,
+    RUN_PREFIX,
+)
 from tuner.results import table as results
-from tuner.results.table import BASELINE, BASELINE_FAMILY, Record, is_evaluation, trial_record
+from tuner.results.analytics import analytics_of
+from tuner.results.environment import Environment
+from tuner.results.record import Record, is_evaluation, trial_record
+from tuner.results.schema import BASELINE, BASELINE_FAMILY
 from tuner.search.storage import experiment_in_file
 from tuner.search.study_space import StudySpace
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
@@ -51,10 +64,6 @@ def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds")
 
 
-ENVIRONMENT_PREFIX = "environment "
-RUN_PREFIX = "run "
-LEDGER_PREFIX = "tuner:"
-FIRST_STARTED = "first_started_utc"
 
 
 class Ledger:
@@ -98,10 +107,11 @@ class Ledger:
         runs: list[dict[str, Any]] = []
         starts: list[str] = []
         for attrs in self._entries():
-            environments.update(dict(attrs.get("environments", {})))
+            environments.update(dict(attrs.get(LEGACY_ENVIRONMENTS, {})))
             environments.update({key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items()
                                  if key.startswith(ENVIRONMENT_PREFIX)})
-            runs += [*attrs.get("runs", []), *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+            runs += [*attrs.get(LEGACY_RUNS, []),
+                     *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
             if isinstance(attrs.get(FIRST_STARTED), str):
                 starts.append(attrs[FIRST_STARTED])
         self._first = min(starts) if starts else None
@@ -146,10 +156,10 @@ def stored_records(storage: optuna.storages.BaseStorage, experiment: str) -> lis
     """Every evaluation and baseline of the experiment's studies, rebuilt from their user attributes."""
     records = []
     for frozen in storage.get_all_studies():
-        if not frozen.study_name.startswith(f"{experiment}/") or "dtype" not in frozen.user_attrs:
+        if not frozen.study_name.startswith(f"{experiment}/") or DTYPE_ATTR not in frozen.user_attrs:
             continue
-        if "baseline" in frozen.user_attrs:
-            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs["baseline"]))
+        if BASELINE_ATTR in frozen.user_attrs:
+            records.append(Record.from_attrs(experiment, BASELINE, -1, frozen.user_attrs[BASELINE_ATTR]))
         study_id = storage.get_study_id_from_name(frozen.study_name)
         for trial in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,)):
             if is_evaluation(trial):
@@ -181,12 +191,12 @@ def storage_name(storage: str | optuna.storages.BaseStorage | None) -> str | Non
     return url if isinstance(url, str) else f"a {type(storage).__name__} object"
 
 
-def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:
+def previous_run(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:
     """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
     (nothing written) when its table belongs to another experiment or storage; None for a new folder."""
     table = out / results.RESULTS_PARQUET
     if not table.is_file():
-        _claim_without_table(out, experiment, storage)
+        _refuse_without_table(out, experiment, storage)
         return None
     try:
         rows, metadata = results.load(out)
@@ -209,7 +219,7 @@ def claim(out: Path, experiment: Experiment, storage: str | None) -> Previous | 
     return Previous(rows, metadata)
 
 
-def _claim_without_table(out: Path, experiment: Experiment, storage: str | None) -> None:
+def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None) -> None:
     """A folder without a results table (moved aside, or never saved) may still hold another experiment's
     metadata.json or storage: TunerError rather than taking it over."""
     meta = out / results.METADATA_JSON
@@ -236,13 +246,13 @@ def _claim_without_table(out: Path, experiment: Experiment, storage: str | None)
 
 
 def record_of_row(row: Mapping[str, Any]) -> Record:
-    """The Record a results row was made from (the inverse of :func:`tuner.results.table.row`)."""
+    """The Record a results row was made from (the inverse of :func:`tuner.results.record.row`)."""
     def number(name: str) -> float | None:
         value = row.get(name)
         return None if value is None or pd.isna(value) else float(value)
 
     return Record(
-        experiment=str(row["experiment"]), study=str(row["study"]), sampler=str(row["sampler"]),
+        experiment=str(row["experiment"]), study=str(row["study"]), strategy=str(row["sampler"]),
         trial=int(row["trial"]), config=results.config_of_row(row), measurement=results.measurement_from_row(row),
         metadata_id=str(row["metadata_id"]), wall_offset_s=float(number("wall_offset_s") or 0.0),
         measured_at=str(row["measured_at"]), device_s=number("device_s"),
@@ -268,8 +278,8 @@ def reseed(studies: Mapping[StudySpace, optuna.Study], previous: Previous) -> li
             continue
         if record.config.family == BASELINE_FAMILY:
             name = f"{record.experiment}/{record.config.problem.label}/{record.config.dtype}"
-            if name in by_name and "baseline" not in by_name[name][1].user_attrs:
-                by_name[name][1].set_user_attr("baseline", record.attrs())
+            if name in by_name and BASELINE_ATTR not in by_name[name][1].user_attrs:
+                by_name[name][1].set_user_attr(BASELINE_ATTR, record.attrs())
             elif name not in by_name:
                 kept.append(row)
             continue
@@ -324,7 +334,7 @@ class Table:
         recorded_id = backend.environment_id(config)
         moment = now()
         return Record(
-            experiment=self.experiment.name, study=study, sampler=sampler, trial=trial, config=config,
+            experiment=self.experiment.name, study=study, strategy=sampler, trial=trial, config=config,
             measurement=measurement,
             metadata_id=recorded_id or environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
@@ -333,7 +343,7 @@ class Table:
 
     def add(self, record: Record) -> None:
         with self.lock:
-            self.rows.append(results.row(record, self.ledger.environments.get(record.metadata_id)))
+            self.rows.append(self._row(record))
             self.added += 1
             if time.monotonic() - self.last_save >= SAVE_INTERVAL_S:
                 self.save()
@@ -358,8 +368,13 @@ class Table:
         """The table from the storage: every evaluation of every process that shares it, and the kept rows."""
         with self.lock:
             self.ledger.refresh()
-            self.rows = [*self.kept, *(results.row(r, self.ledger.environments.get(r.metadata_id))
-                                       for r in stored_records(storage, self.experiment.name))]
+            self.rows = [*self.kept, *(self._row(r) for r in stored_records(storage, self.experiment.name))]
+
+    def _row(self, record: Record) -> dict[str, Any]:
+        """The row of ``record``, with its configuration's cost and launch geometry on its environment's device."""
+        environment = self.ledger.environments.get(record.metadata_id)
+        analytics = analytics_of(record.config, Environment.from_dict(environment).multiprocessors)
+        return results.row(record, analytics, environment)
 
     def frame(self) -> pd.DataFrame:
         df = results.to_frame(self.rows)

@@ -38,9 +38,13 @@ def parameter_name(name: str) -> str:
     return name
 
 
+OPTION_NAMES = {"sampler": "strategy"}
+"""Parameters of ``tuner.run`` that the command line names otherwise."""
+
+
 def option_name(name: str) -> str:
-    """The command line's naming: ``--trials``, ``--replay-pace``."""
-    return "--" + name.replace("_", "-")
+    """The command line's naming: ``--trials``, ``--replay-pace``, ``--strategy`` for ``sampler``."""
+    return "--" + OPTION_NAMES.get(name, name).replace("_", "-")
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
     experiment, sampler, goal = resolve_objective(experiment, options.objective, options.sampler, options.quiet,
                                                   name)
     search = experiment.search
-    choice = sampler if sampler is not None else search.sampler
+    choice = sampler if sampler is not None else search.strategy
     check_choice(choice)
     trials = _setting(options.trials, TRIALS, name("trials"), search.trials, "search.trials")
     timeout = _setting(options.timeout, TIMEOUT, name("timeout"), search.timeout_s, "search.timeout_s")

@@ -20,12 +20,10 @@ from tuner.config import Config
 from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Status
-from tuner.results.table import (
-    BASELINE_FAMILY,
-    best_rows,
-    ceilings_under_load,
-    row_params,
-)
+from tuner.results.environment import ceilings_under_load
+from tuner.results.objective import best_rows
+from tuner.results.record import row_params
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped
 
 PLAIN_INTERVAL_S = 5.0
@@ -34,7 +32,7 @@ NARROWEST = 20
 NOTHING_OK = "(nothing ok)"
 
 
-def describe(config: Config) -> str:
+def config_label(config: Config) -> str:
     """``tiled TILE_WIDTH=16``: a configuration in a few words."""
     values = " ".join(f"{k}={v}" for k, v in config.params)
     return f"{config.family} {values}".strip()
@@ -81,7 +79,7 @@ class Progress:
             tail.append(f"~{duration(left)} left")
         self._parts = ([self._name, f"{done}/{self._budget}"],
                        f"best {best[0]:.1f} {unit_of_config(best[1])}" if best else "best -",
-                       describe(best[1]) if best else "", tail)
+                       config_label(best[1]) if best else "", tail)
         self._line = self._fitted()
         if self.tty:
             self._write(f"\r{self._line}\x1b[K")

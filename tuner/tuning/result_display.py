@@ -13,17 +13,13 @@ import pandas as pd
 
 from tuner.energy.objective import recorded_objective
 from tuner.measure.measurement import Status
-from tuner.results.table import (
-    BASELINE_FAMILY,
-    baseline_library,
-    best_rows,
-    config_of_row,
-    measuring_device,
-    performance,
-)
+from tuner.results.environment import baseline_library, measuring_device
+from tuner.results.objective import best_rows, performance
+from tuner.results.record import config_of_row
+from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import terminal_width, wrapped
 from tuner.tuning.energy_summary import energy_summary
-from tuner.tuning.progress import describe, duration, summary_table, summary_text, unit_of_config
+from tuner.tuning.progress import config_label, duration, summary_table, summary_text, unit_of_config
 
 
 @dataclass(frozen=True, repr=False)
@@ -66,8 +62,8 @@ def short_text(result: RunResult) -> str:
     if len(best):
         top = best.loc[performance(best).idxmax()]
         config = config_of_row(top)
-        parts.append(f"fastest {float(performance(best).max()):.1f} {unit_of_config(config)}, {describe(config)} on "
-                     f"{top['problem']} {top['dtype']}")
+        parts.append(f"fastest {float(performance(best).max()):.1f} {unit_of_config(config)}, "
+                     f"{config_label(config)} on {top['problem']} {top['dtype']}")
     return f"RunResult({'; '.join(parts)}; out={str(result.out)!r})"
 
 

@@ -66,7 +66,7 @@ from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE
 from tuner.tuning.backends import default_backend, open_backends
-from tuner.tuning.folder import claim, storage_name
+from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import Naming, RunOptions, RunSettings, parameter_name, resolve
 from tuner.tuning.result_display import RunResult
 from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
@@ -146,7 +146,7 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     use_family_dirs(experiment.template_dirs)
     settings = resolve(options, experiment, name)
     label = storage_name(options.storage)
-    previous = claim(settings.out, settings.experiment, label)  # before anything is opened or written
+    previous = previous_run(settings.out, settings.experiment, label)  # before anything is opened or written
     backend = options.backend if options.backend is not None else default_backend(settings.experiment,
                                                                                    options.replay)
     chosen = open_backends(backend, settings.experiment, options.replay, options.gpus, options.replay_pace,

@@ -1,0 +1,115 @@
+"""The results table's files in a run folder: results.parquet, results.csv (safe to open in a spreadsheet) and
+metadata.json, written atomically and read back (tables written before read as today's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tuner import atomic_file, input_file
+from tuner.errors import TunerError
+from tuner.measure.measurement import Status
+from tuner.results.schema import BASELINE_FAMILY, LEGACY_BASELINE_FAMILY
+
+RESULTS_PARQUET = "results.parquet"
+RESULTS_CSV = "results.csv"
+METADATA_JSON = "metadata.json"
+MAX_METADATA_BYTES = 64 * 2**20
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _defused(cell: Any) -> Any:
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def spreadsheet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell a spreadsheet would take for a formula (one starting with =, +, -, @, a tab
+    or a carriage return, other than a plain number) written after an apostrophe, which spreadsheets read as
+    "text follows" (results.csv only; results.parquet keeps the text as it is)."""
+    text = [c for c in df.columns if pd.api.types.is_string_dtype(df[c]) or df[c].dtype == object]
+    if not text:
+        return df
+    safe = df.copy()
+    for column in text:
+        safe[column] = safe[column].map(_defused, na_action="ignore")
+    return safe
+
+
+def save(df: pd.DataFrame, metadata: dict[str, Any], folder: str | Path) -> None:
+    """Write results.parquet, results.csv and metadata.json, each replaced atomically.
+
+    A folder that cannot take them (a full disk, a read-only file system, no permission) raises TunerError
+    naming it; the files written there before are left as they were, and no partial file stays behind."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, write in (
+            (RESULTS_PARQUET, lambda p: df.to_parquet(p, index=False)),
+            (RESULTS_CSV, lambda p: spreadsheet_safe(df).to_csv(p, index=False)),
+            (METADATA_JSON, lambda p: p.write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str))),
+        ):
+            atomic_file.replace_with(folder / name, write)
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)  # pyarrow wraps the system's words in its own
+        raise TunerError(f"{folder}: the results table cannot be saved in this folder ({reason}); the files saved "
+                         f"there before are left as they were, and a run's evaluations stay in its Optuna storage, "
+                         f"from which the table is rebuilt: free space or make the folder writable, then run the "
+                         f"same command again") from None
+
+
+def load_table(path: str | Path) -> pd.DataFrame:
+    """The results table of a run folder, or of a results.parquet file (only a regular file: InputFileError for a
+    FIFO or a device)."""
+    path = Path(path)
+    table = path / RESULTS_PARQUET if path.is_dir() else path
+    why = input_file.not_regular(table)
+    if why is not None:
+        raise input_file.InputFileError(f"{table} {why}")
+    return with_baseline_renamed(pd.read_parquet(table))
+
+
+def with_baseline_renamed(df: pd.DataFrame) -> pd.DataFrame:
+    """A table written before the baseline's family was named ``baseline``: its ``cublas`` rows as baseline rows
+    (family, configuration key, and the library they measured, which their reason names)."""
+    if "family" not in df.columns or not (df["family"] == LEGACY_BASELINE_FAMILY).any():
+        return df
+    df = df.copy()
+    old = df["family"] == LEGACY_BASELINE_FAMILY
+    df["family"] = df["family"].astype(object).where(~old, BASELINE_FAMILY).astype(df["family"].dtype)
+    if "config_key" in df.columns:
+        keys = df.loc[old, "config_key"].astype(str).str.replace(f"/{LEGACY_BASELINE_FAMILY}/", f"/{BASELINE_FAMILY}/",
+                                                                    n=1, regex=False)
+        df["config_key"] = df["config_key"].astype(object).where(~old, keys).astype(df["config_key"].dtype)
+    if "library" not in df.columns and "reason" in df.columns and "status" in df.columns:
+        library = df["reason"].where(old & (df["status"] == Status.OK.value) & df["reason"].notna())
+        df["library"] = library.astype("string")
+    return df
+
+
+def load_metadata(path: str | Path) -> Any:
+    """The parsed metadata.json beside a results table ({} where there is none); not necessarily a mapping.
+    Raises ValueError (json.JSONDecodeError) when the file is not JSON or nests too deeply to be read, OSError
+    where it cannot be read, is no regular file or is larger than MAX_METADATA_BYTES."""
+    path = Path(path)
+    meta_file = (path if path.is_dir() else path.parent) / METADATA_JSON
+    if not meta_file.exists():
+        return {}
+    text = input_file.read_text(meta_file, MAX_METADATA_BYTES)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{meta_file} nests its values too deeply to be read") from None
+
+
+def load(path: str | Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """A recorded table and its metadata, from a run folder or a results.parquet file."""
+    return load_table(path), load_metadata(path)
