@@ -3,9 +3,10 @@ process on the parameters' value indices (:mod:`tuner.strategies.gaussian_proces
 the best configurations and candidates from farther away, and every ``local_every``-th proposal is an iterated
 local search's (:mod:`tuner.strategies.local_search`), which is told every result.
 
-It starts with ``initial`` candidates drawn at random. Then the model proposes the candidate of the lowest
-confidence bound, mean − κ·standard deviation with κ = ``explore``·√(ln n) after n observations (GP-UCB's
-schedule: the longer the search, the more an uncertain candidate is worth trying), among
+It starts with ``initial`` candidates drawn at random (five: the methodology's score weighs the first evaluations
+as much as the later ones, and a random draw there scores as random search does). Then the model proposes the
+candidate of the lowest confidence bound, mean − κ·standard deviation with κ = ``explore``·√(ln n) after n
+observations (GP-UCB's schedule: the longer the search, the more an uncertain candidate is worth trying), among
 
 * every untried neighbour (any other value of one parameter) of the ``top`` best configurations;
 * ``pairs`` candidates two parameters away from the best one (two values redrawn: a space's restrictions often
@@ -45,7 +46,7 @@ _threads = ThreadpoolController()
 class BayesianSearch(DomainSearch):
     name = "bo"
 
-    def __init__(self, domain: Domain, rng: np.random.Generator, initial: int = 20, local_every: int = 3,
+    def __init__(self, domain: Domain, rng: np.random.Generator, initial: int = 5, local_every: int = 3,
                  explore: float = 1.0, top: int = 5, pairs: int = 150, spread: int = 200, train_max: int = 200,
                  fit_max: int = 100, refit_growth: float = 1.5):
         super().__init__(domain, rng)
