@@ -2,7 +2,7 @@
 the recorded spaces, the methodology score checked against its package, and the default strategy's own time.
 
     python benchmarks/compare_strategies.py [--out DIR] [--repeats R] [--score-repeats R] [--jobs N]
-                                            [--peer-repeats R]
+                                            [--peer-repeats R] [--spaces NAME,...]
                                             [--only gemm,h100,wgmma,hub,peers,peers_gemm,agreement,time]
 
 Parts, each in a folder of DIR (default ``benchmarks/results``) with the command's table, figures and page and a
@@ -242,8 +242,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs of each of Kernel Tuner's strategies at each budget")
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run, of {', '.join(PARTS)}")
+    parser.add_argument("--spaces", help="of the recordings of the hub, peers and peers_gemm parts, only these "
+                        "(comma-separated names, e.g. convolution_MI250X)")
     args = parser.parse_args(argv)
     parts = [p for p in args.only.split(",") if p]
+    chosen = [name for name in (args.spaces or "").split(",") if name]
+    unknown = sorted(set(chosen) - set(HUB) - set(GEMM))
+    if unknown:
+        print(f"error: --spaces: no recording {', '.join(unknown)} among {', '.join((*HUB, *GEMM))}", file=sys.stderr)
+        return 2
+    hub, gemm = ([n for n in names if not chosen or n in chosen] for names in (HUB, GEMM))
     settings = {"repeats": args.repeats, "jobs": args.jobs or os.cpu_count()}
     if "gemm" in parts:
         out = args.out / "compare"
@@ -256,15 +264,15 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / "compare_wgmma_h100"
         timed(out, settings, lambda: run_comparison([WGMMA], repeats=args.repeats, budgets=WGMMA_BUDGETS,
                                                     convention="a", jobs=args.jobs, out=out))
-    if "hub" in parts:
+    if "hub" in parts and hub:
         out = args.out / "compare_hub"
         timed(out, {**settings, "score_repeats": HUB_SCORE_REPEATS},
-              lambda: run_comparison([RECORDED / f"{name}.json.gz" for name in HUB], [DEFAULT, "ils"],
+              lambda: run_comparison([RECORDED / f"{name}.json.gz" for name in hub], [DEFAULT, "ils"],
                                      repeats=args.repeats, budgets=PEER_BUDGETS, convention="a", jobs=args.jobs,
                                      out=out, score_repeats=HUB_SCORE_REPEATS))
     peers = args.out / "compare_peers"
-    for part, folder, names in (("peers", peers, HUB), ("peers_gemm", args.out / "compare_peers_gemm", GEMM)):
-        if part in parts:
+    for part, folder, names in (("peers", peers, hub), ("peers_gemm", args.out / "compare_peers_gemm", gemm)):
+        if part in parts and names:
             timed(folder, {**settings, "score_repeats": args.score_repeats, "peer_repeats": args.peer_repeats},
                   lambda names=names, folder=folder: run_comparison(
                       [RECORDED / f"{name}.json.gz" for name in names], [DEFAULT, "ils"], repeats=args.repeats,
