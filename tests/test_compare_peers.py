@@ -114,7 +114,7 @@ def test_a_space_without_restrictions_gives_kernel_tuner_its_recorded_configurat
 def test_kernel_tuner_strategies_share_the_tables_with_ours(tmp_path):
     space = load_recorded(SMALL)
     (result,) = compare({"small": space}, strategy_factories(["random"]), budgets=(10, 25),
-                        conventions=(Convention.VALID,), runs=3, seed=0, jobs=1,
+                        conventions=(Convention.VALID,), runs=3, seed=0, jobs=2,
                         peers=["random_sample", "greedy_ils"], score_runs=3)
     assert list(result.scored) == ["random", "kt:random_sample", "kt:greedy_ils"]
     for scored in result.scored.values():

@@ -83,6 +83,7 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
         settings["kernel_tuner"] = kt.version()
         settings["peer_repeats"] = peer_repeats or repeats
         settings["run_bounds"] = dict(kt.CUT_REASONS)
+        settings["kernel_tuner_left_out"] = kt.strategy_names()[1]
     write_outputs(results, folder, settings)
     if not quiet:
         _note(f"comparison written in {folder} in {time.monotonic() - started:.0f} s")

@@ -47,6 +47,9 @@ from tuner.strategies.protocol import StrategyFactory
 MAX_REPEATS = 1000
 DEFAULT_RUNS = 50
 STALLED = "stalled"
+WALL_CAP = "wall_cap"
+"""Why a run was cut: it proposed only already evaluated candidates too often in a row, or (Kernel Tuner's runs,
+:mod:`tuner.compare.kernel_tuner_bound`) it took too much real time."""
 
 
 class Convention(StrEnum):

@@ -10,7 +10,7 @@ minutes for a limit of recorded seconds, with no new evaluation.
 :class:`BoundedStrategy` runs a strategy of Kernel Tuner unchanged, with the budget Kernel Tuner made for the run
 replaced by a :class:`BoundedBudget` of the same limits and the same clock, which also ends the run
 
-* after :data:`~tuner.compare.kernel_tuner_peer.STALL_PROPOSALS` proposals in a row that the simulation answers
+* after :data:`tuner.compare.kernel_tuner_peer.STALL_PROPOSALS` proposals in a row that the simulation answers
   from already evaluated configurations (the bound our harness puts on our strategies' repeats,
   :data:`tuner.compare.harness.MAX_REPEATS`); none of them could have changed the run's curve;
 * once the run has taken :data:`~tuner.compare.kernel_tuner_peer.WALL_CAP_S` seconds of real time (a safety net,
@@ -27,8 +27,7 @@ from typing import Any
 from kernel_tuner import util
 from kernel_tuner.interface import strategy_map
 
-from tuner.compare.harness import STALLED
-from tuner.compare.kernel_tuner_peer import WALL_CAP
+from tuner.compare.harness import STALLED, WALL_CAP
 
 
 class BoundedBudget(util.TuningBudget):

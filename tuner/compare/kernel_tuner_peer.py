@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.compare.harness import MAX_REPEATS, STALLED, BestSoFar
+from tuner.compare.harness import MAX_REPEATS, STALLED, WALL_CAP, BestSoFar
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
 from tuner.recorded import RecordedSpace
@@ -64,7 +64,6 @@ STALL_PROPOSALS = MAX_REPEATS
 (:mod:`tuner.compare.kernel_tuner_bound`), as a run of ours ends after as many repeats."""
 WALL_CAP_S = 300.0
 """A run ends after this much real time (a safety net; the slowest run here takes well under a minute)."""
-WALL_CAP = "wall_cap"
 CUT_REASONS = {STALLED: f"{STALL_PROPOSALS:,} proposals in a row answered from already evaluated configurations",
                WALL_CAP: f"{WALL_CAP_S:.0f} s of real time"}
 

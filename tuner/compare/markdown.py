@@ -99,7 +99,13 @@ def preamble(settings: dict[str, Any], ours: str) -> str:
             f"A run ends after {kt.STALL_PROPOSALS:,} proposals in a row that evaluate nothing new (already "
             f"evaluated configurations; the same bound for ours and for Kernel Tuner's) or, for Kernel Tuner's, "
             f"after {kt.WALL_CAP_S:.0f} s of real time; 'runs cut' counts them (a run cut by the first bound could "
-            f"not have improved its curve by the proposals it was spared).")
+            f"not have improved its curve by the proposals it was spared)." + _left_out(settings))
+
+
+def _left_out(settings: dict[str, Any]) -> str:
+    left = settings.get("kernel_tuner_left_out") or {}
+    return (" Left out of Kernel Tuner's strategies: " + "; ".join(f"`{name}` ({why})" for name, why in left.items())
+            + ".") if left else ""
 
 
 def write_summary(results: list[CaseResult], ours: str, out: Path, settings: dict[str, Any]) -> Path | None:
