@@ -12,7 +12,7 @@ replaced by a :class:`BoundedBudget` of the same limits and the same clock, whic
 
 * after :data:`tuner.compare.kernel_tuner_peer.STALL_PROPOSALS` proposals in a row that the simulation answers
   from already evaluated configurations (the bound our harness puts on our strategies' repeats,
-  :data:`tuner.compare.harness.MAX_REPEATS`); none of them could have changed the run's curve;
+  :data:`tuner.compare.harness.MAX_REPEATS`); none of them changed the run's curve;
 * once the run has taken :data:`~tuner.compare.kernel_tuner_peer.WALL_CAP_S` seconds of real time (a safety net,
   far above what any strategy takes here otherwise).
 

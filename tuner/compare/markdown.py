@@ -98,8 +98,8 @@ def preamble(settings: dict[str, Any], ours: str) -> str:
             f"package autotuning_methodology computes it. Kernel Tuner's best is picked per column, in hindsight. "
             f"A run ends after {kt.STALL_PROPOSALS:,} proposals in a row that evaluate nothing new (already "
             f"evaluated configurations; the same bound for ours and for Kernel Tuner's) or, for Kernel Tuner's, "
-            f"after {kt.WALL_CAP_S:.0f} s of real time; 'runs cut' counts them (a run cut by the first bound could "
-            f"not have improved its curve by the proposals it was spared)." + _left_out(settings))
+            f"after {kt.WALL_CAP_S:.0f} s of real time; 'runs cut' counts them (a run cut by the first bound had "
+            f"evaluated nothing new for its last {kt.STALL_PROPOSALS:,} proposals)." + _left_out(settings))
 
 
 def _left_out(settings: dict[str, Any]) -> str:
