@@ -2,7 +2,8 @@
 the recorded spaces, the methodology score checked against its package, and the default strategy's own time.
 
     python benchmarks/compare_strategies.py [--out DIR] [--repeats R] [--score-repeats R] [--jobs N]
-                                            [--only gemm,h100,wgmma,hub,peers,agreement,time]
+                                            [--peer-repeats R] [--spaces NAME,...]
+                                            [--only gemm,h100,wgmma,hub,peers,peers_gemm,agreement,time]
 
 Parts, each in a folder of DIR (default ``benchmarks/results``) with the command's table, figures and page and a
 ``runtime.json`` (wall time, CPU, processes, the machine's load average before and after):
@@ -14,9 +15,12 @@ Parts, each in a folder of DIR (default ``benchmarks/results``) with the command
   (``experiments/data/h100_wgmma_exhaustive``), convention (a), 50, 100 and 150 evaluations;
 * ``compare_hub/``: the default strategy and ``ils`` alone on the six convolution and dedispersion recordings,
   convention (a), 100 and 400 evaluations, P from 10 runs each (no other package needed);
-* ``compare_peers/``: side by side on the six convolution and dedispersion recordings and the two GEMM ones,
-  convention (a), 100 and 400 evaluations: ours, Optuna's samplers and Kernel Tuner's strategies in its
-  simulation mode (``--peers kernel_tuner``; needs the ``kernel_tuner`` package);
+* ``compare_peers/``: side by side on the six convolution and dedispersion recordings, convention (a), 100 and 400
+  evaluations: the default strategy and ``ils`` (R runs each, ``--repeats``) and every one of Kernel Tuner's
+  strategies in its simulation mode (``--peer-repeats``, default 20 runs of each budget), P from
+  ``--score-repeats`` runs of each (default 10); ``summary.md`` holds the README's tables (needs the
+  ``kernel_tuner`` package). Every run of the part shares one pool of ``--jobs`` processes;
+* ``compare_peers_gemm/``: the same on the two GEMM recordings;
 * ``compare_peers/methodology_agreement.txt``: on the convolution A100 space, the methodology score P of runs of the
   default strategy and of random search as this project computes it and as the ``autotuning_methodology``
   package computes it from the same runs (needs that package);
@@ -63,7 +67,9 @@ WGMMA = ROOT / "experiments" / "data" / "h100_wgmma_exhaustive"
 WGMMA_BUDGETS = (50, 100, 150)
 PEER_BUDGETS = (100, 400)
 PEER_SCORE_REPEATS = 10
-PARTS = ("gemm", "h100", "wgmma", "hub", "peers", "agreement", "time")
+PEER_REPEATS = 20
+"""Runs of each of Kernel Tuner's strategies at each budget (as Willemsen et al. run them)."""
+PARTS = ("gemm", "h100", "wgmma", "hub", "peers", "peers_gemm", "agreement", "time")
 HUB_SCORE_REPEATS = 10
 TIMED_SIZE = 100_000
 TIMED_RADICES = (8, 8, 6, 6, 5, 4, 4, 3)
@@ -232,10 +238,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--score-repeats", type=int, default=PEER_SCORE_REPEATS,
                         help="runs of each strategy for P in the side-by-side comparison")
+    parser.add_argument("--peer-repeats", type=int, default=PEER_REPEATS,
+                        help="runs of each of Kernel Tuner's strategies at each budget")
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run, of {', '.join(PARTS)}")
+    parser.add_argument("--spaces", help="of the recordings of the hub, peers and peers_gemm parts, only these "
+                        "(comma-separated names, e.g. convolution_MI250X)")
     args = parser.parse_args(argv)
     parts = [p for p in args.only.split(",") if p]
+    chosen = [name for name in (args.spaces or "").split(",") if name]
+    unknown = sorted(set(chosen) - set(HUB) - set(GEMM))
+    if unknown:
+        print(f"error: --spaces: no recording {', '.join(unknown)} among {', '.join((*HUB, *GEMM))}", file=sys.stderr)
+        return 2
+    hub, gemm = ([n for n in names if not chosen or n in chosen] for names in (HUB, GEMM))
     settings = {"repeats": args.repeats, "jobs": args.jobs or os.cpu_count()}
     if "gemm" in parts:
         out = args.out / "compare"
@@ -248,19 +264,20 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out / "compare_wgmma_h100"
         timed(out, settings, lambda: run_comparison([WGMMA], repeats=args.repeats, budgets=WGMMA_BUDGETS,
                                                     convention="a", jobs=args.jobs, out=out))
-    if "hub" in parts:
+    if "hub" in parts and hub:
         out = args.out / "compare_hub"
         timed(out, {**settings, "score_repeats": HUB_SCORE_REPEATS},
-              lambda: run_comparison([RECORDED / f"{name}.json.gz" for name in HUB], [DEFAULT, "ils"],
+              lambda: run_comparison([RECORDED / f"{name}.json.gz" for name in hub], [DEFAULT, "ils"],
                                      repeats=args.repeats, budgets=PEER_BUDGETS, convention="a", jobs=args.jobs,
                                      out=out, score_repeats=HUB_SCORE_REPEATS))
     peers = args.out / "compare_peers"
-    if "peers" in parts:
-        timed(peers, {**settings, "score_repeats": args.score_repeats},
-              lambda: run_comparison([RECORDED / f"{name}.json.gz" for name in (*HUB, *GEMM)],
-                                     [*OURS, "optuna"], repeats=args.repeats, budgets=PEER_BUDGETS, convention="a",
-                                     jobs=args.jobs, out=peers, peers=["kernel_tuner"],
-                                     score_repeats=args.score_repeats))
+    for part, folder, names in (("peers", peers, hub), ("peers_gemm", args.out / "compare_peers_gemm", gemm)):
+        if part in parts and names:
+            timed(folder, {**settings, "score_repeats": args.score_repeats, "peer_repeats": args.peer_repeats},
+                  lambda names=names, folder=folder: run_comparison(
+                      [RECORDED / f"{name}.json.gz" for name in names], [DEFAULT, "ils"], repeats=args.repeats,
+                      budgets=PEER_BUDGETS, convention="a", jobs=args.jobs, out=folder, peers=["kernel_tuner"],
+                      score_repeats=args.score_repeats, peer_repeats=args.peer_repeats))
     if "agreement" in parts:
         print(methodology_agreement(peers))
     if "time" in parts:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tuner.compare.harness import Convention, domain_of, simulate, simulate_runs, stack
+from tuner.compare.harness import STALLED, Convention, domain_of, simulate, simulate_runs, stack
 from tuner.compare.random_search import RandomSearch, expected_fraction_of_optimum, random_search_runs
 from tuner.compare.scoring import at_budgets, fraction_of_optimum
 from tuner.recorded import load_recorded
@@ -71,7 +71,8 @@ def test_a_repeated_proposal_is_told_again_but_no_evaluation(small):
 
 def test_a_strategy_that_only_repeats_itself_ends_its_run_early(small):
     run = simulate(scripted([2] + [2] * 10), small, budget=5, convention="valid", seed=0, max_repeats=5)
-    assert run.evaluations == 1
+    assert run.evaluations == 1 and run.cut == STALLED
+    assert simulate(scripted([2, 0, 1]), small, budget=3, convention="valid", seed=0).cut == ""
     best, cost = run.padded(3)
     assert best.tolist() == [2.0, 2.0, 2.0] and cost.tolist() == [run.cost_s[0]] * 3
 

@@ -16,7 +16,7 @@ from conftest import run_cli
 from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.command import run_comparison
 from tuner.compare.comparison import compare, strategy_factories
-from tuner.compare.harness import Convention
+from tuner.compare.harness import STALLED, Convention
 from tuner.errors import TunerError
 from tuner.recorded import load_recorded
 from tuner.strategies.catalog import DEFAULT
@@ -72,6 +72,32 @@ def test_a_budget_counts_distinct_recorded_configurations_as_ours_does():
     assert [r.candidates.tolist() for r in runs] == [r.candidates.tolist() for r in again]  # seeded
 
 
+def test_a_run_that_evaluates_nothing_new_for_so_many_proposals_is_cut_and_says_why():
+    from kernel_tuner.util import StopCriterionReached, TuningBudget
+
+    from tuner.compare.kernel_tuner_bound import BoundedBudget
+
+    budget = BoundedBudget(TuningBudget(time_limit=1000), stall_proposals=3, wall_cap_s=1000)
+    assert not budget.is_done()
+    budget.add_evaluations(1)  # the configuration just answered was new
+    assert [budget.is_done() for _ in range(4)] == [False, False, False, True] and budget.cut == STALLED
+    with pytest.raises(StopCriterionReached, match="stalled"):
+        budget.raise_exception_if_done()
+    busy = BoundedBudget(TuningBudget(time_limit=1000), stall_proposals=3, wall_cap_s=1000)
+    for _ in range(10):
+        assert not busy.is_done()
+        busy.add_evaluations(1)
+    late = BoundedBudget(TuningBudget(max_fevals=10), stall_proposals=3, wall_cap_s=0.0)
+    assert late.is_done() and late.cut == kt.WALL_CAP
+
+
+def test_a_strategy_that_reads_its_own_name_runs_bounded():
+    space = load_recorded(SMALL)
+    with kt.cache_file(space) as path:
+        (run,) = kt.kernel_tuner_runs(space, path, "nsga2", kt.Budget(evaluations=20), runs=1, workers=1)
+    assert run.evaluations == 20 and run.cut == ""
+
+
 def test_a_space_without_restrictions_gives_kernel_tuner_its_recorded_configurations(tmp_path):
     cache = {f"{a},{b}": {"A": a, "B": b, "time": float(a + b), "times": [float(a + b)], "compile_time": 10.0}
              for a in (1, 2, 3, 4) for b in (1, 2, 3) if (a + b) % 3}
@@ -88,7 +114,7 @@ def test_a_space_without_restrictions_gives_kernel_tuner_its_recorded_configurat
 def test_kernel_tuner_strategies_share_the_tables_with_ours(tmp_path):
     space = load_recorded(SMALL)
     (result,) = compare({"small": space}, strategy_factories(["random"]), budgets=(10, 25),
-                        conventions=(Convention.VALID,), runs=3, seed=0, jobs=1,
+                        conventions=(Convention.VALID,), runs=3, seed=0, jobs=2,
                         peers=["random_sample", "greedy_ils"], score_runs=3)
     assert list(result.scored) == ["random", "kt:random_sample", "kt:greedy_ils"]
     for scored in result.scored.values():
@@ -104,6 +130,12 @@ def test_cli_compare_with_kernel_tuner_on_a_small_space(tmp_path):
     assert done.returncode == 0, done.stderr
     table = (out / "comparison.txt").read_text()
     assert "kt:greedy_ils" in table and "best of Kernel Tuner's strategies" in table
+    summary = (out / "summary.md").read_text().split("\n\n")
+    assert summary[1].startswith(f"| space | `{DEFAULT}` @10 | Kernel Tuner's best @10 |")
+    assert summary[1].count("\n") == 2 and "convolution MI250X" in summary[1]
+    assert summary[2].startswith("#### convolution MI250X") and summary[3].count("\n| `") == 4
     data = json.loads((out / "comparison.json").read_text())
     assert data["settings"]["peers"] == ["kt:greedy_ils", "kt:random_sample"] and data["settings"]["kernel_tuner"]
     assert {row["strategy"] for row in data["rows"]} == {DEFAULT, "random", "kt:greedy_ils", "kt:random_sample"}
+    assert data["settings"]["peer_repeats"] == 3 and set(data["settings"]["run_bounds"]) == {STALLED, kt.WALL_CAP}
+    assert all(row["runs_made"] >= 3 and row["runs_cut"] >= 0 for row in data["rows"])

@@ -63,7 +63,8 @@ def _compare(args: argparse.Namespace) -> int:
 
     strategies = [name for text in args.strategies for name in text.split(",") if name] if args.strategies else None
     run_comparison(args.spaces, strategies, args.repeats, parse_budgets(args.budgets), args.convention, args.jobs,
-                   args.out, args.seed, args.quiet, peers=args.peers, score_repeats=args.score_repeats)
+                   args.out, args.seed, args.quiet, peers=args.peers, score_repeats=args.score_repeats,
+                   peer_repeats=args.peer_repeats)
     return 0
 
 
@@ -184,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--repeats", type=int, default=50, metavar="R", help="runs of each strategy (default 50)")
     compare.add_argument("--score-repeats", type=int, metavar="R",
                          help="runs of each strategy for the methodology score (default: --repeats)")
+    compare.add_argument("--peer-repeats", type=int, metavar="R",
+                         help="runs of each of Kernel Tuner's strategies at each budget (default: --repeats)")
     compare.add_argument("--budgets", default="100,400,1600", metavar="B,B,...",
                          help="evaluations after which to score (default 100,400,1600)")
     compare.add_argument("--convention", choices=("a", "b", "both"), default="both",

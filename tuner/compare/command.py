@@ -2,7 +2,8 @@
 
 Output folder (default ``reports/compare``): ``comparison.txt`` (the table), ``comparison.json`` (settings, rows
 and curves), ``comparison.csv`` (one row per space, convention, strategy and budget), one
-``curves_<space>_<convention>.png`` per case and ``comparison.html``.
+``curves_<space>_<convention>.png`` per case and ``comparison.html``; where Kernel Tuner's strategies ran,
+``summary.md`` (the default strategy against Kernel Tuner's best on each space, and every space's table).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tuner.compare.inputs import recorded_spaces
 from tuner.compare.methodology import MethodologyError
 from tuner.errors import TunerError
 from tuner.recorded import RecordedSpace
+from tuner.strategies.catalog import DEFAULT
 
 CONVENTIONS = {"a": (Convention.VALID,), "b": (Convention.PRODUCT,), "both": tuple(Convention)}
 DEFAULT_OUT = Path("reports") / "compare"
@@ -40,10 +42,10 @@ PEERS = ("kernel_tuner",)
 def run_comparison(paths: list[str | Path], strategies: list[str] | None = None, repeats: int = DEFAULT_RUNS,
                    budgets: tuple[int, ...] = DEFAULT_BUDGETS, convention: str = "both", jobs: int | None = None,
                    out: str | Path = DEFAULT_OUT, seed: int = 0, quiet: bool = False, peers: list[str] | None = None,
-                   score_repeats: int | None = None) -> list[CaseResult]:
+                   score_repeats: int | None = None, peer_repeats: int | None = None) -> list[CaseResult]:
     """Score ``strategies`` (every one of ours by default; ``optuna`` stands for every Optuna sampler that runs
-    here) and the ``peers`` (``kernel_tuner`` or ``kernel_tuner:NAME,NAME``) on the recorded spaces ``paths``
-    name, and write the outputs into ``out``."""
+    here) and the ``peers`` (``kernel_tuner`` or ``kernel_tuner:NAME,NAME``, ``peer_repeats`` runs of each) on the
+    recorded spaces ``paths`` name, and write the outputs into ``out``."""
     if convention not in CONVENTIONS:
         raise TunerError(f"unknown convention '{convention}'; choose a (valid configurations), b (the full "
                          f"product) or both")
@@ -69,7 +71,8 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
         raise TunerError(f"{folder}: the output folder cannot be created ({exc.strerror or exc})") from None
     started = time.monotonic()
     results = compare(spaces, factories, budgets, CONVENTIONS[convention], repeats, seed, jobs,
-                      progress=None if quiet else _note, peers=peer_names, score_runs=score_repeats)
+                      progress=None if quiet else _note, peers=peer_names, score_runs=score_repeats,
+                      peer_runs=peer_repeats)
     settings: dict[str, Any] = {
         "spaces": {name: space.source for name, space in spaces.items()}, "strategies": list(factories),
         "peers": [kt.PREFIX + name for name in peer_names], "repeats": repeats,
@@ -78,6 +81,9 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
     }
     if peer_names:
         settings["kernel_tuner"] = kt.version()
+        settings["peer_repeats"] = peer_repeats or repeats
+        settings["run_bounds"] = dict(kt.CUT_REASONS)
+        settings["kernel_tuner_left_out"] = kt.strategy_names()[1]
     write_outputs(results, folder, settings)
     if not quiet:
         _note(f"comparison written in {folder} in {time.monotonic() - started:.0f} s")
@@ -124,10 +130,13 @@ def unscorable(space: RecordedSpace, convention: Convention) -> str | None:
 
 def write_outputs(results: list[CaseResult], out: Path, settings: dict[str, Any]) -> list[Path]:
     from tuner.compare.figures import write_figure  # matplotlib only now
+    from tuner.compare.markdown import write_summary
     from tuner.compare.page import write_page
     from tuner.compare.table import text_table, write_tables
 
     written = write_tables(results, out, settings)
+    summary = write_summary(results, DEFAULT, out, settings)
+    written += [summary] if summary is not None else []
     images = {i: write_figure(result, out) for i, result in enumerate(results)}
     written += [*images.values(), write_page(results, images, out, settings)]
     print(text_table(results))

@@ -26,15 +26,18 @@ anyway (as the strategy ``random``).
 from __future__ import annotations
 
 import contextlib
+import os
 import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from tuner.compare import kernel_tuner_peer as kt
-from tuner.compare.harness import BestSoFar, Convention, cost_per_draw, simulate_runs, stack, statistics
+from tuner.compare.harness import BestSoFar, Convention, cost_per_draw, stack, statistics
 from tuner.compare.methodology import MethodologyError, MethodologyScore, SpaceStatistics, methodology_score
+from tuner.compare.schedule import RunSet, run_sets
 from tuner.compare.scoring import Summary, at_budgets, best_at_times, cost_to_reach, fraction_of_optimum, summarise
 from tuner.errors import TunerError
 from tuner.recorded import RecordedSpace
@@ -113,6 +116,11 @@ class Scored:
     what measuring every configuration costs (``inf`` where the median run does not get there in the budget)."""
     think_ms: float
     """The strategy's own mean time per evaluation (ms) in its scoring runs."""
+    made_runs: int = 0
+    """Every run made of the strategy in the case: the budgets' and the methodology score's."""
+    cut_runs: dict[str, int] = field(default_factory=dict)
+    """Of those, how many were cut short of their budget, by reason (:data:`tuner.compare.harness.STALLED`, or
+    Kernel Tuner's real-time cap, :mod:`tuner.compare.kernel_tuner_bound`)."""
 
     @property
     def p(self) -> float:
@@ -135,60 +143,73 @@ def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFact
             budgets: tuple[int, ...] = DEFAULT_BUDGETS, conventions: tuple[Convention, ...] = tuple(Convention),
             runs: int = DEFAULT_RUNS, seed: int = 0, jobs: int | None = None,
             progress: Progress | None = None, peers: list[str] | None = None,
-            score_runs: int | None = None) -> list[CaseResult]:
+            score_runs: int | None = None, peer_runs: int | None = None) -> list[CaseResult]:
     """Every strategy in every case, spaces in order, each under each convention; ``peers``: Kernel Tuner's
-    strategies (under convention (a)); ``score_runs``: runs for the methodology score (default ``runs``)."""
+    strategies (under convention (a)), ``peer_runs`` runs of each (default ``runs``); ``score_runs``: runs for
+    the methodology score (default ``runs``). Every run of every strategy and case shares one pool of ``jobs``
+    processes (:mod:`tuner.compare.schedule`)."""
     budgets = tuple(sorted(set(budgets)))
     if not budgets or budgets[0] < 1:
         raise TunerError(f"budgets must be whole numbers ≥ 1, not {budgets}")
-    if runs < 2 or (score_runs is not None and score_runs < 2):
+    if min(runs, score_runs or runs, peer_runs or runs) < 2:
         raise TunerError("--repeats must be at least 2 (quartiles and spreads need several runs)")
-    found = []
+    entries: list[tuple[Case, str, bool, int]] = []
+    sets: list[RunSet] = []
     for name, space in spaces.items():
         for convention in conventions:
             case = Case(name, space, convention)
-            scored = {}
             for strategy, factory in strategies.items():
-                if progress is not None:
-                    progress(f"{name} ({convention.value}): {strategy}, {runs} runs of {budgets[-1]} evaluations")
-                scored[strategy] = score(case, strategy, _our_runner(case, strategy, factory, seed, jobs), False,
-                                         budgets, runs, score_runs or runs, seed)
+                entries.append((case, strategy, False, runs))
+                sets += [RunSet(name, convention, strategy, budget, limit, count,
+                                seed * 1_000_003 + zlib.crc32(strategy.encode()) + (7919 if limit is not None else 0),
+                                factory=factory)
+                         for budget, limit, count in requested_runs(case, False, budgets, runs, score_runs or runs)]
             if peers and convention is Convention.VALID:
-                with _peer_runners(space, peers, seed, jobs) as runners:
-                    for strategy, runner in runners.items():
-                        if progress is not None:
-                            progress(f"{name} ({convention.value}): {strategy}, {runs} runs of each budget")
-                        scored[strategy] = score(case, strategy, runner, True, budgets, runs, score_runs or runs,
-                                                 seed)
-            found.append(CaseResult(case, space.optimum_ms, scored))
-    return found
+                for peer in peers:
+                    entries.append((case, kt.PREFIX + peer, True, peer_runs or runs))
+                    sets += [RunSet(name, convention, kt.PREFIX + peer, budget, limit, count,
+                                    seed * 1_000_003 + zlib.crc32(peer.encode()) + (budget or 7919), peer=peer)
+                             for budget, limit, count in requested_runs(case, True, budgets, peer_runs or runs,
+                                                                        score_runs or runs)]
+    if progress is not None:
+        progress(f"{sum(s.runs for s in sets):,} runs of {len(entries)} strategies and cases over "
+                 f"{jobs or os.cpu_count()} processes")
+    made = dict(zip(((s.space, s.convention, s.strategy, s.budget, s.time_limit_s) for s in sets),
+                    run_sets(sets, spaces, jobs, progress), strict=True))
+    found: dict[Case, dict[str, Scored]] = {}
+    for case, strategy, knows_budget, count in entries:
+        def run(budget: int | None, time_limit_s: float | None, _: int, case: Case = case,
+                strategy: str = strategy) -> list[BestSoFar]:
+            return made[(case.name, case.convention, strategy, budget, time_limit_s)]
+
+        found.setdefault(case, {})[strategy] = score(case, strategy, run, knows_budget, budgets, count,
+                                                     score_runs or runs, seed)
+    return [CaseResult(case, case.space.optimum_ms, scored) for case, scored in found.items()]
 
 
-def _our_runner(case: Case, strategy: str, factory: StrategyFactory, seed: int, jobs: int | None) -> Runner:
-    def run(budget: int | None, time_limit_s: float | None, count: int) -> list[BestSoFar]:
-        stream = zlib.crc32(strategy.encode()) + (7919 if time_limit_s is not None else 0)
-        return simulate_runs(factory, case.space, budget, case.convention, count, seed=seed * 1_000_003 + stream,
-                             workers=jobs, time_limit_s=time_limit_s)
-
-    return run
-
-
-@contextlib.contextmanager
-def _peer_runners(space: RecordedSpace, peers: list[str], seed: int, jobs: int | None) -> Iterator[dict[str, Runner]]:
-    with kt.cache_file(space) as path:
-        def runner(strategy: str) -> Runner:
-            def run(budget: int | None, time_limit_s: float | None, count: int) -> list[BestSoFar]:
-                stream = zlib.crc32(strategy.encode()) + (budget or 7919)
-                return kt.kernel_tuner_runs(space, path, strategy, kt.Budget(budget, time_limit_s), count,
-                                            seed=seed * 1_000_003 + stream, workers=jobs)
-            return run
-
-        yield {kt.PREFIX + strategy: runner(strategy) for strategy in peers}
+def requested_runs(case: Case, knows_budget: bool, budgets: tuple[int, ...], runs: int,
+                   score_runs: int) -> list[tuple[int | None, float | None, int]]:
+    """The runs :func:`score` asks of a strategy in a case, as (budget, time limit, runs): the largest budget's,
+    each smaller budget's where the strategy knows its budget, and the methodology score's until the time axis'
+    end and its margin (none where the space has no axis)."""
+    asked: list[tuple[int | None, float | None, int]] = [(budgets[-1], None, runs)]
+    if knows_budget:
+        asked += [(budget, None, runs) for budget in budgets[:-1]]
+    with contextlib.suppress(MethodologyError):
+        asked.append((None, statistics(case.space).time_limit_s(), score_runs))
+    return asked
 
 
-def score(case: Case, strategy: str, run: Runner, knows_budget: bool, budgets: tuple[int, ...], runs: int,
+def score(case: Case, strategy: str, runner: Runner, knows_budget: bool, budgets: tuple[int, ...], runs: int,
           score_runs: int, seed: int) -> Scored:
     """A strategy's scores in a case; ``knows_budget``: whether each budget needs runs of its own."""
+    made: list[BestSoFar] = []
+
+    def run(budget: int | None, time_limit_s: float | None, count: int) -> list[BestSoFar]:
+        found = runner(budget, time_limit_s, count)
+        made.extend(found)
+        return found
+
     largest = budgets[-1]
     curves = run(largest, None, runs)
     best_ms, cost_s = stack(curves, largest)
@@ -209,6 +230,7 @@ def score(case: Case, strategy: str, run: Runner, knows_budget: bool, budgets: t
         evaluations=float(np.mean([c.evaluations for c in curves])),
         near_optimum_cost=float(np.median(cost_to_reach(best_ms, cost_s, optimum / NEAR_OPTIMUM)))
         / brute_force_cost(case.space), think_ms=think_ms,
+        made_runs=len(made), cut_runs=dict(Counter(c.cut for c in made if c.cut)),
     )
 
 

@@ -46,6 +46,10 @@ from tuner.strategies.protocol import StrategyFactory
 
 MAX_REPEATS = 1000
 DEFAULT_RUNS = 50
+STALLED = "stalled"
+WALL_CAP = "wall_cap"
+"""Why a run was cut: it proposed only already evaluated candidates too often in a row, or (Kernel Tuner's runs,
+:mod:`tuner.compare.kernel_tuner_bound`) it took too much real time."""
 
 
 class Convention(StrEnum):
@@ -74,12 +78,14 @@ def recorded_rows(space: RecordedSpace, domain: Domain) -> np.ndarray:
 class BestSoFar:
     """One run, per evaluation: the best time so far (ms, ``inf`` before the first success), the cumulative
     recorded cost (s), the candidate evaluated and the cumulative elapsed time (s: the recorded cost and the
-    strategy's own time)."""
+    strategy's own time); and why the run was cut short of its budget, if it was (:data:`STALLED`: it proposed
+    only already evaluated candidates ``max_repeats`` times in a row)."""
 
     best_ms: np.ndarray
     cost_s: np.ndarray
     candidates: np.ndarray
     elapsed_s: np.ndarray
+    cut: str = ""
 
     @property
     def evaluations(self) -> int:
@@ -113,7 +119,7 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
     best_ms, cost_s, elapsed_s = np.empty(limit), np.empty(limit), np.empty(limit)
     candidates = np.empty(limit, dtype=np.int64)
     seen: set[int] = set()
-    best, total, n, repeats = math.inf, 0.0, 0, 0
+    best, total, n, repeats, cut = math.inf, 0.0, 0, 0, ""
     while n < limit and total + thinking < time_limit:
         before = clock()
         candidate = int(strategy.ask())
@@ -124,6 +130,7 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
         if candidate in seen:
             repeats += 1
             if repeats >= max_repeats:
+                cut = STALLED
                 break
             before = clock()
             strategy.tell(candidate, value)
@@ -138,7 +145,7 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
         before = clock()
         strategy.tell(candidate, value)
         thinking += clock() - before
-    return BestSoFar(best_ms[:n], cost_s[:n], candidates[:n], elapsed_s[:n])
+    return BestSoFar(best_ms[:n], cost_s[:n], candidates[:n], elapsed_s[:n], cut)
 
 
 def simulate_runs(strategy_factory: StrategyFactory, space: RecordedSpace, budget: int | None,

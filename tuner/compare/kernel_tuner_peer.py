@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.compare.harness import BestSoFar
+from tuner.compare.harness import MAX_REPEATS, STALLED, WALL_CAP, BestSoFar
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
 from tuner.recorded import RecordedSpace
@@ -59,6 +59,13 @@ NEEDS = {"skopt": "skopt", "pyatf_strategies": "pyatf"}
 FAILURE_NAMES = {Status.INVALID.value: "InvalidConfig", Status.COMPILE_ERROR.value: "CompilationFailedConfig",
                  Status.CRASHED.value: "RuntimeFailedConfig", Status.WRONG.value: "RuntimeFailedConfig"}
 INSTALL = "pip install kernel_tuner (or the project's extra: pip install -e \".[kernel_tuner]\")"
+STALL_PROPOSALS = MAX_REPEATS
+"""A run ends after this many proposals in a row answered from already evaluated configurations
+(:mod:`tuner.compare.kernel_tuner_bound`), as a run of ours ends after as many repeats."""
+WALL_CAP_S = 300.0
+"""A run ends after this much real time (a safety net; the slowest run here takes well under a minute)."""
+CUT_REASONS = {STALLED: f"{STALL_PROPOSALS:,} proposals in a row answered from already evaluated configurations",
+               WALL_CAP: f"{WALL_CAP_S:.0f} s of real time"}
 
 
 def available() -> str | None:
@@ -186,21 +193,30 @@ def _run(seed: int) -> BestSoFar:
     return run_once(_job.space, _job.cache_path, _job.strategy, _job.budget, seed)
 
 
+def run_seed(seed: int, run: int) -> int:
+    """The seed of run ``run`` of a strategy whose runs draw from ``seed``."""
+    return int(np.random.SeedSequence((seed, run)).generate_state(1)[0])
+
+
 def run_once(space: RecordedSpace, cache_path: str, strategy: str, budget: Budget, seed: int) -> BestSoFar:
-    """One run of Kernel Tuner's ``strategy`` on the space's cache file, as a best-so-far curve."""
+    """One run of Kernel Tuner's ``strategy`` on the space's cache file, as a best-so-far curve; bounded as
+    :mod:`tuner.compare.kernel_tuner_bound` says."""
     from kernel_tuner import tune_kernel
 
+    from tuner.compare.kernel_tuner_bound import BoundedStrategy
+
+    bounded = BoundedStrategy(strategy, STALL_PROPOSALS, WALL_CAP_S)
     random.seed(seed)
     np.random.seed(seed % 2**32)
     with _quiet():
         results, _ = tune_kernel(space.kernel or "recorded_kernel", "", (1,), [],
                                  {name: list(values) for name, values in zip(space.names, space.values, strict=True)},
                                  restrictions=restrictions_of(space), cache=cache_path, simulation_mode=True,
-                                 strategy=strategy, strategy_options=budget.options(), quiet=True, seed=seed)
-    return curve_of(space, results, budget.evaluations)
+                                 strategy=bounded, strategy_options=budget.options(), quiet=True, seed=seed)
+    return curve_of(space, results, budget.evaluations, bounded.cut)
 
 
-def curve_of(space: RecordedSpace, results: list[dict[str, Any]], budget: int | None) -> BestSoFar:
+def curve_of(space: RecordedSpace, results: list[dict[str, Any]], budget: int | None, cut: str = "") -> BestSoFar:
     """The best-so-far curve of Kernel Tuner's results, in order (see the module's notes)."""
     names = list(space.names)
     keys = space.encode(np.array([[space.values[j].index(result[name]) for j, name in enumerate(names)]
@@ -221,7 +237,8 @@ def curve_of(space: RecordedSpace, results: list[dict[str, Any]], budget: int | 
         cost_s.append(total)
         candidates.append(row)
         elapsed_s.append(total + thinking)
-    return BestSoFar(np.array(best_ms), np.array(cost_s), np.array(candidates, dtype=np.int64), np.array(elapsed_s))
+    return BestSoFar(np.array(best_ms), np.array(cost_s), np.array(candidates, dtype=np.int64), np.array(elapsed_s),
+                     cut)
 
 
 def _ms(value: Any) -> float:
@@ -249,7 +266,7 @@ def kernel_tuner_runs(space: RecordedSpace, cache_path: str, strategy: str, budg
                       seed: int = 0, workers: int | None = None) -> list[BestSoFar]:
     """``runs`` runs of one strategy with one budget, run r seeded by (seed, r), spread over ``workers``
     processes."""
-    seeds = [int(np.random.SeedSequence((seed, r)).generate_state(1)[0]) for r in range(runs)]
+    seeds = [run_seed(seed, r) for r in range(runs)]
     job = _Job(space, cache_path, strategy, budget)
     workers = min(workers or os.cpu_count() or 1, runs)
     if workers <= 1:

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.comparison import CaseResult
 from tuner.strategies.catalog import DEFAULT
 from tuner.text_table import stacked_table, wrapped
@@ -32,6 +33,8 @@ def rows(results: list[CaseResult]) -> list[dict[str, Any]]:
                     "q75": _number(scored.fractions.q75[i]),
                     "p": _number(scored.p), "mean_evaluations": round(scored.evaluations, 2),
                     "near_optimum_cost": _number(scored.near_optimum_cost), "think_ms": _number(scored.think_ms),
+                    "runs_made": scored.made_runs, "runs_cut": sum(scored.cut_runs.values()),
+                    "cut_reasons": ";".join(f"{r}:{n}" for r, n in sorted(scored.cut_runs.items())),
                 })
     return found
 
@@ -60,6 +63,9 @@ def text_table(results: list[CaseResult]) -> str:
         lines = [wrapped(header, TEXT_WIDTH, hanging="  "), stacked_table(header_row, table, TEXT_WIDTH)]
         notes = [f"{strategy}: P not scored ({scored.score_note})" for strategy, scored in result.scored.items()
                  if scored.score is None]
+        notes += [f"{strategy}: {sum(scored.cut_runs.values())} of {scored.made_runs} runs cut ("
+                  + ", ".join(f"{n} {CUT_LABEL.get(r, r)}" for r, n in sorted(scored.cut_runs.items())) + ")"
+                  for strategy, scored in result.scored.items() if scored.cut_runs]
         blocks.append("\n".join(lines + [wrapped(note, TEXT_WIDTH, hanging="  ") for note in notes]))
     return "\n\n".join(blocks) + "\n\n" + wrapped(LEGEND, TEXT_WIDTH, hanging="")
 
@@ -74,7 +80,10 @@ LEGEND = ("@b: fraction of the optimum after b evaluations (optimum time / best 
           "configuration costs (— where the median run does not get there within the largest budget). ms/eval: the "
           "strategy's own time per evaluation. optuna:NAME: Optuna's sampler NAME; kt:NAME: Kernel Tuner's strategy "
           "NAME in its simulation mode, which is told its budget, so that each budget is run apart (convention (a) "
-          "only).")
+          "only). Runs cut: runs ended short of their budget, " + ", or ".join(
+              f"{label} ({reason})" for reason, label in kt.CUT_REASONS.items()) + "; the first bound holds for "
+          "ours and Kernel Tuner's alike.")
+CUT_LABEL = {reason: reason.replace("_", " ") for reason in kt.CUT_REASONS}
 
 
 def _p(value: float, best: float) -> str:

@@ -1,0 +1,165 @@
+"""Every run of a comparison in one pool of processes, one run per work unit, the longest expected first.
+
+A comparison asks for sets of runs (:class:`RunSet`): a strategy on a case with a budget of evaluations or a time
+limit, so many runs. Running each set in a pool of its own leaves processes idle while the set's slowest run
+finishes, and starts (and imports Kernel Tuner in) a pool per set. Here every run of every set is a unit of work
+for one pool that lives as long as the comparison; the units are handed out longest expected first, so that the
+last to finish are short ones. Run r of a set draws from the seed it would draw from in a pool of its own, so the
+runs are the same whatever the number of processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+
+from threadpoolctl import threadpool_limits
+
+from tuner.compare import kernel_tuner_peer as kt
+from tuner.compare.harness import BestSoFar, Convention, simulate, statistics
+from tuner.recorded import RecordedSpace
+from tuner.strategies.protocol import StrategyFactory
+
+KERNEL_TUNER_START_S = 0.1
+"""What a run of Kernel Tuner costs before its first evaluation (reading the cache, building the space), in the
+ordering's units of one evaluation per millisecond."""
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """``runs`` runs of a strategy on a space: ours (``factory``) or Kernel Tuner's (``peer``, its name)."""
+
+    space: str
+    convention: Convention
+    strategy: str
+    budget: int | None
+    time_limit_s: float | None
+    runs: int
+    seed: int
+    factory: StrategyFactory | None = None
+    peer: str | None = None
+
+
+@dataclass(frozen=True)
+class _Shared:
+    spaces: dict[str, RecordedSpace]
+    cache_paths: dict[str, str]
+    sets: list[RunSet]
+
+
+_shared: _Shared | None = None
+
+
+def _set_shared(shared: _Shared) -> None:
+    global _shared
+    _shared = shared
+    threadpool_limits(1)  # one core per process: the pool has a process per core
+
+
+def run_one(shared: _Shared, index: int, run: int) -> BestSoFar:
+    """Run ``run`` of set ``index``."""
+    chosen = shared.sets[index]
+    space = shared.spaces[chosen.space]
+    if chosen.peer is not None:
+        return kt.run_once(space, shared.cache_paths[chosen.space], chosen.peer,
+                           kt.Budget(chosen.budget, chosen.time_limit_s), kt.run_seed(chosen.seed, run))
+    assert chosen.factory is not None
+    return simulate(chosen.factory, space, chosen.budget, chosen.convention, (chosen.seed, run),
+                    time_limit_s=chosen.time_limit_s)
+
+
+def _unit(index: int, run: int) -> tuple[int, int, BestSoFar, float]:
+    assert _shared is not None
+    started = time.process_time()
+    made = run_one(_shared, index, run)
+    return index, run, made, time.process_time() - started
+
+
+def expected_evaluations(chosen: RunSet, space: RecordedSpace) -> float:
+    """How many evaluations a run of the set is expected to make: its budget, or what its time limit buys at the
+    mean cost of a random draw; at most the space's size."""
+    if chosen.budget is not None:
+        return float(min(chosen.budget, len(space)))
+    assert chosen.time_limit_s is not None
+    return float(min(chosen.time_limit_s / statistics(space).time_per_draw_s, len(space)))
+
+
+def order(sets: list[RunSet], spaces: dict[str, RecordedSpace]) -> list[tuple[int, int]]:
+    """Every (set, run), the runs of the sets with the most expected evaluations first (Kernel Tuner's with the
+    cost of its start added)."""
+    weight = {i: expected_evaluations(s, spaces[s.space]) + (KERNEL_TUNER_START_S * 1000 if s.peer else 0.0)
+              for i, s in enumerate(sets)}
+    return [(i, r) for i in sorted(weight, key=lambda i: -weight[i]) for r in range(sets[i].runs)]
+
+
+@contextlib.contextmanager
+def cache_files(spaces: dict[str, RecordedSpace], sets: list[RunSet]) -> Iterator[dict[str, str]]:
+    """Kernel Tuner's cache file of each space a set of Kernel Tuner's runs needs, for as long as they run."""
+    with contextlib.ExitStack() as stack:
+        needed = dict.fromkeys(s.space for s in sets if s.peer is not None)
+        yield {name: stack.enter_context(kt.cache_file(spaces[name])) for name in needed}
+
+
+Progress = Callable[[str], None]
+
+
+def run_sets(sets: list[RunSet], spaces: dict[str, RecordedSpace], jobs: int | None = None,
+             progress: Progress | None = None) -> list[list[BestSoFar]]:
+    """Every set's runs, in order, over ``jobs`` processes (one per CPU by default; 1: in this one)."""
+    units = order(sets, spaces)
+    found: list[list[BestSoFar | None]] = [[None] * s.runs for s in sets]
+    workers = min(jobs or os.cpu_count() or 1, max(len(units), 1))
+    with cache_files(spaces, sets) as paths:
+        shared = _Shared(spaces, paths, sets)
+        report = _Reporter(len(units), progress)
+        if workers <= 1:
+            for index, run in units:
+                started = time.process_time()
+                found[index][run] = run_one(shared, index, run)
+                report(sets[index], time.process_time() - started)
+        else:
+            with ProcessPoolExecutor(max_workers=workers, initializer=_set_shared, initargs=(shared,)) as pool:
+                pending: set[Future[tuple[int, int, BestSoFar, float]]] = set()
+                queue = iter(units)
+                for index, run in queue:  # a few units ahead per process, the rest handed out as they finish
+                    pending.add(pool.submit(_unit, index, run))
+                    if len(pending) >= 2 * workers:
+                        break
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        index, run, made, seconds = future.result()
+                        found[index][run] = made
+                        report(sets[index], seconds)
+                        following = next(queue, None)
+                        if following is not None:
+                            pending.add(pool.submit(_unit, *following))
+    return [[made for made in runs if made is not None] for runs in found]
+
+
+class _Reporter:
+    """A line on stderr every few seconds: runs done, of how many, and the CPU time they took; at the end, the CPU
+    time of each strategy's runs."""
+
+    def __init__(self, total: int, progress: Progress | None, every_s: float = 10.0) -> None:
+        self.total, self.progress, self.every_s = total, progress, every_s
+        self.done, self.busy_s = 0, 0.0
+        self.by_strategy: dict[str, float] = {}
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, chosen: RunSet, seconds: float) -> None:
+        self.done += 1
+        self.busy_s += seconds
+        self.by_strategy[chosen.strategy] = self.by_strategy.get(chosen.strategy, 0.0) + seconds
+        now = time.monotonic()
+        if self.progress is not None and (now - self.last >= self.every_s or self.done == self.total):
+            self.last = now
+            self.progress(f"runs: {self.done:,} of {self.total:,} done in {now - self.started:.0f} s "
+                          f"({self.busy_s:.0f} s of CPU time; last {chosen.strategy} on {chosen.space})")
+        if self.progress is not None and self.done == self.total:
+            slowest = sorted(self.by_strategy.items(), key=lambda item: -item[1])
+            self.progress("CPU time by strategy: " + ", ".join(f"{name} {s:.0f} s" for name, s in slowest))
