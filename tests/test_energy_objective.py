@@ -122,7 +122,7 @@ def test_an_experiment_names_its_objective_and_two_objectives_default_to_nsga2()
 @pytest.mark.parametrize(("search", "field", "message"), [
     ("{objective: speed}", "search.objective", "unknown objective 'speed'"),
     ("{objective: [time, edp]}", "search.objective", "only as [time, energy]"),
-    ("{objective: [time, energy], sampler: ils}", "search.strategy", "'ils' searches for one value"),
+    ("{objective: [time, energy], sampler: ils}", "search.sampler", "'ils' searches for one value"),
 ])
 def test_a_wrong_objective_names_its_field_and_line(search, field, message):
     with pytest.raises(ExperimentError, match=message.replace("[", r"\[").replace("]", r"\]")) as caught:
