@@ -14,7 +14,8 @@ Parts, each in a folder of DIR (default ``benchmarks/results``) with the command
 * ``compare_wgmma_h100/``: the same on the wgmma family's exhaustive bfloat16 recording at 4096³
   (``experiments/data/h100_wgmma_exhaustive``), convention (a), 50, 100 and 150 evaluations;
 * ``compare_hub/``: the default strategy and ``ils`` alone on the six convolution and dedispersion recordings,
-  convention (a), 100 and 400 evaluations, P from 10 runs each (no other package needed);
+  convention (a), 100 and 400 evaluations, P from 10 runs each (no other package needed; not committed:
+  ``compare_peers/`` holds the same runs beside Kernel Tuner's);
 * ``compare_peers/``: side by side on the six convolution and dedispersion recordings, convention (a), 100 and 400
   evaluations: the default strategy and ``ils`` (R runs each, ``--repeats``) and every one of Kernel Tuner's
   strategies in its simulation mode (``--peer-repeats``, default 20 runs of each budget), P from
