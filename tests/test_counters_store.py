@@ -138,6 +138,12 @@ def test_without_a_source_the_reason_is_said(tmp_path):
     assert count_configurations(_table(), tmp_path, None, "none").text().startswith("not read (measure.counters")
 
 
+def test_a_backend_without_counters_says_so_where_nothing_was_countable(tmp_path):
+    note = count_configurations(_table().iloc[0:0], tmp_path, None, "best", unable="the cpu backend reads no "
+                                                                                 "hardware counters")
+    assert note.text() == "none read: the cpu backend reads no hardware counters"
+
+
 def test_the_note_in_words():
     assert CountersNote("best", 6, 6, how="Nsight Compute 2025.3").text() == \
         "6 configurations counted (the fastest 3 of each study) by Nsight Compute 2025.3"
