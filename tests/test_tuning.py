@@ -146,7 +146,7 @@ def test_an_interrupted_run_continues_without_measuring_twice_or_losing_anything
     assert set(saved.loc[saved["family"] != "baseline", "config_key"]) == measured_first
     message = capsys.readouterr().err
     assert "to continue, run:" in message
-    assert f"python -m tuner run {FERMI} --trials 100 --sampler grid --out {out}" in message
+    assert f"python -m tuner run {FERMI} --trials 100 --strategy grid --out {out}" in message
 
     resumed = ScriptedBackend()
     result = sweep(out, resumed)
