@@ -8,7 +8,7 @@ import pytest
 
 from tests.scripted_backend import ScriptedBackend
 from tuner.backends.abilities import Ability
-from tuner.backends.catalog import NAMES, backend_class, declared_abilities
+from tuner.backends.catalog import NAMES, backend_class
 from tuner.backends.protocol import (
     ABILITY_PROTOCOLS,
     LOOKAHEAD,
@@ -17,7 +17,6 @@ from tuner.backends.protocol import (
     ask_ahead,
     compiling_ahead,
     counter_source,
-    describing_device,
     energy_refusal,
     prepare_inputs,
     start_evaluation,
@@ -42,7 +41,7 @@ def methods(protocol: type) -> set[str]:
 def test_the_catalog_names_every_backend_once_with_what_it_declares():
     assert set(NAMES) == set(DECLARED)
     for name in NAMES:
-        assert declared_abilities(name) == DECLARED[name], name
+        assert backend_class(name).abilities == DECLARED[name], name
         assert backend_class(name).name == name
 
 
@@ -104,7 +103,7 @@ def test_what_a_backend_does_not_declare_is_never_asked():
     assert compiling_ahead(backend) is None and ask_ahead(backend) == LOOKAHEAD
     prepare_inputs(backend, CONFIG.problem, CONFIG.dtype)
     wait_until_ready(backend)
-    assert describing_device(backend) is None and counter_source(backend) is None
+    assert counter_source(backend) is None
     assert energy_refusal(backend) == "the scripted backend measures no energy"
     assert backend.asked == []
 
@@ -116,7 +115,7 @@ def test_what_a_backend_declares_is_asked():
     prepare_inputs(backend, CONFIG.problem, CONFIG.dtype)
     wait_until_ready(backend)
     assert energy_refusal(backend) is None and counter_source(backend) is not None
-    assert describing_device(backend) is backend and ask_ahead(backend) == LOOKAHEAD
+    assert ask_ahead(backend) == LOOKAHEAD
     assert backend.asked == ["submit", "prepare", "wait_ready", "energy_unavailable", "counters"]
     backend.abilities = frozenset({Ability.COMPILES_AHEAD})
     assert compiling_ahead(backend) is backend and ask_ahead(backend) == 3

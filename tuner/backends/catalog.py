@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 
-from tuner.backends.abilities import Ability
 from tuner.backends.protocol import BackendBase
 
 BACKENDS: dict[str, tuple[str, str]] = {
@@ -31,7 +30,3 @@ def backend_class(name: str) -> type[BackendBase]:
     found: type[BackendBase] = getattr(importlib.import_module(module), attribute)
     return found
 
-
-def declared_abilities(name: str) -> frozenset[Ability]:
-    """What a backend, by name, declares it can do beyond evaluating (tuner.backends.abilities)."""
-    return backend_class(name).abilities

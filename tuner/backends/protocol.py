@@ -223,11 +223,6 @@ def wait_until_ready(backend: Evaluates) -> None:
         cast(StartsInBackground, backend).wait_ready()
 
 
-def describing_device(backend: Evaluates) -> DescribesDevice | None:
-    """The backend as one that describes its device, or None where it does not."""
-    return cast(DescribesDevice, backend) if Ability.DESCRIBES_DEVICE in backend.abilities else None
-
-
 def energy_refusal(backend: Evaluates) -> str | None:
     """Why the backend's measurements carry no energy, or None where they do."""
     if Ability.MEASURES_ENERGY not in backend.abilities:

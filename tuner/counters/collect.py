@@ -111,10 +111,12 @@ def count_configurations(df: pd.DataFrame, folder: str | Path, source: CounterSo
     fresh = [(key, gpu) not in done for key, gpu in zip(rows["config_key"], gpus, strict=True)]
     todo = rows[fresh]
     note = CountersNote(setting, asked=len(rows), before=len(rows) - len(todo), best=best)
-    if source is None and (not todo.empty or not note.before):  # a backend without counters says so, not "none ok"
+    if todo.empty and note.before:
+        return note
+    if source is None:  # said even where nothing was countable: "no successful configuration" would mislead
         return CountersNote(setting, len(rows), 0, note.before, (unable or "this backend reads no counters",),
                             best=best)
-    if todo.empty or source is None:
+    if todo.empty:
         return note
     if say is not None:
         say(f"counters: reading the counters of {len(todo)} configuration{'s' if len(todo) != 1 else ''} "
