@@ -4,7 +4,8 @@
 
 1. ``experiments/fermi_like.yaml`` as a user runs it, brute force (all 54 valid configurations of its three
    problems), the whole command (search, counters, report) in a fresh process and output folder, with
-   ``--counters all`` (every configuration counted by Nsight Compute after the search) and ``--counters none``,
+   ``--counters all`` (every configuration counted after the search, in the GPU worker, by CUPTI's range profiler)
+   and ``--counters none``,
    alternating, ``all`` first (so it pays for whatever the compile cache misses). Goal: counting every
    configuration adds at most 30% to the wall time.
 2. At 4096³ float32, one Nsight Compute session counts the naive kernel (16×16) and the tiled one (TILE_WIDTH 8,
@@ -121,15 +122,17 @@ def text(runs: list[dict[str, Any]], cut: list[dict[str, Any]], env: dict[str, A
     by_mode = {mode: statistics.median(r["wall_s"] for r in runs if r["counters"] == mode) for mode in ("all", "none")}
     ratio = by_mode["all"] / by_mode["none"]
     counted = next((r for r in runs if r["counters"] == "all"), {})
-    lines = [f"Hardware counters on {env['device']['name']} (Nsight Compute; {how})", "",
+    lines = [f"Hardware counters on {env['device']['name']}", "",
              f"1. {EXPERIMENT.name}, brute force, the whole command (search, counters, report), fresh process each, "
              f"alternating ({counted.get('asked')} configurations counted with --counters all)",
+             f"the run's counters: {counted.get('note')}",
              f"{'round':>5}  {'counters':<8}  {'wall s':>7}  {'search s':>8}  {'counters s':>10}  counted",
              *(f"{r['round']:>5}  {r['counters']:<8}  {r['wall_s']:>7.1f}  {(r['search_s'] or 0):>8.1f}  "
                f"{(r['counters_s'] or 0):>10.1f}  {r['counted'] if r['counted'] is not None else '—'}" for r in runs),
              f"wall time with every configuration counted / without: {ratio:.3f} (median of each; goal ≤ "
              f"{WALL_GOAL:.2f}: {'met' if ratio <= WALL_GOAL else 'missed'})", "",
              f"2. {BIG.label} float32, one session: L1 bytes (l1tex__t_bytes) of tiled T against the naive model / T",
+             f"counted by {how}",
              f"{'kernel':<28}{'model GB':>9}{'requested':>11}{'L1 GB':>8}{'L2 GB':>8}{'DRAM GB':>9}"
              f"{'naive model/T':>15}{'L1 / that':>11}{'passes':>8}"]
     for row in cut:

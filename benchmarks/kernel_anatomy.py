@@ -37,7 +37,8 @@ from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
 from tuner.compile.nvcc import compile_source, find_nvcc  # noqa: E402
 from tuner.config import Config  # noqa: E402
-from tuner.counters.ncu import CLOCK_CONTROL, NcuUnavailable, find_ncu  # noqa: E402
+from tuner.counters.conditions import CLOCK_CONTROL  # noqa: E402
+from tuner.counters.ncu import NcuUnavailable, find_ncu  # noqa: E402
 from tuner.counters.ncu_csv import RawMetrics, first_of, number, parse_ncu_raw, scaled  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels import matmul

@@ -11,9 +11,10 @@ from typing import Any
 from tests.scripted_backend import ENVIRONMENT, ScriptedBackend
 from tuner.backends.abilities import Ability
 from tuner.config import Config, Problem
+from tuner.counters.conditions import describe_conditions
 from tuner.counters.job import JobKernel, Launched, Manifest
 from tuner.counters.ncu import Session
-from tuner.counters.sources import Counted, describe_conditions, session_rows
+from tuner.counters.sources import Counted, session_rows
 from tuner.experiment.schema import Experiment
 from tuner.space.entry_space import KernelSpec
 

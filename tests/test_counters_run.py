@@ -202,15 +202,15 @@ def test_a_session_is_read_back_into_rows(fake_ncu, nvcc, mode, tmp_path):
 
 @pytest.mark.slow
 def test_counting_every_configuration_leaves_out_the_instrumented_metrics(fake_ncu, nvcc, tmp_path, monkeypatch):
-    """``all`` counts many configurations: the SASS-patched metric, whose cost grows with the kernel's memory
-    instructions, is not asked for, and the note says so; ``best`` asks for every metric."""
+    """``all`` counts many configurations: the instrumented metrics, whose cost grows with the kernel's
+    instructions, are not asked for, and the note says so; ``best`` asks for every metric."""
     fake_ncu("ok")
     asked = tmp_path / "asked"
     monkeypatch.setenv("FAKE_NCU_METRICS", str(asked))
     many = _ncu_source().count(SEED_CONFIGS, detail=False)
     assert REQUESTED_BYTES not in asked.read_text().split("\n")
     assert L1_BYTES in asked.read_text().split("\n")
-    assert f"{REQUESTED_BYTES} (SASS-patched, the costliest) not asked for" in many.how
+    assert f"the instrumented metrics ({REQUESTED_BYTES} and the FLOP instructions" in many.how
     assert {r["metrics_missing"] for r in many.rows} == {None}
     few = _ncu_source().count(SEED_CONFIGS)
     assert REQUESTED_BYTES in asked.read_text().split("\n")

@@ -54,17 +54,21 @@ WANTED: tuple[str, ...] = (
     *TENSOR_INSTRUCTIONS, DURATION, SM_CLOCK,
 )
 """Every metric asked of Nsight Compute; those the GPU lacks are left out (and named)."""
-INSTRUMENTED: tuple[str, ...] = (REQUESTED_BYTES,)
-"""Metrics Nsight Compute collects by patching the kernel's SASS rather than from a hardware counter: their cost
-grows with the kernel's memory instructions (on the H100, 1.2 s for one 4096³ naive kernel, where every other
-metric together costs 0.25 s per kernel in three replay passes)."""
+INSTRUMENTED: tuple[str, ...] = (REQUESTED_BYTES, *FLOP_INSTRUCTIONS)
+"""Metrics read by running the kernel instrumented (its SASS patched to count, thread by thread) rather than from a
+hardware counter: their cost grows with the kernel's instructions. On the H100, Nsight Compute took 1.2 s for the
+bytes one 4096³ naive kernel's threads request, where every other metric together took 0.25 s; CUPTI's range
+profiler needs a second pass for the FLOP instructions, 0.17 s more for a 4096³ tiled kernel, where the hardware
+counters (bytes at each level, wavefronts, tensor instructions, duration, clock) fit one pass of 0.05 s."""
 
 
 def wanted(detail: bool) -> tuple[str, ...]:
-    """The metrics to ask for: every one, or (``detail`` False, for counting many configurations) all but the
-    instrumented ones."""
+    """The metrics to ask for: every one, or (``detail`` False, for counting many configurations) the hardware
+    counters alone (the FLOPs are then the model's: :meth:`Counts.flops`)."""
     return WANTED if detail else tuple(m for m in WANTED if m not in INSTRUMENTED)
-ESSENTIAL: tuple[str, ...] = (L2_BYTES, L1_BYTES, DURATION, *FLOP_INSTRUCTIONS)
+
+
+ESSENTIAL: tuple[str, ...] = (L2_BYTES, L1_BYTES, DURATION)
 """Without these (and DRAM bytes under one of its names) a kernel cannot be placed on the hierarchical roofline."""
 LEVELS = ("dram", "l2", "l1")
 """The levels a kernel is placed at, outermost first."""
@@ -85,9 +89,10 @@ def available(wanted: Iterable[str], known_bases: set[str]) -> tuple[list[str], 
     return have, lack
 
 
-def missing_essentials(names: set[str]) -> list[str]:
-    """The essential metrics (DRAM bytes under either name) that ``names`` lacks."""
-    missing = [m for m in ESSENTIAL if m not in names]
+def missing_essentials(names: set[str], detail: bool = True) -> list[str]:
+    """The essential metrics (DRAM bytes under either name; with ``detail``, the FLOP instructions) that ``names``
+    lacks."""
+    missing = [m for m in (*ESSENTIAL, *(FLOP_INSTRUCTIONS if detail else ())) if m not in names]
     if DRAM_BYTES not in names and not all(part in names for part in DRAM_PARTS):
         missing.insert(0, DRAM_BYTES)
     return missing
@@ -130,7 +135,8 @@ class Counts:
 
     def flops(self, model_flops: int) -> tuple[float | None, str]:
         """The operations of the launch and how they were counted: from the CUDA cores' instructions, or the
-        model's 2·M·N·K for a kernel on the tensor cores or one whose arithmetic is not floating-point."""
+        model's 2·M·N·K for a kernel on the tensor cores, one whose arithmetic is not floating-point, or one whose
+        FLOP instructions were not asked for."""
         if self.tensor_instructions:
             return float(model_flops), ("the problem's 2·M·N·K (tensor-core instructions are counted, their "
                                         "operations are not)")
@@ -138,4 +144,5 @@ class Counts:
             return self.cuda_core_flops, "counted: CUDA-core add, multiply (1) and fused multiply-add (2) instructions"
         if self.cuda_core_flops == 0:
             return float(model_flops), "the problem's 2·M·N·K (no floating-point instruction was counted)"
-        return None, "not counted"
+        return float(model_flops), ("the problem's 2·M·N·K (the FLOP instructions were not counted: counting every "
+                                    "configuration leaves them out)")

@@ -27,6 +27,7 @@ from functools import cache
 from pathlib import Path
 
 from tuner import atomic_file
+from tuner.counters.conditions import CACHE_CONTROL, CLOCK_CONTROL
 from tuner.counters.job import MANIFEST_FILE, launched_count
 from tuner.counters.metrics import base_name
 from tuner.lifetime import kill_running_commands, run_tied
@@ -37,8 +38,6 @@ NCU_ENV = "TUNER_NCU"
 TOOLKIT_BIN = Path("/usr/local/cuda/bin")
 REPORT = "counters"
 """The session's report file, in the job's folder (ncu adds .ncu-rep)."""
-CLOCK_CONTROL = "none"
-CACHE_CONTROL = "all"
 REPLAY_MODE = "kernel"
 QUERY_TIMEOUT_S = 120.0
 SESSION_TIMEOUT_S = 300.0

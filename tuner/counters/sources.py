@@ -22,11 +22,10 @@ import pandas as pd
 from tuner.compile.nvcc import compile_source
 from tuner.config import Config
 from tuner.counters import store
+from tuner.counters.conditions import CACHE_CONTROL, CLOCK_CONTROL, describe_conditions
 from tuner.counters.job import MANIFEST_FILE, Job, JobKernel, Manifest
-from tuner.counters.metrics import INSTRUMENTED, TENSOR_INSTRUCTIONS, Counts, available, missing_essentials, wanted
+from tuner.counters.metrics import FLOP_INSTRUCTIONS, TENSOR_INSTRUCTIONS, Counts, available, missing_essentials, wanted
 from tuner.counters.ncu import (
-    CACHE_CONTROL,
-    CLOCK_CONTROL,
     NcuUnavailable,
     Session,
     failure_reason,
@@ -71,14 +70,6 @@ class CounterSource(Protocol):
 # --- Nsight Compute ---------------------------------------------------------------------------------------
 
 
-def describe_conditions(version: str, passes: Sequence[int], detail: bool = True) -> str:
-    most = max(passes) if passes else None
-    replays = f", {most} replay pass{'es' if most != 1 else ''} per kernel" if most else ""
-    left = "" if detail else f"; {', '.join(INSTRUMENTED)} (SASS-patched, the costliest) not asked for"
-    return (f"Nsight Compute {version}, clock control {CLOCK_CONTROL} (the clocks as found), every cache flushed "
-            f"before each replay pass (cache control {CACHE_CONTROL}){replays}{left}")
-
-
 class NcuCounters:
     """Counts configurations with Nsight Compute: one session for all of them, on one GPU."""
 
@@ -101,7 +92,7 @@ class NcuCounters:
             return Counted(reasons=[str(exc)])
         asked = wanted(detail)
         metrics = available(asked, known)[0] if known is not None else list(asked)
-        missing = missing_essentials(set(metrics))
+        missing = missing_essentials(set(metrics), detail)
         if missing:
             return Counted(reasons=[f"the GPU lacks the metric(s) {', '.join(missing)} that place a kernel on the "
                                     f"hierarchical roofline (Nsight Compute {version})"])
@@ -163,7 +154,7 @@ def session_rows(session: Session, manifest: Manifest, kernels: Sequence[JobKern
         profiled = parse_ncu_raw(session.raw_csv)
     except TunerError as exc:
         return [], [*reasons, str(exc)]
-    missing = missing_essentials(set(profiled[0]))
+    missing = missing_essentials(set(profiled[0]), detail=bool(set(FLOP_INSTRUCTIONS) & set(session.metrics)))
     if missing:
         return [], [*reasons, f"the GPU lacks the metric(s) {', '.join(missing)} that place a kernel on the "
                               f"hierarchical roofline (Nsight Compute {version})"]
@@ -183,7 +174,7 @@ def session_rows(session: Session, manifest: Manifest, kernels: Sequence[JobKern
             return [], [*reasons, f"Nsight Compute's kernel {name!r} is not the launched {kernel.launch.kernel_name!r}"
                                   f": its results cannot be matched to the configurations"]
         if launched_kernel.status == "ok":
-            rows.append(_row(kernel.config, metrics, device, version, replays or None, lacking))
+            rows.append(counters_row(kernel.config, metrics, device, version, replays or None, lacking))
     return rows, reasons
 
 
@@ -200,8 +191,9 @@ def _progress(say: Say | None, total: int) -> Callable[[int], None] | None:
     return report
 
 
-def _row(config: Config, metrics: RawMetrics, device: dict[str, Any], version: str, passes: int | None,
-         lacking: Sequence[str]) -> dict[str, Any]:
+def counters_row(config: Config, metrics: RawMetrics, device: dict[str, Any], version: str, passes: int | None,
+                 lacking: Sequence[str], cache_control: str = CACHE_CONTROL) -> dict[str, Any]:
+    """The counters.parquet row of one counted launch (``version``: the tool's, tuner.counters.conditions)."""
     counts = Counts.of(metrics)
     flops, how = counts.flops(get_family(config.family).flops(config.problem))
     return {
@@ -211,7 +203,7 @@ def _row(config: Config, metrics: RawMetrics, device: dict[str, Any], version: s
         "flops_counted": flops, "flops_counted_how": how, "tensor_instructions": counts.tensor_instructions,
         "counters_time_ms": counts.duration_s * 1e3 if counts.duration_s is not None else None,
         "counted_utc": datetime.now(UTC).isoformat(timespec="seconds"), "ncu_version": version,
-        "clock_control": CLOCK_CONTROL, "cache_control": CACHE_CONTROL, "replay_passes": passes,
+        "clock_control": CLOCK_CONTROL, "cache_control": cache_control, "replay_passes": passes,
         "sm_clock_mhz": counts.sm_clock_hz / 1e6 if counts.sm_clock_hz else None,
         "metrics_missing": ",".join(m for m in lacking if m not in TENSOR_INSTRUCTIONS) or None,
         "raw_metrics": store.raw_json(metrics),
@@ -246,6 +238,8 @@ class RecordedCounters:
                            f"configurations asked for")
         versions = sorted(set(found["ncu_version"].dropna().astype(str)))
         passes = [int(p) for p in found["replay_passes"].dropna()]
-        how = ("replayed from the recording's counters" + (f": {describe_conditions(', '.join(versions), passes)}"
-                                                           if versions else ""))
+        caches = sorted(set(found["cache_control"].dropna().astype(str))) or [CACHE_CONTROL]
+        how = ("replayed from the recording's counters"
+               + (f": {describe_conditions(', '.join(versions), passes, cache_control='/'.join(caches))}"
+                  if versions else ""))
         return Counted(rows, reasons, how)

@@ -150,7 +150,7 @@ def hierarchical_figure(run: Run, dtype: str, problem: str) -> Figure:
     ax = fig.subplots()
     draw_hierarchical(ax, run, dtype, problem)
     ax.set_title(f"Hierarchical roofline of {run.experiment_name}: {dtype}, {problem}, {run.device_name(rows)}\n"
-                 f"{len(rows)} counted kernel{'s' if len(rows) != 1 else ''} (Nsight Compute); "
+                 f"{len(rows)} counted kernel{'s' if len(rows) != 1 else ''} (hardware counters); "
                  f"▲ L1, ■ L2, ● DRAM on one line per kernel, ◇ the analytical point", fontsize=11)
     return fig
 

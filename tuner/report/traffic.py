@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from tuner.config import DTYPE_BYTES
+from tuner.counters.conditions import cache_words, counted_by
 from tuner.report.formatting import finite, number, params_text, rate_unit
 from tuner.report.groups import Group, sort_value
 from tuner.report.hierarchical import LEVEL_NAMES, LEVELS, counted, counted_performance, level_roofs
@@ -146,7 +147,7 @@ def landing_text(run: Run) -> list[str]:
 
 
 def counters_notes(run: Run) -> list[str]:
-    """How the counters were read (Nsight Compute's version, clock and cache control, replay passes), or why none
+    """How the counters were read (the tool and its version, clock and cache control, replay passes), or why none
     were, and what the last run could not count."""
     notes = []
     found = run.metadata.get("counters")
@@ -154,12 +155,14 @@ def counters_notes(run: Run) -> list[str]:
     if conditions.get("configurations"):
         passes = conditions.get("replay_passes") or []
         missing = conditions.get("metrics_missing") or []
+        tools = [counted_by(str(v)) for v in conditions.get("ncu_versions") or []]
+        caches = [str(c) for c in conditions.get("cache_control") or []]
         notes.append(
-            f"Counted by Nsight Compute {', '.join(map(str, conditions.get('ncu_versions') or ['?']))} on "
+            f"Counted by {', '.join(tools) or '?'} on "
             f"{', '.join(map(str, conditions.get('gpus') or ['?']))}: {conditions['configurations']} configuration(s), "
             f"one launch each on the tuner's inputs, its output verified; clock control "
             f"{'/'.join(conditions.get('clock_control') or ['?'])} (the clocks as found, never locked), cache control "
-            f"{'/'.join(conditions.get('cache_control') or ['?'])} (every cache flushed before each replay pass)"
+            f"{'/'.join(caches) or '?'} ({'; '.join(cache_words(c) for c in caches) or '?'})"
             + (f", {'/'.join(str(p) for p in passes)} replay passes per kernel" if passes else "")
             + (f"; metrics the GPU lacks: {', '.join(missing)}" if missing else "") + ".")
     runs = [r for r in run.metadata.get("runs") or [] if isinstance(r, dict) and isinstance(r.get("counters"), dict)]

@@ -33,7 +33,8 @@ from tuner.results.metadata import environment
 from tuner.settings import CompileSettings, MeasureSettings
 
 if TYPE_CHECKING:
-    from tuner.counters.sources import NcuCounters
+    from tuner.backends.pycuda.in_process_counters import MeasuringProcessCounters
+    from tuner.backends.pycuda.kernel_count import CountRequest, KernelCount
 
 START_TIMEOUT_S = 180.0
 """Starting a worker: Python, PyCUDA, the context, the timing helpers."""
@@ -125,9 +126,26 @@ class PycudaBackend(CompileAheadBackend):
         and buffers and loads the baseline's library while the caller goes on."""
         self.worker.submit("prepare", (problem, dtype), Measurement(Status.CRASHED))
 
-    def counters(self) -> NcuCounters:
-        """Nsight Compute on this backend's GPU, with its compile settings and inputs (tuner.counters)."""
+    def counters(self) -> MeasuringProcessCounters:
+        """The GPU worker counts with CUPTI's range profiler; Nsight Compute, on this backend's GPU with its compile
+        settings and inputs, where CUPTI cannot (tuner.counters)."""
+        from tuner.backends.pycuda.in_process_counters import MeasuringProcessCounters
         from tuner.counters.sources import NcuCounters
 
-        return NcuCounters(self.compile, self.measure.input_seed, self.gpu, family_dirs(),
-                           str(self.device()["device"].get("name") or ""))
+        return MeasuringProcessCounters(self, NcuCounters(self.compile, self.measure.input_seed, self.gpu,
+                                                          family_dirs(), str(self.device()["device"].get("name")
+                                                                             or "")))
+
+    def count_launches(self, request: CountRequest) -> tuple[KernelCount, ...]:
+        """One launch's counters of each kernel, read in the GPU worker in one session (a crash is every answer's
+        reason, and the next request starts a fresh worker)."""
+        from tuner.backends.pycuda.kernel_count import KernelCount
+
+        answer = self.worker.request("count", request, Measurement(Status.CRASHED))
+        if isinstance(answer, Measurement):
+            return (KernelCount("crashed", answer.reason or "the GPU worker crashed"),) * len(request.kernels)
+        return tuple(answer)
+
+    def end_counting(self) -> None:
+        """The GPU worker's profiler off: the GPU's counters free for another tool, the timing unaffected."""
+        self.worker.request("count_end", None, Measurement(Status.CRASHED))

@@ -3,9 +3,12 @@
 Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
 cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baseline", (problem, dtype))``,
 ``("prepare", (problem, dtype))`` (inputs and reference made ahead in a thread, the baseline's library loaded),
-``("device", (remeasure, progress))``, ``("stop", None)``. The kernel's arguments come from its family's declaration:
-buffers are allocated, inputs filled with the same random values the reference was computed from, outputs
-poisoned before the verified launch and before each timed sample (:mod:`tuner.backends.verify_and_time`).
+``("device", (remeasure, progress))``, ``("count", CountRequest)`` (one launch's hardware counters, read in this
+process: :mod:`tuner.backends.pycuda.in_process_counters`), ``("count_end", None)`` (the profiler off, the GPU's
+counters free for other tools), ``("stop", None)``. The kernel's arguments come from
+its family's declaration: buffers are allocated, inputs filled with the same random values the reference was
+computed from, outputs poisoned before the verified launch and before each timed sample
+(:mod:`tuner.backends.verify_and_time`).
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tuner.backends.pycuda.kernel_count import CountRequest, KernelCount
 from tuner.backends.verify_and_time import Bench, verify_and_time
 from tuner.backends.worker_process import Fatal, Handlers, Served, run_worker
 from tuner.config import Config, Problem
@@ -38,6 +42,9 @@ from tuner.measure.measurement import Measurement, Resources, Status
 from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
 
+if TYPE_CHECKING:
+    from tuner.gpu.range_profiler import RangeProfiler
+
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
 ARGUMENT_FORMATS = {"int32": "i", "int64": "q", "float32": "f", "float64": "d", "tf32": "f"}
@@ -46,6 +53,10 @@ NUMPY_DTYPES_ALL: Mapping[str, type[np.generic]] = {**NUMPY_DTYPES, "int64": np.
 KEPT_WORKSPACES = 2
 """Workspaces kept on the device, the most recently used: while the last configurations of one study compile,
 the search measures the next study's, going back and forth between two problems."""
+HOSTS_KEPT_BYTES = 1 << 30
+"""The inputs of freed workspaces kept on the host (with their references), the most recently freed: a workspace
+made again, as when the counters after the search go back to every problem, skips making its inputs and its
+reference (0.6 s for 4096³ float32)."""
 SPARE_DEVICE_BYTES = 512 << 20
 """Device memory left free beside the workspaces, for the kernels' and the baseline library's own needs."""
 
@@ -187,6 +198,16 @@ class ExtendedLaunch:
         self.kernel.close()
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """A kernel ready to launch on its workspace; ``close`` releases what loading it took."""
+
+    run: Callable[[], None]
+    ws: Workspace
+    resources: Resources
+    close: Callable[[], None] = lambda: None
+
+
 class GpuWorker:
     def __init__(self, served: Served, measure: MeasureSettings, compile_settings: CompileSettings,
                  family_dirs: tuple[Path, ...]):
@@ -219,10 +240,94 @@ class GpuWorker:
         self.upcoming: dict[WorkspaceKey, Future[HostData]] = {}
         """Host data of workspaces asked for ahead (``prepare``), being made or made."""
         self._maker: ThreadPoolExecutor | None = None
+        self.hosts_kept: OrderedDict[WorkspaceKey, HostData] = OrderedDict()
+        """The host data of freed workspaces, least recently used first, for a workspace made again."""
+        self.counting: RangeProfiler | None = None
+        """CUPTI's range profiler while configurations are counted (``count``), off before anything is timed."""
+        self.counting_metrics: tuple[str, ...] = ()
+        self.counted: list[Loaded] = []
 
     # --- requests --------------------------------------------------------------------------------------------
 
     def evaluate(self, config: Config, cubin: bytes, compiled: Resources, launch: Launch) -> Measurement:
+        self._stop_counting()
+        loaded = self._load(config, cubin, compiled, launch)
+        if isinstance(loaded, Measurement):
+            return loaded
+        try:
+            return self._verify_and_time(loaded.run, loaded.ws, loaded.resources)
+        finally:
+            loaded.close()
+
+    def count(self, request: CountRequest) -> tuple[KernelCount, ...]:
+        """The hardware counters of one launch of each kernel, read by CUPTI's range profiler in this process, in
+        one session (:mod:`tuner.backends.pycuda.in_process_counters`): before each launch its outputs poisoned and
+        the L2 flushed, after it the output verified."""
+        from tuner.gpu.range_profiler import ProfilerUnavailable
+
+        answers: list[KernelCount | None] = [None] * len(request.kernels)
+        loaded: list[tuple[int, Loaded]] = []
+        for index, kernel in enumerate(request.kernels):
+            made = self._load(kernel.config, kernel.cubin, Resources(), kernel.launch)
+            if isinstance(made, Measurement):
+                answers[index] = KernelCount("refused", made.reason or made.status.value)
+            else:
+                loaded.append((index, made))
+        if not loaded:
+            return tuple(answer for answer in answers if answer is not None)
+        self.counted += [made for _, made in loaded]  # their modules stay loaded while the profiler is on
+        verdicts: dict[int, Verdict] = {}
+        try:
+            profiler = self._profiler(request.metrics)
+        except ProfilerUnavailable as exc:
+            self._stop_counting()
+            return tuple(answer or KernelCount("unavailable", str(exc)) for answer in answers)
+        try:
+            values, passes = profiler.count([made.run for _, made in loaded], lambda i: self._before(loaded[i][1]),
+                                            lambda i: verdicts.__setitem__(i, loaded[i][1].ws.check()),
+                                            self.cuda.Context.synchronize)
+        except ProfilerUnavailable as exc:
+            self._stop_counting()
+            status = "alone" if len(loaded) > 1 else "unavailable"
+            return tuple(answer or KernelCount(status, str(exc)) for answer in answers)
+        except LaunchRejected as exc:
+            self._stop_counting()
+            return tuple(answer or KernelCount("alone" if len(loaded) > 1 else "refused", str(exc))
+                         for answer in answers)
+        except self.cuda.Error as exc:
+            raise Fatal(f"{type(exc).__name__}: {exc}") from exc
+        for position, (index, _) in enumerate(loaded):
+            verdict = verdicts[position]
+            answers[index] = KernelCount("ok" if verdict.ok else "wrong", verdict.reason or "", values[position],
+                                         dict(profiler.units), passes, tuple(profiler.missing), profiler.version)
+        return tuple(answer for answer in answers if answer is not None)
+
+    def _before(self, loaded: Loaded) -> None:
+        loaded.ws.prepare_outputs()
+        self.timer.flush_l2()
+
+    def _profiler(self, metrics: tuple[str, ...]) -> RangeProfiler:
+        from tuner.gpu.range_profiler import RangeProfiler
+
+        if self.counting is None or self.counting_metrics != metrics:
+            self._stop_counting()
+            self.counting = RangeProfiler(self.cuda.Context.get_current().handle, metrics)
+            self.counting_metrics = metrics
+        return self.counting
+
+    def _stop_counting(self) -> None:
+        """Profiling off before anything is timed again."""
+        counting, self.counting = self.counting, None
+        if counting is not None:
+            with contextlib.suppress(Exception):
+                counting.close()
+        for loaded in self.counted:
+            loaded.close()
+        self.counted = []
+
+    def _load(self, config: Config, cubin: bytes, compiled: Resources, launch: Launch) -> Loaded | Measurement:
+        """The configuration's kernel loaded and ready to launch on its workspace, or the measurement that says
+        why it cannot run here."""
         family = get_family(config.family)
         if launch.arch is not None and not runs_on(launch.arch, self.device["arch"]):
             return Measurement(Status.INVALID, f"the kernel is compiled for {launch.arch}, which runs only on GPUs "
@@ -245,7 +350,7 @@ class GpuWorker:
         if refusal:
             return Measurement(Status.INVALID, refusal, resources=resources)
         if launch.extended:
-            return self._evaluate_extended(cubin, launch, ws, resources)
+            return self._load_extended(cubin, launch, ws, resources)
         func.prepare(ws.signature)
         args = ws.arguments()
 
@@ -257,9 +362,9 @@ class GpuWorker:
                     raise LaunchRejected(f"the driver refused the launch: {exc}") from exc
                 raise
 
-        return self._verify_and_time(run, ws, resources)
+        return Loaded(run, ws, resources)
 
-    def _evaluate_extended(self, cubin: bytes, launch: Launch, ws: Workspace, resources: Resources) -> Measurement:
+    def _load_extended(self, cubin: bytes, launch: Launch, ws: Workspace, resources: Resources) -> Loaded | Measurement:
         """A launch with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`): the maps encoded on this
         workspace's buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx."""
         from tuner.backends.pycuda import hopper
@@ -271,14 +376,12 @@ class GpuWorker:
             return Measurement(Status.INVALID, str(exc), resources=resources)
         except hopper.DriverError as exc:
             return Measurement(Status.INVALID, f"the driver refused a tensor map: {exc}", resources=resources)
-        try:
-            return self._verify_and_time(launcher.run, ws, resources)
-        finally:
-            launcher.close()
+        return Loaded(launcher.run, ws, resources, launcher.close)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement:
         from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
 
+        self._stop_counting()
         ws = self._workspace(MATMUL, problem, dtype)
         try:
             run, library = gemm_launcher(int(ws.device["A"]), int(ws.device["B"]), int(ws.device["C"]), problem.M,
@@ -307,6 +410,7 @@ class GpuWorker:
         from tuner.gpu.device import summary
 
         remeasure, progress = request
+        self._stop_counting()
         self._free_workspaces(0)  # the copy ceiling wants the memory
         found = summary(remeasure=remeasure, timer=self.timer, load=self.load, progress=progress)
         return found if self.energy is None else {**found, "energy": self.energy.describe()}
@@ -320,7 +424,8 @@ class GpuWorker:
             self.workspaces.move_to_end(key)
             return ws
         made = self.upcoming.pop(key, None)
-        host = made.result() if made is not None else host_data(kernel, problem, dtype, self.measure.input_seed)
+        kept = self.hosts_kept.pop(key) if key in self.hosts_kept else None
+        host = made.result() if made is not None else kept or host_data(kernel, problem, dtype, self.measure.input_seed)
         self._free_workspaces(KEPT_WORKSPACES - 1)
         if self.workspaces and self.cuda.mem_get_info()[0] < _device_bytes(kernel, problem, dtype) + \
                 SPARE_DEVICE_BYTES:
@@ -331,8 +436,11 @@ class GpuWorker:
     def _free_workspaces(self, keep: int) -> None:
         """Free the least recently used workspaces until ``keep`` are left."""
         while len(self.workspaces) > keep:
-            _, ws = self.workspaces.popitem(last=False)
+            key, ws = self.workspaces.popitem(last=False)
             ws.free()
+            self.hosts_kept[key] = HostData(ws.inputs, ws.expected, ws.tolerance)
+        while sum(a.nbytes for host in self.hosts_kept.values() for a in host.inputs.values()) > HOSTS_KEPT_BYTES:
+            self.hosts_kept.popitem(last=False)
 
     def _launch_limits(self, func: Any, launch: Launch, grid: Dim3, resources: Resources) -> str | None:
         """Why this launch (on ``grid``) cannot run on this device with this compiled kernel, or None when it can."""
@@ -386,6 +494,8 @@ def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileS
             "baseline": lambda payload: worker.baseline(*payload),
             "prepare": lambda payload: worker.prepare(*payload),
             "device": worker.device_summary,
+            "count": worker.count,
+            "count_end": lambda _: worker._stop_counting(),
         }
 
     run_worker(conn, make)
