@@ -79,3 +79,42 @@ def test_asks_ahead_are_distinct_and_told_results_it_did_not_ask_count():
         search.tell(candidate, float(times[candidate]))
     assert search.local.values == search.values  # the local search beside it is told everything
     assert search.model.weights.noise > 0 and search.best_value == min(v for v in search.values.values())
+
+
+def tiled_domain() -> Domain:
+    """block (5, ordered) × tile (4, ordered) × stride (2): a stride only where the tile is larger than one."""
+    radices = np.array([5, 4, 2])
+    rows = np.array([r for r in np.ndindex(*radices) if r[1] > 0 or r[2] == 0])
+    return Domain(("block", "tile", "stride"), radices, np.array([True, True, False]), rows)
+
+
+def test_an_inactive_axis_is_encoded_halfway_between_its_values_in_distances_and_in_fitting():
+    domain = tiled_domain()
+    encoding = Encoding(domain)
+    weights = Weights(np.array([0.5, 0.8, 1.6]), np.array([0.7, 1.1, 0.0]), 1e-3)
+    untiled, strided, unstrided = domain.candidates_of(np.array([[2, 0, 0], [2, 1, 1], [2, 1, 0]]))
+    encoded = encoding.encode(domain.indices_of(np.array([untiled, strided, unstrided])))
+    found = encoding.distances(encoded[:1], encoded[1:], weights)[0]
+    np.testing.assert_allclose(found, [0.8 + 1.1 / 3 + 1.6 / 2] * 2)  # one tile step, half a stride either way
+    rows = domain.all_indices.astype(np.int64)
+    differ, steps = encoding.differences(rows)
+    everything = encoding.encode(rows)
+    np.testing.assert_allclose(differ @ weights.differ + steps @ weights.steps,
+                               encoding.distances(everything, everything, weights), atol=1e-12)
+
+
+def test_the_pinned_value_of_an_inactive_axis_carries_no_slowness_into_the_region_where_it_is_pinned():
+    domain = tiled_domain()
+    rows = domain.all_indices.astype(np.int64)
+    times = np.exp(0.1 * rows[:, 0] + np.where(rows[:, 1] == 0, 0.0, np.where(rows[:, 2] == 0, 2.0, 0.5)))
+    seen = np.flatnonzero(rows[:, 1] > 0)  # every tiled configuration: stride 0 is slow wherever it means anything
+    untiled = np.flatnonzero(rows[:, 1] == 0)
+    predicted = {}
+    for conditional in (False, True):
+        model = GaussianProcess(domain, conditional)
+        model.weights = Weights(np.array([0.2, 0.5, 1.5]), np.array([0.3, 0.5, 0.0]), 1e-3)
+        model.condition(seen, times[seen])
+        predicted[conditional] = model.predict(untiled)[0]
+    strided, unstrided = (model.predict(seen[rows[seen, 2] == s])[0].mean() for s in (1, 0))
+    assert predicted[True].mean() < predicted[False].mean()
+    assert strided < predicted[True].mean() < unstrided  # the model is left between what it saw either way

@@ -21,6 +21,11 @@ not have picked; once it has, the model takes the region up. Each covers the oth
 convolution spaces the model alone finds a lone optimum that the local search rarely reaches, and the local
 search a region that the model alone misses.
 
+The model does not take a parameter at its value where a restriction pins it because of another parameter (a
+tile's stride where the tile is one): there the value is a placeholder, and a model that carried into that region
+what it learned of the value elsewhere (a stride of 0 is slow wherever there is a tile to stride through) would
+keep away from it for the wrong reason (``conditional``; :mod:`tuner.strategies.gaussian_process`).
+
 The model is refitted (its weights, by marginal likelihood, on at most ``fit_max`` observations) when the number
 of observations has grown by half since the last fit, and conditioned on every new observation, on at most
 ``train_max`` of them (the best half and the most recent half), so that a proposal takes a few milliseconds however
@@ -48,12 +53,12 @@ class BayesianSearch(DomainSearch):
 
     def __init__(self, domain: Domain, rng: np.random.Generator, initial: int = 5, local_every: int = 3,
                  explore: float = 1.0, top: int = 5, pairs: int = 150, spread: int = 200, train_max: int = 200,
-                 fit_max: int = 100, refit_growth: float = 1.5):
+                 fit_max: int = 100, refit_growth: float = 1.5, conditional: bool = True):
         super().__init__(domain, rng)
         self.initial, self.local_every, self.explore = initial, local_every, explore
         self.top, self.pairs, self.spread = top, pairs, spread
         self.train_max, self.fit_max, self.refit_growth = train_max, fit_max, refit_growth
-        self.model = GaussianProcess(domain)
+        self.model = GaussianProcess(domain, conditional)
         self.local = IteratedLocalSearch(domain, rng)
         self.movable = np.flatnonzero(domain.radices > 1)
         self.observed: list[int] = []

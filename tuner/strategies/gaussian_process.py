@@ -9,9 +9,17 @@ fitted by maximising the marginal likelihood (L-BFGS-B with its gradient) under 
 them near 1 while there are few observations.
 
 Distances as one matrix product. With one-hot columns for each axis and "thermometer" columns ([x > l] for each
-level l) for each ordered one, [xᵢ ≠ yᵢ] = 1 - onehot(x)ᵢ·onehot(y)ᵢ and |xᵢ - yᵢ| = |T(x)ᵢ| + |T(y)ᵢ| -
-2 T(x)ᵢ·T(y)ᵢ, so every distance between two sets of candidates is a weighted product of their encodings: the
-model predicts for hundreds of candidates in well under a millisecond.
+level l) for each ordered one, [xᵢ ≠ yᵢ] = ½|onehot(x)ᵢ - onehot(y)ᵢ|² and |xᵢ - yᵢ| = |T(x)ᵢ - T(y)ᵢ|², and a
+squared difference of encodings is the sum of their squares less twice their product, so every distance between
+two sets of candidates is a weighted product of their encodings: the model predicts for hundreds of candidates in
+well under a millisecond.
+
+Conditional parameters. Where a restriction pins a parameter because of another's value (a stride where the tile
+is one: :mod:`tuner.strategies.conditional`), its value there is a placeholder, and what the model learned of that
+value elsewhere must not carry over. Such an axis is encoded halfway between its values (no one-hot column set,
+every thermometer column ½): as far from each value, half as far as two values are from each other, and at no
+distance from another candidate where it is inactive too. The distances remain squared distances between
+encodings, so the kernel remains positive definite.
 
 Targets. The model is fitted to the logarithm of the times (what matters is the ratio of two times), standardised;
 a failure (``inf``) counts as the worst time seen plus a tenth of the range, so that the model learns to keep away
@@ -26,6 +34,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 
+from tuner.strategies.conditional import inactive_mask, inactive_where
 from tuner.strategies.domain import Domain
 
 PRIOR_SD = 2.0
@@ -39,9 +48,10 @@ FIT_ITERATIONS = 30
 
 class Encoding:
     """One-hot columns of every axis of more than one value, thermometer columns of the ordered ones of more than
-    two values (see the module's notes)."""
+    two values (see the module's notes); an axis inactive in a row (:mod:`tuner.strategies.conditional`) is
+    encoded halfway between its values."""
 
-    def __init__(self, domain: Domain):
+    def __init__(self, domain: Domain, conditional: bool = True):
         self.axes = np.flatnonzero(domain.radices > 1)
         radix = domain.radices[self.axes]
         self.radix = radix
@@ -53,31 +63,42 @@ class Encoding:
         self.level_axis = np.repeat(np.arange(len(self.axes)), levels)
         self.level = np.concatenate([np.arange(n) for n in levels]) if len(levels) else np.zeros(0, np.int64)
         self.width = self.onehot_width + len(self.level)
+        self.inactive = inactive_where(domain) if conditional else np.zeros((0, 0, 0), dtype=bool)
+        self.column_axis = np.concatenate([self.onehot_axis, self.level_axis])
 
     def encode(self, rows: np.ndarray) -> np.ndarray:
         """The encodings of rows of value indices (k × the domain's axes)."""
-        rows = np.asarray(rows, dtype=np.int64)[:, self.axes]
+        rows = np.asarray(rows, dtype=np.int64)
+        inactive = inactive_mask(self.inactive, rows)[:, self.axes]
+        rows = rows[:, self.axes]
         encoded = np.zeros((len(rows), self.width))
         encoded[np.arange(len(rows))[:, None], self.onehot_start + rows] = 1.0
         if len(self.level):
             encoded[:, self.onehot_width:] = rows[:, self.level_axis] > self.level
+        if inactive.any():
+            halfway = np.concatenate([np.zeros(self.onehot_width), np.full(len(self.level), 0.5)])
+            encoded = np.where(inactive[:, self.column_axis], halfway, encoded)
         return encoded
 
     def differences(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per pair of rows and axis: whether they differ, and the index steps between them over the axis' span
-        (both n × n × axes), for fitting the weights."""
-        picked = np.asarray(rows, dtype=float)[:, self.axes]
-        steps = np.abs(picked[:, None, :] - picked[None, :, :])
-        return (steps > 0).astype(float), steps / np.maximum(self.radix - 1, 1)
+        """Per pair of rows and axis: how much they differ (1 for two values, ½ for a value and an inactive axis)
+        and the index steps between them over the axis' span (both n × n × axes), for fitting the weights."""
+        encoded = self.encode(rows)
+        squares = (encoded[:, None, :] - encoded[None, :, :]) ** 2
+        axes = len(self.axes)
+        onehot = np.zeros((self.onehot_width, axes))
+        onehot[np.arange(self.onehot_width), self.onehot_axis] = 0.5
+        level = np.zeros((len(self.level), axes))
+        level[np.arange(len(self.level)), self.level_axis] = 1.0 / (self.radix[self.level_axis] - 1)
+        return squares[..., :self.onehot_width] @ onehot, squares[..., self.onehot_width:] @ level
 
     def distances(self, a: np.ndarray, b: np.ndarray, weights: Weights) -> np.ndarray:
         """The weighted distance between each encoding of ``a`` and each of ``b``."""
         per_level = weights.steps / np.maximum(self.radix - 1, 1)
         columns = np.concatenate([weights.differ[self.onehot_axis], 2 * per_level[self.level_axis]])
-        half = 0.5 * weights.differ.sum()
-        level_weights = per_level[self.level_axis]
-        own_a = half + a[:, self.onehot_width:] @ level_weights
-        own_b = half + b[:, self.onehot_width:] @ level_weights
+        norms = np.concatenate([0.5 * weights.differ[self.onehot_axis], per_level[self.level_axis]])
+        own_a = (a * a) @ norms
+        own_b = (b * b) @ norms
         return np.maximum(own_a[:, None] + own_b[None, :] - (a * columns) @ b.T, 0.0)
 
 
@@ -91,9 +112,9 @@ class Weights:
 class GaussianProcess:
     """The model of the times of a domain's candidates, refitted as observations come (see the module's notes)."""
 
-    def __init__(self, domain: Domain):
+    def __init__(self, domain: Domain, conditional: bool = True):
         self.domain = domain
-        self.encoding = Encoding(domain)
+        self.encoding = Encoding(domain, conditional)
         axes = len(self.encoding.axes)
         self.weights = Weights(np.ones(axes), np.where(self.encoding.ordered, 1.0, 0.0), math.exp(NOISE_PRIOR[0]))
         self._train: np.ndarray = np.zeros((0, self.encoding.width))
