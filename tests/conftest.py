@@ -50,7 +50,7 @@ def recording(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("recording")
     tuner.run(tuner.load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(),
-              sampler="grid", trials=100, out=out, quiet=True, report=False)
+              strategy="grid", trials=100, out=out, quiet=True, report=False)
     return out
 
 

@@ -21,7 +21,7 @@ FERMI = ROOT / "experiments" / "fermi_like.yaml"
 
 
 def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner.RunResult:
-    options = {"sampler": "grid", "trials": 4, "quiet": True, "report": False, **options}
+    options = {"strategy": "grid", "trials": 4, "quiet": True, "report": False, **options}
     return tuner.run(tuner.load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
 
 
@@ -102,7 +102,7 @@ def test_a_row_the_experiment_no_longer_lists_is_kept(measured, tmp_path):
     narrower.write_text(text.replace("TILE_WIDTH: [8, 16, 32]", "TILE_WIDTH: [16, 32]"))
     (measured / "study.log").unlink()
     again = ScriptedBackend()
-    tuner.run(tuner.load_experiment(narrower), backend=again, out=measured, sampler="grid", trials=4, quiet=True,
+    tuner.run(tuner.load_experiment(narrower), backend=again, out=measured, strategy="grid", trials=4, quiet=True,
               report=False)
     assert again.calls == []
     pd.testing.assert_frame_equal(table(measured), before)

@@ -57,3 +57,21 @@ def test_the_resume_command_names_the_options_given():
     command = options.resume_command(experiment, Path("out"), ("time",), "replay")
     assert command == f"python -m tuner run {experiment.path} --backend replay --trials 3 --out out --replay-pace 2.0"
     assert option_name("replay_pace") == "--replay-pace" and parameter_name("replay_pace") == "replay_pace"
+
+
+def test_sampler_is_still_taken_as_the_strategy_with_a_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match="sampler is deprecated, it is called strategy now"):
+        result = tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="random", trials=2,
+                           out=tmp_path / "run", quiet=True, report=False)
+    assert set(result.df.loc[result.df["family"] != "baseline", "sampler"]) == {"random"}
+    with pytest.warns(DeprecationWarning, match="sampler is deprecated"):
+        assert RunOptions(sampler="grid") == RunOptions(strategy="grid")
+
+
+def test_the_strategy_by_both_its_names_is_refused_naming_both(tmp_path):
+    with pytest.raises(TypeError, match="run\\(\\) got both strategy and sampler"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), strategy="grid", sampler="random",
+                  out=tmp_path / "run")
+    with pytest.raises(TypeError, match="RunOptions\\(\\) got both strategy and sampler"):
+        RunOptions(strategy="grid", sampler="random")
+    assert not (tmp_path / "run").exists()

@@ -26,7 +26,7 @@ def test_replaying_the_shipped_recording_shows_no_changed_template(tmp_path):
     experiment = tuner.load_experiment(ROOT / "experiments" / "h100_sgemm.yaml")
     out = tmp_path / "replayed"
     tuner.run(experiment, backend="replay", replay=ROOT / "experiments" / "data" / "h100_sgemm_h100",
-              sampler="random", trials=2, out=out, quiet=True)
+              strategy="random", trials=2, out=out, quiet=True)
     page = (out / "report.html").read_text()
     assert "<pre" in page or "source" in page  # the kernels' sources are shown
     assert "changed since this run" not in page

@@ -39,7 +39,7 @@ def no_report(monkeypatch):
 
 
 def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner.RunResult:
-    options = {"sampler": "grid", "trials": 100, "quiet": True, **options}
+    options = {"strategy": "grid", "trials": 100, "quiet": True, **options}
     return tuner.run(load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
 
 
@@ -246,7 +246,7 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
 @pytest.mark.parametrize(("options", "message"), [
     ({"trials": 0}, "^trials must be an integer ≥ 1, not 0"),
     ({"timeout": -1.0}, "^timeout must be a positive number of seconds"),
-    ({"sampler": "anealing"}, "unknown sampler 'anealing'"),
+    ({"strategy": "anealing"}, "unknown strategy 'anealing'"),
     ({"seed": -3}, "^seed must be an integer ≥ 0"),
     ({"backend": "opencl"}, "unknown backend 'opencl'"),
     ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),

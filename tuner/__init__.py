@@ -8,7 +8,7 @@ Public API::
     result.df      # every evaluation, one row each
     result.best    # the best configuration per problem
 
-    ``sampler=`` takes a strategy's name, an Optuna sampler or a Strategy factory (``tuner.Strategy``, over a
+    ``strategy=`` takes a strategy's name, an Optuna sampler or a Strategy factory (``tuner.Strategy``, over a
     ``tuner.Domain``); ``storage=`` a URL or an Optuna storage; ``callbacks=`` functions given a
     ``tuner.Evaluation`` after each measurement. ``tuner.Experiment(name, problems, kernels=(tuner.KernelSpec(...),))``
     builds an experiment in Python, validated as a file is. ``tuner.tune(source=..., parameters=...,

@@ -26,7 +26,7 @@ def _run(args: argparse.Namespace) -> int:
 
     experiment = load_experiment(args.experiment, tuple(args.templates))
     options = RunOptions(backend=args.backend, replay=args.replay, trials=args.trials, timeout=args.timeout,
-                         sampler=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
+                         strategy=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
                          out=args.out, quiet=args.quiet, report=not args.no_report, summary=True, gpus=args.gpus,
                          heartbeat=args.heartbeat, replay_pace=args.replay_pace, objective=args.objective,
                          counters=args.counters)

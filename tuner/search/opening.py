@@ -55,13 +55,13 @@ def check_choice(choice: Choice) -> None:
     that cannot be copied for each study and trial."""
     if isinstance(choice, str):
         if choice not in catalog.NAMES:
-            raise TunerError(f"unknown sampler '{choice}'; choose one of {', '.join(catalog.NAMES)}")
+            raise TunerError(f"unknown strategy '{choice}'; choose one of {', '.join(catalog.NAMES)}")
         if choice in catalog.OPTUNA:
             sampler_maker(choice)
     elif isinstance(choice, optuna.samplers.BaseSampler):
         pristine_copy(choice)
     elif not callable(choice):
-        raise TunerError(f"a sampler is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
+        raise TunerError(f"a strategy is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
                          f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
 
 

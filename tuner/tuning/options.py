@@ -27,6 +27,7 @@ from tuner.experiment.schema import Experiment
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_choice
+from tuner.settings import former_keyword
 from tuner.tuning.energy_objective import resolve_objective
 
 Naming = Callable[[str], str]
@@ -38,24 +39,22 @@ def parameter_name(name: str) -> str:
     return name
 
 
-OPTION_NAMES = {"sampler": "strategy"}
-"""Parameters of ``tuner.run`` that the command line names otherwise."""
-
-
 def option_name(name: str) -> str:
-    """The command line's naming: ``--trials``, ``--replay-pace``, ``--strategy`` for ``sampler``."""
-    return "--" + OPTION_NAMES.get(name, name).replace("_", "-")
+    """The command line's naming: ``--trials``, ``--replay-pace``."""
+    return "--" + name.replace("_", "-")
 
 
+@former_keyword("sampler", "strategy")
 @dataclass(frozen=True)
 class RunOptions:
-    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`)."""
+    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`); ``sampler`` is
+    ``strategy``'s former name, still accepted but deprecated."""
 
     backend: str | Backend | None = None
     replay: str | os.PathLike[str] | None = None
     trials: int | None = None
     timeout: float | None = None
-    sampler: Choice | None = None
+    strategy: Choice | None = None
     seed: int | None = None
     transfer: int | None = None
     storage: str | optuna.storages.BaseStorage | None = None
@@ -78,7 +77,7 @@ class RunOptions:
             "backend": backend if isinstance(backend, str) else None, "replay": self.replay,
             "objective": ",".join(objective) if self.objective is not None else None,
             "trials": self.trials, "timeout": self.timeout,
-            "sampler": self.sampler if isinstance(self.sampler, str) else None, "seed": self.seed,
+            "strategy": self.strategy if isinstance(self.strategy, str) else None, "seed": self.seed,
             "transfer": self.transfer, "storage": self.storage if isinstance(self.storage, str) else None,
             "out": out, "gpus": self.gpus, "heartbeat": self.heartbeat, "replay_pace": self.replay_pace,
             "counters": self.counters,
@@ -110,11 +109,11 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
     breaks its rule, before anything is opened or written."""
     for callback in options.callbacks:
         adapted(callback)  # a function of neither form is refused before anything is written
-    sampler: Choice | None
-    experiment, sampler, goal = resolve_objective(experiment, options.objective, options.sampler, options.quiet,
-                                                  name)
+    strategy: Choice | None
+    experiment, strategy, goal = resolve_objective(experiment, options.objective, options.strategy, options.quiet,
+                                                   name)
     search = experiment.search
-    choice = sampler if sampler is not None else search.strategy
+    choice = strategy if strategy is not None else search.strategy
     check_choice(choice)
     trials = _setting(options.trials, TRIALS, name("trials"), search.trials, "search.trials")
     timeout = _setting(options.timeout, TIMEOUT, name("timeout"), search.timeout_s, "search.timeout_s")

@@ -64,7 +64,7 @@ from tuner.search.storage import (
 )
 from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
-from tuner.settings import STORAGE_FILE
+from tuner.settings import STORAGE_FILE, former_keyword
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import Naming, RunOptions, RunSettings, parameter_name, resolve
@@ -74,13 +74,14 @@ from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 __all__ = ["WORKER_SEED_STEP", "RunOptions", "lock_folder", "run", "run_with", "worker_seed"]
 
 
+@former_keyword("sampler", "strategy")
 def run(
     experiment: Experiment | str | os.PathLike[str],
     backend: str | Backend | None = None,
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
-    sampler: Choice | None = None,
+    strategy: Choice | None = None,
     seed: int | None = None,
     transfer: int | None = None,
     storage: str | optuna.storages.BaseStorage | None = None,
@@ -101,10 +102,10 @@ def run(
     or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
     shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
     when every family of the experiment is C, else "pycuda". ``trials``, ``timeout`` (seconds per study),
-    ``sampler``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``sampler`` is a
+    ``strategy``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``strategy`` is a
     strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a
     callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of
-    :mod:`tuner.strategies`).
+    :mod:`tuner.strategies`); ``sampler``, its former name, is still accepted but deprecated.
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
@@ -126,7 +127,7 @@ def run(
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
     """
-    options = RunOptions(backend=backend, replay=replay, trials=trials, timeout=timeout, sampler=sampler, seed=seed,
+    options = RunOptions(backend=backend, replay=replay, trials=trials, timeout=timeout, strategy=strategy, seed=seed,
                          transfer=transfer, storage=storage, out=out, quiet=quiet, report=report, summary=summary,
                          callbacks=callbacks, gpus=gpus, heartbeat=heartbeat, replay_pace=replay_pace,
                          objective=objective, counters=counters)
