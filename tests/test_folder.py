@@ -64,7 +64,7 @@ def test_a_reseeded_study_goes_on_where_the_table_stopped(measured):
 @pytest.mark.slow
 def test_another_storage_is_refused_and_the_table_kept(measured, tmp_path):
     before = table(measured)
-    with pytest.raises(TunerError, match=r"recorded in the storage the folder's own storage.*--out"):
+    with pytest.raises(TunerError, match=r"recorded in the storage the folder's own storage.*with out$"):
         sweep(measured, storage=f"sqlite:///{tmp_path / 'other.db'}")
     pd.testing.assert_frame_equal(table(measured), before)
     done = run_cli("run", str(FERMI), "--backend", "replay", "--replay", str(measured), "--out", str(measured),
@@ -79,7 +79,7 @@ def test_a_folder_recorded_in_another_storage_takes_only_that_storage(tmp_path):
     out, elsewhere = tmp_path / "run", f"sqlite:///{tmp_path / 'shared.db'}"
     sweep(out, storage=elsewhere)
     assert json.loads((out / "metadata.json").read_text())["storage"] == elsewhere
-    with pytest.raises(TunerError, match="--storage sqlite:///"):
+    with pytest.raises(TunerError, match="run with storage='sqlite:///"):
         sweep(out)
     assert sweep(out, ScriptedBackend(), storage=elsewhere).df.shape[0] == table(out).shape[0]
 
@@ -88,7 +88,7 @@ def test_another_experiment_is_refused_and_the_table_kept(measured, tmp_path):
     before = table(measured)
     other = tmp_path / "other.yaml"
     other.write_text(FERMI.read_text().replace("name: fermi_like", "name: another"))
-    with pytest.raises(TunerError, match="holds the results of experiment 'fermi_like'.*--out"):
+    with pytest.raises(TunerError, match="holds the results of experiment 'fermi_like'.*with out, so that"):
         tuner.run(tuner.load_experiment(other), backend=ScriptedBackend(), out=measured, quiet=True, report=False)
     pd.testing.assert_frame_equal(table(measured), before)
     assert not (measured / "study.log.lock").exists()

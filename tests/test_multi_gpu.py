@@ -53,7 +53,7 @@ def test_two_replayed_gpus_share_the_studies_and_measure_nothing_twice(tmp_path,
 
 
 def test_a_backend_object_cannot_be_split_over_gpus(tmp_path):
-    with pytest.raises(TunerError, match="--gpus needs a backend by name"):
+    with pytest.raises(TunerError, match="^gpus needs a backend by name"):
         tuner.run(FERMI, backend=ReplayBackend(RECORDING), gpus="0,1", out=tmp_path / "run", quiet=True)
     assert not (tmp_path / "run").exists()
 

@@ -20,8 +20,9 @@ def _space(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tuner.errors import option_name
     from tuner.experiment.schema import load_experiment
-    from tuner.tuning.options import RunOptions, option_name
+    from tuner.tuning.options import RunOptions
     from tuner.tuning.run import run_with
 
     experiment = load_experiment(args.experiment, tuple(args.templates))

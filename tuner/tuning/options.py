@@ -3,8 +3,10 @@
 :class:`RunOptions` holds what ``tuner.run``'s parameters or the command line's options give, each None where not
 given. :func:`resolve` checks them in one place, by the rules the experiment file's settings follow
 (:mod:`tuner.experiment.run_settings`), and lays them over the experiment's settings; its errors name each
-setting as the caller does (:func:`parameter_name`: ``trials`` in Python; :func:`option_name`: ``--trials``
-on the command line). A setting the caller left to the experiment is named by the experiment's field.
+setting as the caller does (:func:`tuner.errors.parameter_name`: ``trials`` in Python;
+:func:`tuner.errors.option_name`: ``--trials`` on the command line), and so do the errors of what the run opens
+after (its folder, storage, backends and studies: :attr:`RunSettings.name`). A setting the caller left to the
+experiment is named by the experiment's field.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import optuna
 
 from tuner.backends.protocol import Backend
 from tuner.energy.objective import Objective
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.run_settings import COUNTERS, HEARTBEAT, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.schema import Experiment
 from tuner.search.callbacks import Callback, adapted
@@ -29,19 +31,6 @@ from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_choice
 from tuner.settings import former_keyword
 from tuner.tuning.energy_objective import resolve_objective
-
-Naming = Callable[[str], str]
-"""How a caller names a setting, given the parameter's name."""
-
-
-def parameter_name(name: str) -> str:
-    """``tuner.run``'s naming: the parameter's own name."""
-    return name
-
-
-def option_name(name: str) -> str:
-    """The command line's naming: ``--trials``, ``--replay-pace``."""
-    return "--" + name.replace("_", "-")
 
 
 @former_keyword("sampler", "strategy")
@@ -102,6 +91,8 @@ class RunSettings:
     heartbeat_s: int
     out: Path
     summary: bool
+    name: Naming
+    """How the caller names a setting (:mod:`tuner.errors`), for the errors of what the run opens."""
 
 
 def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSettings:
@@ -114,7 +105,7 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
                                                    name)
     search = experiment.search
     choice = strategy if strategy is not None else search.strategy
-    check_choice(choice)
+    check_choice(choice, name)
     trials = _setting(options.trials, TRIALS, name("trials"), search.trials, "search.trials")
     timeout = _setting(options.timeout, TIMEOUT, name("timeout"), search.timeout_s, "search.timeout_s")
     seed = _setting(options.seed, SEED, name("seed"), search.seed, "search.seed")
@@ -125,10 +116,10 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
                                      measure=dataclasses.replace(experiment.measure, counters=counters))
     out = _output_folder(options.out, experiment, name("out"))
     if isinstance(options.storage, str):
-        check_storage_url(options.storage)
+        check_storage_url(options.storage, name)
     heartbeat = _setting(options.heartbeat, HEARTBEAT, name("heartbeat"), HEARTBEAT_INTERVAL_S, None)
     summary = not options.quiet if options.summary is None else options.summary
-    return RunSettings(experiment, choice, goal, Budget(trials, timeout), seed, heartbeat, out, summary)
+    return RunSettings(experiment, choice, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)
 
 
 def _setting(given: Any, rule: Rule, name: str, default: Any, field: str | None) -> Any:

@@ -48,7 +48,7 @@ import optuna
 
 from tuner.backends.energy_capability import check_energy
 from tuner.backends.protocol import Backend
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name, parameter_name
 from tuner.experiment.schema import Experiment, check_experiment, check_name, load_experiment
 from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
@@ -67,7 +67,7 @@ from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE, former_keyword
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.folder import previous_run, storage_name
-from tuner.tuning.options import Naming, RunOptions, RunSettings, parameter_name, resolve
+from tuner.tuning.options import RunOptions, RunSettings, resolve
 from tuner.tuning.result_display import RunResult
 from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 
@@ -137,7 +137,7 @@ def run(
 def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOptions,
              name: Naming = parameter_name) -> RunResult:
     """The run of :func:`run` with its options as one value; ``name`` says how the errors name a setting (the
-    command line passes :func:`tuner.tuning.options.option_name`)."""
+    command line passes :func:`tuner.errors.option_name`)."""
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     elif experiment.path is None:
@@ -147,11 +147,11 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     use_family_dirs(experiment.template_dirs)
     settings = resolve(options, experiment, name)
     label = storage_name(options.storage)
-    previous = previous_run(settings.out, settings.experiment, label)  # before anything is opened or written
+    previous = previous_run(settings.out, settings.experiment, label, name)  # before anything is opened or written
     backend = options.backend if options.backend is not None else default_backend(settings.experiment,
                                                                                    options.replay)
     chosen = open_backends(backend, settings.experiment, options.replay, options.gpus, options.replay_pace,
-                           _load_report if options.report else None, progress=not options.quiet)
+                           _load_report if options.report else None, progress=not options.quiet, name=name)
     created = not settings.out.exists()
     try:
         check_energy(chosen, settings.objective)
@@ -174,12 +174,12 @@ def _opened(settings: RunSettings, options: RunOptions, label: str | None,
             measuring: int) -> Iterator[tuple[optuna.storages.BaseStorage, Liveness]]:
     """The run's folder locked, its storage open (closed after, unless the caller gave it as an object), SIGTERM
     taken as Ctrl-C, the storage's failures explained, and who else may be working in it."""
-    out, storage = settings.out, options.storage
+    out, storage, name = settings.out, options.storage, settings.name
     given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
     url = storage if isinstance(storage, str) else own_storage_url(out)
-    lock = lock_folder(out)
+    lock = lock_folder(out, name)
     try:
-        store = given or _open_storage(url, out)
+        store = given or _open_storage(url, out, name)
         try:
             with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
                     _liveness(storage, settings.experiment, measuring, settings.heartbeat_s) as liveness:
@@ -191,8 +191,9 @@ def _opened(settings: RunSettings, options: RunOptions, label: str | None,
         os.close(lock)
 
 
-def lock_folder(out: Path) -> int:
-    """Create the output folder and hold a lock on it (one run per folder): its file descriptor."""
+def lock_folder(out: Path, name: Naming = option_name) -> int:
+    """Create the output folder and hold a lock on it (one run per folder): its file descriptor; ``name``: how
+    the refusal of a folder another run writes names the output folder's setting."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(out, os.O_RDONLY)
@@ -203,7 +204,7 @@ def lock_folder(out: Path) -> int:
     except OSError:
         os.close(descriptor)
         raise TunerError(f"{out}: another run is writing to this output folder; wait for it to finish or "
-                         f"choose another folder with --out") from None
+                         f"choose another folder with {name('out')}") from None
     return descriptor
 
 
@@ -275,13 +276,13 @@ def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Exp
         yield HostWorkers()
 
 
-def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
+def _open_storage(url: str, out: Path, name: Naming) -> optuna.storages.BaseStorage:
     """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
     own = journal_path(url)
     if own is not None and url == own_storage_url(out):  # the folder's lock keeps other writers out
         repair_journal_end(own)
     try:
-        return open_storage(url)
+        return open_storage(url, name=name)
     except TunerError as exc:
         table = out / results.RESULTS_PARQUET
         if not table.is_file():

@@ -152,7 +152,7 @@ class Run:
         """Open every study (a study of the folder's own storage only with the strategy it was searched with)."""
         choice = self.settings.choice
         for space in spaces if self.place.storage is None else ():  # before any study is opened: nothing written
-            check_same_strategy(self.store, space.name, choice)
+            check_same_strategy(self.store, space.name, choice, self.settings.name)
         for space in spaces:
             study = open_study(self.store, space, choice, self.own_seed, self.place.liveness,
                                self.settings.objective)
