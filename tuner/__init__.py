@@ -14,7 +14,7 @@ Public API::
     builds an experiment in Python, validated as a file is. ``tuner.tune(source=..., parameters=...,
     restrictions=[...], problem=...)`` tunes a kernel given as source text, as ``kernel_tuner.tune_kernel`` does.
 
-The names are imported when first used, so that a worker process importing one module of the package does
+The names are imported when first used, so that a measuring process importing one module of the package does
 not pay for the whole of it.
 """
 

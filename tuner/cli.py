@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder; "
                      "a folder that holds an earlier version's study.db goes on with it)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
-                     "worker each (indices in CUDA_VISIBLE_DEVICES order)")
+                     "measuring process each (indices in CUDA_VISIBLE_DEVICES order)")
     run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "
                      "shared --storage (default 10; a worker silent for four is dead)")
     run.add_argument("--replay-pace", type=float, metavar="FACTOR", help="with --backend replay: each answer "

@@ -1,6 +1,6 @@
 """The settings of a run: how to search, how to measure, how to compile.
 
-This module imports nothing of the project, so that the measuring worker, the compiler pool and the report
+This module imports nothing of the project, so that the measuring process, the compiler pool and the report
 can take settings without pulling in the experiment parser.
 """
 
@@ -82,7 +82,7 @@ class MeasureSettings:
     target_noise: float = 0.005
     """Stop sampling once the standard error of the mean falls under this fraction of the mean."""
     timeout_s: float = 60.0
-    """Per-evaluation limit: a kernel still running then is a hang and its worker is killed."""
+    """Per-evaluation limit: a kernel still running then is a hang and its measuring process is killed."""
     verify: bool = True
     input_seed: int = 0
     energy: bool = False

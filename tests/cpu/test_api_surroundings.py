@@ -1,5 +1,5 @@
 """The Python API on the CPU backend where people call it: a plain script without an ``if __name__ ==
-"__main__":`` guard, an interactive session and a notebook (executed with nbclient). The measuring worker must
+"__main__":`` guard, an interactive session and a notebook (executed with nbclient). The measuring process must
 start without running the user's script again."""
 
 from __future__ import annotations

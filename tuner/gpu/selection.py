@@ -1,7 +1,7 @@
 """Which GPUs of this host a run measures on (``--gpus all|0,1,…``), as the values of CUDA_VISIBLE_DEVICES.
 
 Indices count the GPUs this process may see: those CUDA_VISIBLE_DEVICES lists, in its order, where it is set,
-else every GPU the driver reports (through NVML, which creates no CUDA context). Each measuring worker process
+else every GPU the driver reports (through NVML, which creates no CUDA context). Each measuring process
 is started with ``CUDA_VISIBLE_DEVICES`` set to its one GPU, so that it owns a context on that GPU alone.
 """
 

@@ -1,7 +1,7 @@
 """The backends of a run: one by name (the GPU through PyCUDA, or a recording replayed), or one per GPU.
 
 With ``gpus`` (``--gpus all|0,1,…``, :mod:`tuner.gpu.selection`) a run measures with one backend per GPU: PyCUDA
-backends each own a measuring worker process on their GPU and share the first one's compile pool; replay
+backends each own a measuring process on their GPU and share the first one's compile pool; replay
 backends stand for GPUs by index (``all``: one), each answering from the same recording, whose rows carry the
 recorded GPU.
 """
@@ -36,7 +36,7 @@ def open_backend(backend: str | Backend, experiment: Experiment, replay: str | o
                  gpu: str | None = None, wait: bool = True, progress: bool = False,
                  name: Naming = option_name) -> Backend:
     """The backend a name stands for (a Backend object is itself); ``gpu``: the GPU of a PyCUDA backend;
-    ``wait``: wait until a PyCUDA backend's worker is ready (else its ``wait_ready`` does); ``progress``: a
+    ``wait``: wait until a PyCUDA backend's measuring process is ready (else its ``wait_ready`` does); ``progress``: a
     measuring backend says on stderr what it measures where it measures its device's ceilings; ``name``: how the
     errors name the run's settings (:mod:`tuner.errors`)."""
     if not isinstance(backend, str):
@@ -81,7 +81,7 @@ def open_backends(backend: str | Backend, experiment: Experiment, replay: str | 
                   meanwhile: Callable[[], None] | None = None, progress: bool = False,
                   name: Naming = option_name) -> list[Backend]:
     """The run's backends: one, or one per GPU that ``gpus`` names; ``pace``: the replay pace (``replay_pace``).
-    Measuring workers start together; ``meanwhile`` runs while they start, before the backends are returned
+    Measuring processes start together; ``meanwhile`` runs while they start, before the backends are returned
     ready. Close them in reverse order (the first owns the shared compile pool)."""
     if pace is not None and (backend != "replay" or not 0 <= pace < math.inf):
         raise TunerError(f"{name('replay_pace')} takes a factor ≥ 0 and is only used with {name('backend', 'replay')} "

@@ -111,7 +111,7 @@ def run(
     runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
     :class:`tuner.study.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
     (:mod:`tuner.search.callbacks`; from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as
-    "0,1") measures on several GPUs of this host at once, one measuring worker each (with the replay backend,
+    "0,1") measures on several GPUs of this host at once, one measuring process each (with the replay backend,
     indices stand for GPUs).
     ``heartbeat`` is the interval in seconds of this worker's heartbeat in a shared storage (default 10; a worker
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
@@ -227,7 +227,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _load_report() -> None:
     """Import the report's modules (matplotlib is slow to import) and start the server of the processes that will
-    draw its figures, while the measuring workers start."""
+    draw its figures, while the measuring processes start."""
     from tuner.report import start_drawing_processes
 
     start_drawing_processes()
