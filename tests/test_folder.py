@@ -25,10 +25,19 @@ def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner
     return tuner.run(tuner.load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
 
 
-@pytest.fixture
-def measured(tmp_path) -> Path:
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def measured_once(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("measured") / "run"
     sweep(out)
+    return out
+
+
+@pytest.fixture
+def measured(measured_once, tmp_path) -> Path:
+    """A folder of a finished run of its own for each test: a copy of one run (a copied folder goes on as its
+    original would, see test_a_copy_of_a_folder_continues_with_its_own_storage)."""
+    out = tmp_path / "run"
+    shutil.copytree(measured_once, out)
     return out
 
 

@@ -95,6 +95,7 @@ def test_optuna_dashboard_serves_the_real_study(replayed, tmp_path):
         server.wait(10)
 
 
+@pytest.mark.slow  # a server, and waits of seconds for it to read the study again
 def test_optuna_dashboard_follows_a_run_while_it_goes(tmp_path):
     out = tmp_path / "live"
     tuner.run(FERMI, backend="replay", strategy="random", trials=2, out=out, quiet=True, report=False)

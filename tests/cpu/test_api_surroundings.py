@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +52,7 @@ def test_an_interactive_session_runs(quick_ceilings, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a Jupyter kernel of its own, which starts the measuring process
 def test_a_notebook_runs_and_shows_the_result_as_a_table(quick_ceilings, tmp_path, monkeypatch):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(code(tmp_path / "out", tmp_path / "ran.txt")),

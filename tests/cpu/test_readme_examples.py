@@ -96,6 +96,7 @@ def test_the_python_examples_run(quick_ceilings, workdir):
     assert (workdir / "reports" / "notebook" / "report.html").is_file()
 
 
+@pytest.mark.slow  # ten commands, each a process of its own, most of them whole runs with their reports
 def test_every_command_is_run_or_said_where_it_is(quick_ceilings, workdir):
     assert set(ON_REPLAY) | set(ELSEWHERE) <= set(COMMANDS)
     for command in COMMANDS:
