@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 import tuner
 from tuner.kernels.discovery import changed_template, template_hash, template_text_hash
 
@@ -22,6 +24,7 @@ def test_the_template_texts_are_compared_where_they_are_recorded():
     assert changed_template({}, "tiled") is None
 
 
+@pytest.mark.slow  # a replayed run of the H100 experiment with its whole report
 def test_replaying_the_shipped_recording_shows_no_changed_template(tmp_path):
     experiment = tuner.load_experiment(ROOT / "experiments" / "h100_sgemm.yaml")
     out = tmp_path / "replayed"

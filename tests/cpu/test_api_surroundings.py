@@ -34,6 +34,7 @@ def environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
+@pytest.mark.slow  # a Python process of its own, which starts the measuring process
 def test_a_script_without_a_main_guard_runs_once(quick_ceilings, tmp_path):
     script = tmp_path / "tune.py"
     script.write_text(code(tmp_path / "out", tmp_path / "ran.txt"))
@@ -44,6 +45,7 @@ def test_a_script_without_a_main_guard_runs_once(quick_ceilings, tmp_path):
     assert (tmp_path / "ran.txt").read_text() == "ran\n"
 
 
+@pytest.mark.slow  # an interactive Python of its own, which starts the measuring process
 def test_an_interactive_session_runs(quick_ceilings, tmp_path):
     done = subprocess.run([sys.executable, "-i", "-q"], input=code(tmp_path / "out", tmp_path / "ran.txt"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S, env=environment())
