@@ -108,7 +108,7 @@ def _profiler(start: bool) -> None:
 
 def _workspace(problem: Problem, dtype: str, seed: int) -> Any:
     """The tuner's matmul buffers with its random inputs (no reference: nothing is checked under the profiler)."""
-    from tuner.backends.pycuda.worker import HostData, Workspace
+    from tuner.backends.pycuda.measurer import HostData, Workspace
     from tuner.kernels.arguments import Buffer
     from tuner.kernels.family import MATMUL
     from tuner.kernels.verify import random_inputs
@@ -147,7 +147,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
     close = None
     try:
         if which == "kernel":
-            from tuner.backends.pycuda.worker import ExtendedLaunch
+            from tuner.backends.pycuda.measurer import ExtendedLaunch
             from tuner.kernels.render import launch as geometry
 
             config, settings = chosen_config(dtype, size, configs, results)

@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -7,6 +8,17 @@ from tests.scripted_backend import ScriptedBackend
 from tuner.errors import TunerError
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_fsync():
+    """The tests' runs write their journals without forcing each line to the disk: fsync guards against a machine
+    that loses power, which a test never sees, and cost a third of a small run's time (Optuna's journal syncs
+    every line). Processes the tests start, such as the runs that are killed, still sync, as the test PostgreSQL
+    server does not (tests/postgres_server.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", lambda descriptor: None)
+        yield
 
 
 @pytest.fixture
@@ -50,7 +62,7 @@ def recording(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("recording")
     tuner.run(tuner.load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(),
-              sampler="grid", trials=100, out=out, quiet=True, report=False)
+              strategy="grid", trials=100, out=out, quiet=True, report=False)
     return out
 
 

@@ -1,4 +1,5 @@
-"""Worker entry points for the lifetime tests (a spawned worker imports its entry point by module name)."""
+"""Entry points of measuring processes for the lifetime tests (a spawned process imports its entry point by module
+name)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,6 @@ from multiprocessing.connection import Connection
 
 
 def sleeper(conn: Connection) -> None:
-    """A worker that is ready and then does nothing for ten minutes."""
+    """A measuring process that is ready and then does nothing for ten minutes."""
     conn.send(("ready", "sleeper"))
     time.sleep(600)

@@ -34,7 +34,7 @@ def test_the_types_a_user_needs_are_exported():
 
 def test_an_experiment_built_in_python_runs_with_callbacks_and_no_summary(tmp_path, capsys):
     seen: list[tuner.Evaluation] = []
-    result = tuner.run(small_experiment(), backend=ScriptedBackend(), sampler="ils", trials=5, out=tmp_path / "run",
+    result = tuner.run(small_experiment(), backend=ScriptedBackend(), strategy="ils", trials=5, out=tmp_path / "run",
                        quiet=True, report=False, summary=False, callbacks=[seen.append])
     assert capsys.readouterr().out == ""
     assert [e.evaluated for e in seen] == [1, 2, 3, 4, 5]
@@ -44,7 +44,7 @@ def test_an_experiment_built_in_python_runs_with_callbacks_and_no_summary(tmp_pa
 
 
 def test_an_optuna_sampler_object_and_a_strategy_class_are_strategies(tmp_path):
-    by_object = tuner.run(small_experiment(), backend=ScriptedBackend(), sampler=optuna.samplers.RandomSampler(seed=1),
+    by_object = tuner.run(small_experiment(), backend=ScriptedBackend(), strategy=optuna.samplers.RandomSampler(seed=1),
                           trials=4, out=tmp_path / "a", quiet=True, report=False)
     assert set(by_object.df.loc[by_object.df["family"] != "baseline", "sampler"]) == {"RandomSampler"}
 
@@ -55,7 +55,7 @@ def test_an_optuna_sampler_object_and_a_strategy_class_are_strategies(tmp_path):
             free = np.flatnonzero(~self.taken)
             return int(free[-1])
 
-    by_class = tuner.run(small_experiment(), backend=ScriptedBackend(), sampler=Descending, trials=3,
+    by_class = tuner.run(small_experiment(), backend=ScriptedBackend(), strategy=Descending, trials=3,
                          out=tmp_path / "b", quiet=True, report=False)
     kernels = by_class.df[by_class.df["family"] != "baseline"]
     assert set(kernels["sampler"]) == {"descending"} and kernels["config_key"].is_unique and len(kernels) == 3

@@ -142,6 +142,7 @@ def test_problem_sizes_share_one_compilation(fermi) -> None:
         assert first[config].binary == result.binary
 
 
+@pytest.mark.slow  # compiles every fermi configuration twice, as its neighbours' fixture does
 def test_a_second_compilation_comes_from_the_cache(fermi) -> None:
     configs, first, second, _ = fermi
     for config in configs:

@@ -1,6 +1,6 @@
-"""Counting in the measuring process, around the GPU: what the worker's answers become (counters.parquet rows in
+"""Counting in the measuring process, around the GPU: what its answers become (counters.parquet rows in
 the parser's units, reasons for the kernels that could not be counted), Nsight Compute where CUPTI cannot count,
-and the profiler released after every count. The worker's answers here are written by the test (the GPU path is
+and the profiler released after every count. Its answers here are written by the test (the GPU path is
 tests/gpu/test_counters_in_process.py); the metric names, units and passes are those CUPTI gave on the H100."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def answer(l1: float, status: str = "ok", flops: bool = True, **more: Any) -> Ke
 
 
 class StandIn:
-    """The backend's side of counting, its worker's answers scripted by key."""
+    """The backend's side of counting, its measuring process's answers scripted by key."""
 
     def __init__(self, answers: dict[str, KernelCount]):
         self.answers = answers
@@ -121,7 +121,7 @@ def test_counting_every_configuration_asks_the_hardware_counters_alone():
 
 def test_a_kernel_that_cannot_be_counted_is_a_reason_and_the_others_are_kept():
     backend = StandIn({NAIVE.key: answer(4.3e9, "wrong", reason="12 of 1048576 elements differ"),
-                       TILED.key: KernelCount("crashed", "the worker died (killed by SIGSEGV)")})
+                       TILED.key: KernelCount("crashed", "the measuring process died (killed by SIGSEGV)")})
     counted = MeasuringProcessCounters(backend, Fallback()).count([NAIVE, TILED])
     assert counted.rows == []
     assert any("wrong under the profiler (12 of 1048576 elements differ)" in r for r in counted.reasons)

@@ -116,7 +116,7 @@ def test_a_replay_of_a_recording_with_counters_replays_them(counted_folder, tmp_
 def test_a_replay_of_a_recording_without_counters_says_so_in_one_line(tmp_path, capsys):
     recording = HERE.parent / "experiments/data/h100_sgemm_h100"
     result = tuner.run(tuner.load_experiment(HERE.parent / "experiments/h100_sgemm.yaml"), backend="replay",
-                       replay=recording, sampler="random", trials=4, out=tmp_path, quiet=True, summary=True,
+                       replay=recording, strategy="random", trials=4, out=tmp_path, quiet=True, summary=True,
                        report=True)
     out = " ".join(capsys.readouterr().out.split())  # the summary wraps to the terminal's width
     assert f"counters: none read: the recording {recording} holds no counters (it was recorded without them) " \

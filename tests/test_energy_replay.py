@@ -145,7 +145,7 @@ def test_a_strategy_object_searches_two_objectives_told_their_product(recorded, 
     assert scalar_cost([2.0, 0.0], [up, up]) == float("inf")  # a failure in either is a failure
     experiment, recording = recorded
     result = tuner.run(tuner.load_experiment(experiment), backend="replay", replay=recording,
-                       sampler=IteratedLocalSearch, objective=("time", "energy"), trials=9, out=tmp_path / "ils",
+                       strategy=IteratedLocalSearch, objective=("time", "energy"), trials=9, out=tmp_path / "ils",
                        quiet=True, report=False)
     assert len(result.df) == 9 and result.metadata["runs"][-1]["objective"] == ["time", "energy"]
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("marks") / "fermi"
-    tuner.run(ROOT / "experiments" / "fermi_like.yaml", backend="replay", sampler="random", trials=6, out=out,
+    tuner.run(ROOT / "experiments" / "fermi_like.yaml", backend="replay", strategy="random", trials=6, out=out,
               quiet=True, report=False)
     return load_run(out)
 

@@ -21,14 +21,23 @@ FERMI = ROOT / "experiments" / "fermi_like.yaml"
 
 
 def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner.RunResult:
-    options = {"sampler": "grid", "trials": 4, "quiet": True, "report": False, **options}
+    options = {"strategy": "grid", "trials": 4, "quiet": True, "report": False, **options}
     return tuner.run(tuner.load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
 
 
-@pytest.fixture
-def measured(tmp_path) -> Path:
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def measured_once(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("measured") / "run"
     sweep(out)
+    return out
+
+
+@pytest.fixture
+def measured(measured_once, tmp_path) -> Path:
+    """A folder of a finished run of its own for each test: a copy of one run (a copied folder goes on as its
+    original would, see test_a_copy_of_a_folder_continues_with_its_own_storage)."""
+    out = tmp_path / "run"
+    shutil.copytree(measured_once, out)
     return out
 
 
@@ -64,7 +73,7 @@ def test_a_reseeded_study_goes_on_where_the_table_stopped(measured):
 @pytest.mark.slow
 def test_another_storage_is_refused_and_the_table_kept(measured, tmp_path):
     before = table(measured)
-    with pytest.raises(TunerError, match=r"recorded in the storage the folder's own storage.*--out"):
+    with pytest.raises(TunerError, match=r"recorded in the storage the folder's own storage.*with out$"):
         sweep(measured, storage=f"sqlite:///{tmp_path / 'other.db'}")
     pd.testing.assert_frame_equal(table(measured), before)
     done = run_cli("run", str(FERMI), "--backend", "replay", "--replay", str(measured), "--out", str(measured),
@@ -79,7 +88,7 @@ def test_a_folder_recorded_in_another_storage_takes_only_that_storage(tmp_path):
     out, elsewhere = tmp_path / "run", f"sqlite:///{tmp_path / 'shared.db'}"
     sweep(out, storage=elsewhere)
     assert json.loads((out / "metadata.json").read_text())["storage"] == elsewhere
-    with pytest.raises(TunerError, match="--storage sqlite:///"):
+    with pytest.raises(TunerError, match="run with storage='sqlite:///"):
         sweep(out)
     assert sweep(out, ScriptedBackend(), storage=elsewhere).df.shape[0] == table(out).shape[0]
 
@@ -88,7 +97,7 @@ def test_another_experiment_is_refused_and_the_table_kept(measured, tmp_path):
     before = table(measured)
     other = tmp_path / "other.yaml"
     other.write_text(FERMI.read_text().replace("name: fermi_like", "name: another"))
-    with pytest.raises(TunerError, match="holds the results of experiment 'fermi_like'.*--out"):
+    with pytest.raises(TunerError, match="holds the results of experiment 'fermi_like'.*with out, so that"):
         tuner.run(tuner.load_experiment(other), backend=ScriptedBackend(), out=measured, quiet=True, report=False)
     pd.testing.assert_frame_equal(table(measured), before)
     assert not (measured / "study.log.lock").exists()
@@ -102,7 +111,7 @@ def test_a_row_the_experiment_no_longer_lists_is_kept(measured, tmp_path):
     narrower.write_text(text.replace("TILE_WIDTH: [8, 16, 32]", "TILE_WIDTH: [16, 32]"))
     (measured / "study.log").unlink()
     again = ScriptedBackend()
-    tuner.run(tuner.load_experiment(narrower), backend=again, out=measured, sampler="grid", trials=4, quiet=True,
+    tuner.run(tuner.load_experiment(narrower), backend=again, out=measured, strategy="grid", trials=4, quiet=True,
               report=False)
     assert again.calls == []
     pd.testing.assert_frame_equal(table(measured), before)

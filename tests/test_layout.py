@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import functools
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,10 +31,17 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.cache
+def _parsed_graph() -> dict[str, frozenset[str]]:
+    """The package parsed once for every test of the session (the sources do not change while it runs)."""
     paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     known = set(paths)
-    return {name: imports_of(path, known) - {name} for name, path in paths.items()}
+    return {name: frozenset(imports_of(path, known) - {name}) for name, path in paths.items()}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of the package and the modules it imports (a copy of its own for each caller to change)."""
+    return {name: set(imported) for name, imported in _parsed_graph().items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -131,3 +141,12 @@ def test_no_package_imports_a_later_stage():
         upward += [f"{name} imports {target} ({STAGES[stage_of(target)][0]}, after {STAGES[here][0]})"
                    for target in sorted(imported) if target != "tuner" and stage_of(target) > here]
     assert upward == []
+
+
+def test_the_experiment_parser_loads_no_scipy():
+    """The command line reads an experiment before anything else (each of its errors costs a process start): the
+    strategies that need SciPy are imported when a search asks for them."""
+    probe = "import sys, tuner.experiment.schema, tuner.cli; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=True)
+    assert "'scipy'" not in done.stdout

@@ -1,4 +1,4 @@
-"""Nothing outlives a run: compiler commands and their children, and worker processes, die with the process
+"""Nothing outlives a run: compiler commands and their children, and measuring processes, die with the process
 that started them, however it ends."""
 
 from __future__ import annotations
@@ -78,20 +78,20 @@ def test_a_command_and_its_children_die_with_the_run():
     assert wait_until_gone(marker) == []
 
 
-def test_a_worker_dies_with_the_run():
+def test_a_measuring_process_dies_with_the_run():
     marker = f"lifetime-{uuid.uuid4()}"
     run = start("""
-        from tuner.backends.worker_process import WorkerProcess
+        from tuner.backends.measuring_process import MeasuringProcess
         from tests.lifetime_entries import sleeper
-        worker = WorkerProcess(sleeper, (), "test-worker", 60)
-        print("worker", worker.process.pid, flush=True)
+        measuring = MeasuringProcess(sleeper, (), "test-measurer", 60)
+        print("measuring", measuring.process.pid, flush=True)
         import time
         time.sleep(120)
     """, marker)
     line = run.stdout.readline().split()
-    assert line[0] == "worker"
-    worker_pid = int(line[1])
-    assert worker_pid in processes_with(marker)
+    assert line[0] == "measuring"
+    measuring_pid = int(line[1])
+    assert measuring_pid in processes_with(marker)
     run.send_signal(signal.SIGKILL)
     run.wait()
     assert wait_until_gone(marker) == []

@@ -304,7 +304,7 @@ class _LoadShiftingBackend(ScriptedBackend):
 
 def test_the_baseline_is_measured_again_when_the_load_changed(tmp_path):
     backend = _LoadShiftingBackend()
-    result = tuner.run(tuner.load_experiment(FERMI), backend=backend, sampler="grid", trials=4, out=tmp_path / "out",
+    result = tuner.run(tuner.load_experiment(FERMI), backend=backend, strategy="grid", trials=4, out=tmp_path / "out",
                        quiet=True, report=False)
     problems = [p.label for p in tuner.load_experiment(FERMI).problems]
     assert [label for label, _ in backend.baselines] == [p for p in problems for _ in range(2)]
@@ -322,7 +322,7 @@ def test_the_baseline_is_measured_again_when_the_load_changed(tmp_path):
 
 def test_the_baseline_is_kept_where_the_load_did_not_change(tmp_path):
     backend = ScriptedBackend()
-    tuner.run(tuner.load_experiment(FERMI), backend=backend, sampler="grid", trials=4, out=tmp_path / "out",
+    tuner.run(tuner.load_experiment(FERMI), backend=backend, strategy="grid", trials=4, out=tmp_path / "out",
               quiet=True, report=False)
     assert len(backend.baselines) == len(tuner.load_experiment(FERMI).problems)
 

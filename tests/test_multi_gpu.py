@@ -39,7 +39,7 @@ def measured_by(monkeypatch) -> Counter:
 
 @pytest.mark.slow
 def test_two_replayed_gpus_share_the_studies_and_measure_nothing_twice(tmp_path, measured_by):
-    result = tuner.run(FERMI, backend="replay", gpus="0,1", replay_pace=0.2, trials=100, sampler="random",
+    result = tuner.run(FERMI, backend="replay", gpus="0,1", replay_pace=0.2, trials=100, strategy="random",
                        out=tmp_path / "run", quiet=True, report=False)
     kernels = result.df[result.df["study"] != "baseline"]
     recorded = pd.read_parquet(RECORDING / "results.parquet")
@@ -53,14 +53,14 @@ def test_two_replayed_gpus_share_the_studies_and_measure_nothing_twice(tmp_path,
 
 
 def test_a_backend_object_cannot_be_split_over_gpus(tmp_path):
-    with pytest.raises(TunerError, match="--gpus needs a backend by name"):
+    with pytest.raises(TunerError, match="^gpus needs a backend by name"):
         tuner.run(FERMI, backend=ReplayBackend(RECORDING), gpus="0,1", out=tmp_path / "run", quiet=True)
     assert not (tmp_path / "run").exists()
 
 
 def test_the_best_table_is_per_gpu_model_where_the_rows_come_from_several(tmp_path):
     out = tmp_path / "run"
-    tuner.run(FERMI, backend="replay", sampler="grid", trials=100, out=out, quiet=True, report=False)
+    tuner.run(FERMI, backend="replay", strategy="grid", trials=100, out=out, quiet=True, report=False)
     df, metadata = results.load(out)
     half = df.index % 2 == 1
     df.loc[half, "gpu_name"] = "NVIDIA H200"

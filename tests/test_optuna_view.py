@@ -41,7 +41,7 @@ DASHBOARD_START_S = 60.0
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory) -> tuple[Path, tuner.RunResult]:
     out = tmp_path_factory.mktemp("view") / "fermi"
-    result = tuner.run(FERMI, backend="replay", sampler="random", trials=8, out=out, quiet=True, report=False)
+    result = tuner.run(FERMI, backend="replay", strategy="random", trials=8, out=out, quiet=True, report=False)
     return out, result
 
 
@@ -95,9 +95,10 @@ def test_optuna_dashboard_serves_the_real_study(replayed, tmp_path):
         server.wait(10)
 
 
+@pytest.mark.slow  # a server, and waits of seconds for it to read the study again
 def test_optuna_dashboard_follows_a_run_while_it_goes(tmp_path):
     out = tmp_path / "live"
-    tuner.run(FERMI, backend="replay", sampler="random", trials=2, out=out, quiet=True, report=False)
+    tuner.run(FERMI, backend="replay", strategy="random", trials=2, out=out, quiet=True, report=False)
     port, server = _dashboard(out / "study.log")
     seen: list[int] = []
 
@@ -115,7 +116,7 @@ def test_optuna_dashboard_follows_a_run_while_it_goes(tmp_path):
 
     try:
         assert complete_trials() == 2
-        tuner.run(FERMI, backend="replay", sampler="random", trials=5, out=out, quiet=True, report=False,
+        tuner.run(FERMI, backend="replay", strategy="random", trials=5, out=out, quiet=True, report=False,
                   callbacks=[look])
     finally:
         server.terminate()
@@ -159,7 +160,7 @@ class Watching(optuna.samplers.RandomSampler):
 
 def test_optunas_samplers_see_every_axis_as_positions(tmp_path):
     Watching.seen.clear()
-    tuner.run(FERMI, backend="replay", sampler=Watching(seed=3), trials=5, out=tmp_path / "run", quiet=True,
+    tuner.run(FERMI, backend="replay", strategy=Watching(seed=3), trials=5, out=tmp_path / "run", quiet=True,
               report=False)
     assert Watching.seen
     for params in Watching.seen:
@@ -169,7 +170,7 @@ def test_optunas_samplers_see_every_axis_as_positions(tmp_path):
 
 def test_a_sampler_object_works_for_every_study_and_is_seeded_by_its_own_seed(tmp_path):
     def picked(name: str, sampler: optuna.samplers.BaseSampler) -> list[str]:
-        result = tuner.run(FERMI, backend="replay", sampler=sampler, trials=6, out=tmp_path / name, quiet=True,
+        result = tuner.run(FERMI, backend="replay", strategy=sampler, trials=6, out=tmp_path / name, quiet=True,
                            report=False)
         kernels = result.df[result.df["family"] != "baseline"]
         assert kernels.groupby("study").size().to_dict() == dict.fromkeys(STUDIES, 6)
@@ -186,7 +187,7 @@ def test_a_sampler_that_cannot_be_copied_is_refused_before_anything_is_written(t
             raise TypeError("cannot pickle '_thread.lock' object")
 
     with pytest.raises(TunerError, match="cannot be copied"):
-        tuner.run(FERMI, backend="replay", sampler=Locked(), trials=2, out=tmp_path / "run", quiet=True)
+        tuner.run(FERMI, backend="replay", strategy=Locked(), trials=2, out=tmp_path / "run", quiet=True)
     assert not (tmp_path / "run").exists()
 
 
@@ -194,7 +195,7 @@ def test_a_storage_written_by_the_previous_version_resumes(tmp_path):
     out = tmp_path / "run"
     shutil.copytree(PREVIOUS, out)
     before = tuner.RunResult(*_loaded(out))
-    result = tuner.run(FERMI, backend="replay", sampler="random", trials=5, out=out, quiet=True, report=False)
+    result = tuner.run(FERMI, backend="replay", strategy="random", trials=5, out=out, quiet=True, report=False)
     kernels = result.df[result.df["family"] != "baseline"]
     assert kernels.groupby("study").size().to_dict() == dict.fromkeys(STUDIES, 5)
     assert kernels["config_key"].is_unique  # nothing measured twice
@@ -233,7 +234,7 @@ def test_callbacks_of_optunas_kind_get_the_study_and_the_completed_trial(tmp_pat
     def optuna_kind(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         seen.append((study.study_name, trial.params, trial.values, trial.user_attrs["record"]["measurement"]))
 
-    tuner.run(FERMI, backend=ScriptedBackend(), sampler="random", trials=3, out=tmp_path / "run", quiet=True,
+    tuner.run(FERMI, backend=ScriptedBackend(), strategy="random", trials=3, out=tmp_path / "run", quiet=True,
               report=False, callbacks=[optuna_kind, evaluations.append])
     assert len(seen) == len(evaluations) == 9
     for (name, params, values, measurement), evaluation in zip(seen, evaluations, strict=True):

@@ -117,7 +117,7 @@ def test_a_16_bit_accumulator_is_wrong(dtype):
 
 @pytest.mark.parametrize("dtype", list(PRECISIONS))
 def test_host_types_make_scalars_and_arrays(dtype):
-    """The measuring workers build scalar arguments and views with these types."""
+    """The measuring processes build scalar arguments and views with these types."""
     from tuner.kernels.verify import NUMPY_DTYPES
 
     kind = NUMPY_DTYPES[dtype]

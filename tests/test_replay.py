@@ -74,7 +74,7 @@ def test_a_configuration_missing_from_the_recording_is_named(recording):
 
 
 def test_a_replayed_run_reproduces_the_recorded_rows(recording, tmp_path):
-    result = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, sampler="random", trials=8,
+    result = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, strategy="random", trials=8,
                        out=tmp_path / "replayed", quiet=True)
     recorded = results.load(recording)[0].set_index("config_key")
     replayed = result.df.set_index("config_key")
@@ -120,7 +120,7 @@ def test_a_missing_default_recording_is_named(tmp_path, monkeypatch):
 
 
 def test_the_shipped_recording_replays_end_to_end(tmp_path):
-    result = tuner.run(load_experiment(FERMI), backend="replay", sampler="tpe", out=tmp_path / "run", quiet=True)
+    result = tuner.run(load_experiment(FERMI), backend="replay", strategy="tpe", out=tmp_path / "run", quiet=True)
     recorded, metadata = results.load(SHIPPED)
     recorded = recorded.set_index("config_key")
     replayed = result.df.set_index("config_key")

@@ -687,7 +687,7 @@ def test_the_report_of_a_folder_that_tuner_run_wrote(tmp_path, capsys):
 
     out = tmp_path / "run"
     tuner.run(load_experiment(ROOT / "experiments/fermi_like.yaml"), backend=ScriptedBackend(), out=out,
-              sampler="tpe", trials=6, quiet=True)
+              strategy="tpe", trials=6, quiet=True)
     names = {p.name for p in out.iterdir()}
     assert {"report.html", "roofline.png", "convergence.png", "params_naive.png", "params_tiled.png"} <= names
     run = load_run(out)

@@ -35,7 +35,7 @@ def transposed(tmp_path_factory) -> tuner.RunResult:
         patch.setattr(discovery, "_dirs", ())
         discovery.families.cache_clear()
         out = tmp_path_factory.mktemp("transpose")
-        result = tuner.run(EXAMPLE, backend=Copies(with_baseline=False), sampler="grid", trials=40, out=out,
+        result = tuner.run(EXAMPLE, backend=Copies(with_baseline=False), strategy="grid", trials=40, out=out,
                            quiet=True, report=False)
         yield result
     discovery.families.cache_clear()

@@ -12,9 +12,10 @@ from test_study import TINY
 
 import tuner
 from tuner import cli
-from tuner.errors import ExperimentError, TunerError
+from tuner.errors import ExperimentError, TunerError, option_name, parameter_name
 from tuner.experiment.schema import check_experiment, load_experiment, parse_experiment
-from tuner.tuning.options import RunOptions, option_name, parameter_name, resolve
+from tuner.strategies import optuna_samplers
+from tuner.tuning.options import RunOptions, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 FERMI = ROOT / "experiments" / "fermi_like.yaml"
@@ -29,6 +30,35 @@ def test_the_python_api_names_the_parameter_and_the_command_line_the_option(tmp_
                      "--quiet", "--no-report"]) == 2
     assert "error: --trials must be an integer ≥ 1, not 0" in capsys.readouterr().err
     assert not (tmp_path / "api").exists() and not (tmp_path / "cli").exists()
+
+
+def test_a_setting_with_its_value_is_named_as_each_caller_writes_it():
+    assert parameter_name("backend", "replay") == "backend='replay'"
+    assert parameter_name("replay", "PATH") == "replay=PATH"
+    assert option_name("backend", "replay") == "--backend replay" and option_name("replay", "PATH") == "--replay PATH"
+    assert parameter_name("replay_pace") == "replay_pace" and option_name("replay_pace") == "--replay-pace"
+
+
+def test_what_the_run_opens_names_the_python_parameters_too(tmp_path):
+    other = dataclasses.replace(load_experiment(FERMI), name="other")
+    with pytest.raises(TunerError, match="^backend='replay' needs replay=PATH: a recorded run folder"):
+        tuner.run(other, backend="replay", out=tmp_path / "other")
+    out = tmp_path / "run"
+    tuner.run(load_experiment(FERMI), backend="replay", strategy="random", trials=1, out=out, quiet=True,
+              report=False)
+    with pytest.raises(TunerError, match=r"run with strategy='random' to continue it, or into a new output folder "
+                                         r"\(out\) or storage to search with 'grid'"):
+        tuner.run(load_experiment(FERMI), backend="replay", strategy="grid", trials=1, out=out, quiet=True,
+                  report=False)
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_missing_package_names_the_strategy_parameter(tmp_path, monkeypatch):
+    monkeypatch.setattr(optuna_samplers.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(TunerError, match="'gp' sampler needs the Python package 'torch'.*with strategy$"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), strategy="gp", out=tmp_path / "run")
+    with pytest.raises(TunerError, match="with --strategy$"):
+        optuna_samplers.sampler_maker("gp", option_name)
 
 
 def test_the_experiment_follows_the_same_rules_named_by_its_fields():
@@ -57,3 +87,21 @@ def test_the_resume_command_names_the_options_given():
     command = options.resume_command(experiment, Path("out"), ("time",), "replay")
     assert command == f"python -m tuner run {experiment.path} --backend replay --trials 3 --out out --replay-pace 2.0"
     assert option_name("replay_pace") == "--replay-pace" and parameter_name("replay_pace") == "replay_pace"
+
+
+def test_sampler_is_still_taken_as_the_strategy_with_a_warning(tmp_path):
+    with pytest.warns(DeprecationWarning, match="sampler is deprecated, it is called strategy now"):
+        result = tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="random", trials=2,
+                           out=tmp_path / "run", quiet=True, report=False)
+    assert set(result.df.loc[result.df["family"] != "baseline", "sampler"]) == {"random"}
+    with pytest.warns(DeprecationWarning, match="sampler is deprecated"):
+        assert RunOptions(sampler="grid") == RunOptions(strategy="grid")
+
+
+def test_the_strategy_by_both_its_names_is_refused_naming_both(tmp_path):
+    with pytest.raises(TypeError, match="run\\(\\) got both strategy and sampler"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), strategy="grid", sampler="random",
+                  out=tmp_path / "run")
+    with pytest.raises(TypeError, match="RunOptions\\(\\) got both strategy and sampler"):
+        RunOptions(strategy="grid", sampler="random")
+    assert not (tmp_path / "run").exists()

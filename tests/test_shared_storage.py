@@ -24,7 +24,7 @@ FERMI = ROOT / "experiments" / "fermi_like.yaml"
 
 def replay(storage: str, out: Path, recording: Path, trials: int) -> pd.DataFrame:
     return tuner.run(FERMI, backend="replay", replay=recording, storage=storage, out=out, trials=trials,
-                     sampler="random", quiet=True, report=False).df
+                     strategy="random", quiet=True, report=False).df
 
 
 def evaluations(df: pd.DataFrame) -> pd.DataFrame:

@@ -77,7 +77,7 @@ def _available(name: str) -> bool:
 def test_each_strategy_finds_the_optimum_of_a_recorded_space_without_a_static_reject(recording, tmp_path, name):
     if not _available(name):
         pytest.skip(f"the {name} sampler needs a package that is not installed here")
-    result = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, sampler=name, trials=100,
+    result = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, strategy=name, trials=100,
                        out=tmp_path / "run", quiet=True, report=False)
     kernels = result.df[result.df["family"] != "baseline"]
     assert kernels["config_key"].is_unique and len(kernels) == 3 * 18  # every valid one, none rejected statically

@@ -259,8 +259,8 @@ def test_samplers_needing_a_missing_package_say_so(monkeypatch):
         check_choice("gp")
 
 
-def test_an_unknown_sampler_is_refused():
-    with pytest.raises(TunerError, match="unknown sampler 'anealing'"):
+def test_an_unknown_strategy_is_refused():
+    with pytest.raises(TunerError, match="unknown strategy 'anealing'"):
         check_choice("anealing")
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 import tuner
 from tuner.kernels.discovery import changed_template, template_hash, template_text_hash
 
@@ -22,11 +24,12 @@ def test_the_template_texts_are_compared_where_they_are_recorded():
     assert changed_template({}, "tiled") is None
 
 
+@pytest.mark.slow  # a replayed run of the H100 experiment with its whole report
 def test_replaying_the_shipped_recording_shows_no_changed_template(tmp_path):
     experiment = tuner.load_experiment(ROOT / "experiments" / "h100_sgemm.yaml")
     out = tmp_path / "replayed"
     tuner.run(experiment, backend="replay", replay=ROOT / "experiments" / "data" / "h100_sgemm_h100",
-              sampler="random", trials=2, out=out, quiet=True)
+              strategy="random", trials=2, out=out, quiet=True)
     page = (out / "report.html").read_text()
     assert "<pre" in page or "source" in page  # the kernels' sources are shown
     assert "changed since this run" not in page

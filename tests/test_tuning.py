@@ -39,7 +39,7 @@ def no_report(monkeypatch):
 
 
 def sweep(out: Path, backend: ScriptedBackend | None = None, **options) -> tuner.RunResult:
-    options = {"sampler": "grid", "trials": 100, "quiet": True, **options}
+    options = {"strategy": "grid", "trials": 100, "quiet": True, **options}
     return tuner.run(load_experiment(FERMI), backend=backend or ScriptedBackend(), out=out, **options)
 
 
@@ -246,16 +246,19 @@ def test_a_failing_report_is_a_warning_and_the_results_stay(tmp_path, monkeypatc
 @pytest.mark.parametrize(("options", "message"), [
     ({"trials": 0}, "^trials must be an integer ≥ 1, not 0"),
     ({"timeout": -1.0}, "^timeout must be a positive number of seconds"),
-    ({"sampler": "anealing"}, "unknown sampler 'anealing'"),
+    ({"strategy": "anealing"}, "unknown strategy 'anealing'"),
     ({"seed": -3}, "^seed must be an integer ≥ 0"),
     ({"backend": "opencl"}, "unknown backend 'opencl'"),
-    ({"backend": "pycuda", "replay": "somewhere"}, "--replay is only used with --backend replay"),
+    ({"backend": "pycuda", "replay": "somewhere"}, "^replay is only used with backend='replay'"),
     ({"storage": "notadb://x"}, "cannot open the Optuna storage 'notadb://x'"),
     ({"timeout": float("inf")}, "^timeout must be a positive number of seconds, not inf"),
     ({"timeout": float("nan")}, "^timeout must be a positive number of seconds, not nan"),
     ({"out": ""}, "^out is empty"),
     ({"out": "a\0b"}, "^out may not hold a NUL character"),
-    ({"storage": "sqlite:///:memory:"}, "in-memory SQLite database"),
+    ({"storage": "sqlite:///:memory:"}, "in-memory SQLite database.*or no storage, for the output folder's own"),
+    ({"gpus": "0,0", "backend": "replay"}, "^gpus='0,0' names a GPU twice"),
+    ({"replay_pace": -1.0, "backend": "replay"}, "^replay_pace takes a factor ≥ 0 and is only used with "
+                                                 "backend='replay'"),
 ])
 def test_bad_options_are_explained(tmp_path, options, message):
     with pytest.raises(TunerError, match=message):
@@ -274,7 +277,7 @@ def test_two_runs_cannot_write_one_folder(tmp_path):
     held = os.open(out, os.O_RDONLY)
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
-        with pytest.raises(TunerError, match="another run is writing to this output folder"):
+        with pytest.raises(TunerError, match="another run is writing to this output folder.*with out$"):
             sweep(out)
     finally:
         os.close(held)

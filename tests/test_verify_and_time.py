@@ -1,12 +1,12 @@
-"""The verify–time–verify step both measuring workers share, with a timer and outputs that log what is done."""
+"""The verify–time–verify step both measuring processes share, with a timer and outputs that log what is done."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 
+from tuner.backends.measuring_process import Served
 from tuner.backends.verify_and_time import Bench, verify_and_time
-from tuner.backends.worker_process import Served
 from tuner.kernels.verify import Verdict
 from tuner.measure.machine_load import LoadMeter
 from tuner.measure.measurement import Resources, Status, Timing

@@ -8,13 +8,13 @@ Public API::
     result.df      # every evaluation, one row each
     result.best    # the best configuration per problem
 
-    ``sampler=`` takes a strategy's name, an Optuna sampler or a Strategy factory (``tuner.Strategy``, over a
+    ``strategy=`` takes a strategy's name, an Optuna sampler or a Strategy factory (``tuner.Strategy``, over a
     ``tuner.Domain``); ``storage=`` a URL or an Optuna storage; ``callbacks=`` functions given a
     ``tuner.Evaluation`` after each measurement. ``tuner.Experiment(name, problems, kernels=(tuner.KernelSpec(...),))``
     builds an experiment in Python, validated as a file is. ``tuner.tune(source=..., parameters=...,
     restrictions=[...], problem=...)`` tunes a kernel given as source text, as ``kernel_tuner.tune_kernel`` does.
 
-The names are imported when first used, so that a worker process importing one module of the package does
+The names are imported when first used, so that a measuring process importing one module of the package does
 not pay for the whole of it.
 """
 

@@ -20,13 +20,14 @@ def _space(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tuner.errors import option_name
     from tuner.experiment.schema import load_experiment
-    from tuner.tuning.options import RunOptions, option_name
+    from tuner.tuning.options import RunOptions
     from tuner.tuning.run import run_with
 
     experiment = load_experiment(args.experiment, tuple(args.templates))
     options = RunOptions(backend=args.backend, replay=args.replay, trials=args.trials, timeout=args.timeout,
-                         sampler=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
+                         strategy=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
                          out=args.out, quiet=args.quiet, report=not args.no_report, summary=True, gpus=args.gpus,
                          heartbeat=args.heartbeat, replay_pace=args.replay_pace, objective=args.objective,
                          counters=args.counters)
@@ -143,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder; "
                      "a folder that holds an earlier version's study.db goes on with it)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
-                     "worker each (indices in CUDA_VISIBLE_DEVICES order)")
+                     "measuring process each (indices in CUDA_VISIBLE_DEVICES order)")
     run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "
                      "shared --storage (default 10; a worker silent for four is dead)")
     run.add_argument("--replay-pace", type=float, metavar="FACTOR", help="with --backend replay: each answer "

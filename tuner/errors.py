@@ -1,6 +1,33 @@
-"""Errors a user can fix: the CLI prints them as one paragraph and exits with status 2."""
+"""Errors a user can fix: the CLI prints them as one paragraph and exits with status 2.
+
+An error names a setting as its caller does: :func:`parameter_name` for ``tuner.run``'s parameters (``trials``,
+``backend='replay'``), :func:`option_name` for the command line's options (``--trials``, ``--backend replay``).
+"""
 
 from __future__ import annotations
+
+from typing import Protocol
+
+
+class Naming(Protocol):
+    """How a caller names a setting, given the parameter's name and, where the message shows one, its value (a
+    value in capitals, such as PATH, stands for one and is written as it is)."""
+
+    def __call__(self, name: str, value: str | None = None) -> str: ...
+
+
+def parameter_name(name: str, value: str | None = None) -> str:
+    """``tuner.run``'s naming: the parameter's own name (``replay_pace``), with a value as Python writes it
+    (``backend='replay'``, ``replay=PATH``)."""
+    if value is None:
+        return name
+    return f"{name}={value}" if value.isupper() else f"{name}={value!r}"
+
+
+def option_name(name: str, value: str | None = None) -> str:
+    """The command line's naming: ``--replay-pace``, with a value as the shell takes it (``--backend replay``)."""
+    option = "--" + name.replace("_", "-")
+    return option if value is None else f"{option} {value}"
 
 
 class TunerError(Exception):

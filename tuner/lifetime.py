@@ -2,9 +2,9 @@
 
 Two kinds of children. A compiler command runs in a process group of its own under a small shell that the
 kernel sends SIGTERM when its parent dies (``setpriv --pdeathsig``); the shell then kills its whole group, so
-that nvcc's or cc's own children (cicc, ptxas, as) go too. A worker process (the measuring worker) asks for
+that nvcc's or cc's own children (cicc, ptxas, as) go too. A measuring process asks for
 SIGKILL on its parent's death itself, first thing (``die_with_parent``), and exits at once if its parent is
-already gone. Linux only; elsewhere the compiler runs directly and workers rely on their pipes closing.
+already gone. Linux only; elsewhere the compiler runs directly and measuring processes rely on their pipes closing.
 """
 
 from __future__ import annotations

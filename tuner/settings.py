@@ -1,14 +1,19 @@
 """The settings of a run: how to search, how to measure, how to compile.
 
-This module imports nothing of the project, so that the measuring worker, the compiler pool and the report
+This module imports nothing of the project, so that the measuring process, the compiler pool and the report
 can take settings without pulling in the experiment parser.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 STORAGE_FILE = "study.log"
 """The Optuna storage a run keeps in its output folder unless another storage is named: a journal file, which
@@ -18,6 +23,35 @@ SQLITE_STORAGE_FILE = "study.db"
 COUNTERS_CHOICES = ("none", "best", "all")
 COUNTERS_BEST = 3
 """Configurations of each study whose counters ``counters: best`` reads: the fastest this many."""
+
+Named = TypeVar("Named", bound=Callable[..., Any])
+
+
+def former_keyword(former: str, name: str) -> Callable[[Named], Named]:
+    """A function's or dataclass's ``name`` keyword still accepted as ``former``, its name before: with a
+    DeprecationWarning, and a TypeError naming both where both are given."""
+
+    def accepting(target: Named) -> Named:
+        function = getattr(target, "__init__") if isinstance(target, type) else target  # noqa: B009
+        owner = target.__qualname__
+        position = list(inspect.signature(function).parameters).index(name)
+
+        @functools.wraps(function)
+        def called(*args: Any, **kwargs: Any) -> Any:
+            if former in kwargs:
+                if name in kwargs or len(args) > position:
+                    raise TypeError(f"{owner}() got both {name} and {former}, its former name: give {name} alone")
+                warnings.warn(f"{owner}(): {former} is deprecated, it is called {name} now", DeprecationWarning,
+                              stacklevel=2)
+                kwargs[name] = kwargs.pop(former)
+            return function(*args, **kwargs)
+
+        if isinstance(target, type):
+            setattr(target, "__init__", called)  # noqa: B010
+            return target
+        return called  # type: ignore[return-value]
+
+    return accepting
 
 
 @dataclass(frozen=True)
@@ -35,11 +69,12 @@ class SearchSettings:
     """What the search pursues (tuner.energy.objective): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
 
 
+@former_keyword("flush_l2", "cold_caches")
 @dataclass(frozen=True)
 class MeasureSettings:
     cold_caches: bool = True
     """Evict the device's caches before each timed sample, untimed: the L2 on a GPU, every level on a CPU (the
-    experiment file's ``measure.flush_l2`` is read as this too)."""
+    experiment file's ``measure.flush_l2`` and the keyword ``flush_l2`` are read as this too)."""
     warmup: int = 2
     min_samples: int = 10
     max_samples: int = 200
@@ -47,7 +82,7 @@ class MeasureSettings:
     target_noise: float = 0.005
     """Stop sampling once the standard error of the mean falls under this fraction of the mean."""
     timeout_s: float = 60.0
-    """Per-evaluation limit: a kernel still running then is a hang and its worker is killed."""
+    """Per-evaluation limit: a kernel still running then is a hang and its measuring process is killed."""
     verify: bool = True
     input_seed: int = 0
     energy: bool = False

@@ -1,5 +1,5 @@
 """The Python API on the CPU backend where people call it: a plain script without an ``if __name__ ==
-"__main__":`` guard, an interactive session and a notebook (executed with nbclient). The measuring worker must
+"__main__":`` guard, an interactive session and a notebook (executed with nbclient). The measuring process must
 start without running the user's script again."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +34,7 @@ def environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
+@pytest.mark.slow  # a Python process of its own, which starts the measuring process
 def test_a_script_without_a_main_guard_runs_once(quick_ceilings, tmp_path):
     script = tmp_path / "tune.py"
     script.write_text(code(tmp_path / "out", tmp_path / "ran.txt"))
@@ -43,6 +45,7 @@ def test_a_script_without_a_main_guard_runs_once(quick_ceilings, tmp_path):
     assert (tmp_path / "ran.txt").read_text() == "ran\n"
 
 
+@pytest.mark.slow  # an interactive Python of its own, which starts the measuring process
 def test_an_interactive_session_runs(quick_ceilings, tmp_path):
     done = subprocess.run([sys.executable, "-i", "-q"], input=code(tmp_path / "out", tmp_path / "ran.txt"),
                           cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S, env=environment())
@@ -51,6 +54,7 @@ def test_an_interactive_session_runs(quick_ceilings, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a Jupyter kernel of its own, which starts the measuring process
 def test_a_notebook_runs_and_shows_the_result_as_a_table(quick_ceilings, tmp_path, monkeypatch):
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(code(tmp_path / "out", tmp_path / "ran.txt")),

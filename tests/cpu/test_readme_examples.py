@@ -82,6 +82,7 @@ def test_the_restrictions_example_narrows_its_entry():
     assert {"restriction BLOCK_X * BLOCK_Y <= 512", "restriction BLOCK_X >= BLOCK_Y"} <= set(reasons)
 
 
+@pytest.mark.slow  # a replayed run and a C kernel tuned on this CPU, each with its whole report
 def test_the_python_examples_run(quick_ceilings, workdir):
     python = [body for kind, body in BLOCKS if kind == "python"]
     on_gpu = [body for body in python if GPU_BLOCK in body]
@@ -96,6 +97,7 @@ def test_the_python_examples_run(quick_ceilings, workdir):
     assert (workdir / "reports" / "notebook" / "report.html").is_file()
 
 
+@pytest.mark.slow  # ten commands, each a process of its own, most of them whole runs with their reports
 def test_every_command_is_run_or_said_where_it_is(quick_ceilings, workdir):
     assert set(ON_REPLAY) | set(ELSEWHERE) <= set(COMMANDS)
     for command in COMMANDS:

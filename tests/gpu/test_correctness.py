@@ -9,7 +9,7 @@ import pytest
 
 from tests.gpu.support import RAW_PROBLEM, float32_config
 from tests.test_regblock_model import BEST as REGBLOCK_BEST
-from tuner.backends.worker_process import THREAD_VARIABLES
+from tuner.backends.measuring_process import THREAD_VARIABLES
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import families
 from tuner.kernels.matmul import tolerance
@@ -110,8 +110,8 @@ def test_busy_time_accumulates(backend):
 
 
 def test_problems_measured_in_turns_keep_their_inputs(backend):
-    """The search measures the next study's configurations between the last ones of a study, so the worker goes
-    back and forth between problems (and on to a third): each problem's buffers, inputs and reference stay
+    """The search measures the next study's configurations between the last ones of a study, so the measuring process
+    goes back and forth between problems (and on to a third): each problem's buffers, inputs and reference stay
     right."""
     small, other, third = Problem(96, 80, 72), Problem(130, 70, 50), RAW_PROBLEM
     for problem in (RAW_PROBLEM, small, RAW_PROBLEM, other, small, third):
@@ -119,10 +119,10 @@ def test_problems_measured_in_turns_keep_their_inputs(backend):
         assert result.status is Status.OK, result.reason
 
 
-def test_the_workers_blas_runs_on_one_thread(backend):
+def test_the_measuring_process_runs_blas_on_one_thread(backend):
     """Its comparisons with the reference would otherwise wake a BLAS thread per core, which spin and take the
     cores from the compilers."""
-    pid = backend.worker.live().process.pid
+    pid = backend.channel.live().process.pid
     variables = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
                      if "=" in item)
     assert {name: variables.get(name) for name in THREAD_VARIABLES} == dict.fromkeys(THREAD_VARIABLES, "1")

@@ -1,6 +1,6 @@
 """The counters on the GPU: Nsight Compute counts the seed kernels (naive 16×16, tiled 16 and 32 at 1024³ float32),
 and what it counts is what the kernels' code says it must be; the ceilings of the cache levels order as the
-hierarchy does; a run (in its GPU worker) and ``tuner profile`` (Nsight Compute) read counters end to end. Each
+hierarchy does; a run (in its measuring process) and ``tuner profile`` (Nsight Compute) read counters end to end. Each
 test skips, saying why, where ncu is not installed; a GPU where counters cannot be read for another reason (no
 permission, say) fails with that reason."""
 

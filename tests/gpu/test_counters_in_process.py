@@ -1,7 +1,7 @@
-"""The counters read in the GPU worker itself (CUPTI's range profiler,
+"""The counters read in the measuring process itself (CUPTI's range profiler,
 :mod:`tuner.backends.pycuda.in_process_counters`): the seed kernels (naive 16×16, tiled 16 and 32 at 1024³
 float32) counted in at most three passes, with the bytes and operations their code says they must have, the same
-as Nsight Compute counts where it is installed; the worker times correctly after counting."""
+as Nsight Compute counts where it is installed; the process times correctly after counting."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ SAME = 0.01
 """How far the in-process counts of what the kernel's code decides (L1 sectors, instructions, requested bytes,
 shared wavefronts) may differ from Nsight Compute's: the same hardware counters of one launch each (seen: equal)."""
 L2_SAME = 0.10
-"""The L2's bytes depend on what the caches held: Nsight Compute invalidates every cache before a pass, the worker
-overwrites the L2 with its flush buffer, whose dirty lines the kernel's misses then evict (seen: 0.5–3.6% apart,
-and Nsight Compute's own count of one kernel 2% apart between two sessions)."""
+"""The L2's bytes depend on what the caches held: Nsight Compute invalidates every cache before a pass, the
+measuring process overwrites the L2 with its flush buffer, whose dirty lines the kernel's misses then evict (seen:
+0.5–3.6% apart, and Nsight Compute's own count of one kernel 2% apart between two sessions)."""
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def counted(backend):
     return {row["config_key"]: row for row in result.rows}, result
 
 
-def test_every_seed_kernel_is_counted_in_the_worker_in_at_most_three_passes(counted):
+def test_every_seed_kernel_is_counted_in_the_measuring_process_in_at_most_three_passes(counted):
     rows, result = counted
     print(result.how)
     assert set(rows) == {NAIVE.key, *(c.key for c in TILED.values())}
@@ -78,6 +78,6 @@ def test_the_counts_are_nsight_computes(counted, backend):
                                                        abs=1), (row["config_key"], column)
 
 
-def test_the_worker_times_as_before_after_counting(counted, backend):
+def test_the_measuring_process_times_as_before_after_counting(counted, backend):
     measurement = backend.evaluate(TILED[32])
     assert measurement.status is Status.OK, measurement.reason

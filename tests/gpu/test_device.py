@@ -82,7 +82,8 @@ def test_wgmma_ceilings_pass_mma_sync_and_stay_below_the_datasheet_on_sm_90(summ
 
 
 def test_the_context_sleeps_while_it_waits_for_the_gpu():
-    """The worker's primary context blocks on a synchronisation instead of spinning a core the compilers need."""
+    """The measuring process's primary context blocks on a synchronisation instead of spinning a core the
+    compilers need."""
     probe = ("import ctypes\n"
              "from tuner.gpu.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
              "require_gpu()\n"

@@ -65,7 +65,7 @@ def test_cublas_is_measured_with_its_energy_too(measuring):
 
 def test_a_run_for_energy_records_it_in_every_ok_row(tmp_path):
     experiment = replace(parse_experiment(EXPERIMENT, "energy_on_the_gpu.yaml"), measure=QUICK)
-    result = tuner.run(experiment, backend="pycuda", objective="energy", sampler="grid", trials=2,
+    result = tuner.run(experiment, backend="pycuda", objective="energy", strategy="grid", trials=2,
                        out=tmp_path / "run", quiet=True, report=False)
     ok = result.df[result.df["status"] == "ok"]
     assert len(ok) == 3, result.df[["config_key", "status", "reason"]]  # two kernels and cuBLAS

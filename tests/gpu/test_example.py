@@ -18,7 +18,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "transpose" / "tran
 
 def test_the_transpose_example_is_tuned_from_its_own_folder(tmp_path):
     experiment = replace(tuner.load_experiment(EXAMPLE), measure=QUICK)
-    result = tuner.run(experiment, backend="pycuda", sampler="random", trials=6, out=tmp_path / "run", quiet=True)
+    result = tuner.run(experiment, backend="pycuda", strategy="random", trials=6, out=tmp_path / "run", quiet=True)
     df = result.df
     assert len(df) == 6 * 4 and set(df["status"]) <= {"ok", "invalid"}, df[["config_key", "status", "reason"]]
     assert df.loc[df["status"] == "invalid", "device_s"].isna().all(), "only static rules may refuse one"

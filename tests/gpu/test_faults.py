@@ -1,4 +1,4 @@
-"""Failures are outcomes: a fault or a hang ends only the worker, resource limits are invalid, and the next
+"""Failures are outcomes: a fault or a hang ends only the measuring process, resource limits are invalid, and the next
 evaluation in the same backend still succeeds."""
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ def test_ceilings_measured_without_work_beside_them_are_cached_with_their_load(t
     assert done.returncode == 0, done.stderr
     (cached,) = tmp_path.glob("device-*.json")
     load = json.loads(cached.read_text())["ceilings"]["load"]
-    # The test session's own GPU worker may hold an idle context on the device meanwhile: seen, but no load.
+    # The test session's own GPU measuring process may hold an idle context on the device meanwhile: seen, but no load.
     assert load["under_load"] is False, load
 
 

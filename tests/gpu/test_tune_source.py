@@ -28,7 +28,7 @@ def test_a_cuda_kernel_given_as_source_is_tuned_on_the_gpu(tmp_path):
     out = tmp_path / "run"
     tuner.tune(source=SOURCE, parameters={"block_size_x": [16, 32, 64], "block_size_y": [1, 4, 8, 16]},
                restrictions=["block_size_x * block_size_y <= 512", "block_size_x * block_size_y >= 64"],
-               problem=(500, 377, 333), kernel_name="matmul_kernel", name="naive_given", sampler="grid",
+               problem=(500, 377, 333), kernel_name="matmul_kernel", name="naive_given", strategy="grid",
                trials=20, out=out, quiet=True, measure=QUICK)
     df, _ = results.load(out)
     tuned = df[df["family"] == "naive_given"]

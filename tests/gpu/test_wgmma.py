@@ -36,7 +36,8 @@ def hopper() -> Iterator:
 
 @functools.cache
 def on_hopper() -> bool:
-    """Whether the GPU the worker measures on is compute capability 9.0 (a driver query; no context is made)."""
+    """Whether the GPU the measuring process measures on is compute capability 9.0 (a driver query; no context is
+    made)."""
     import pycuda.driver as cuda
 
     cuda.init()

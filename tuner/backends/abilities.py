@@ -26,7 +26,7 @@ class Ability(enum.Enum):
     """``prepare(problem, dtype)``: makes a problem's inputs and reference ahead of its first request
     (:class:`~tuner.backends.protocol.Prepares`)."""
     STARTS_IN_BACKGROUND = "starts in the background"
-    """``wait_ready()``: its measuring worker starts while the run sets up, and is waited for before the first
+    """``wait_ready()``: its measuring process starts while the run sets up, and is waited for before the first
     measurement (:class:`~tuner.backends.protocol.StartsInBackground`)."""
     DESCRIBES_DEVICE = "describes its device"
     """``device(remeasure)``: the summary of the device it measures on: description, versions, peaks and measured

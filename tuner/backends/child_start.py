@@ -2,7 +2,7 @@
 
 Python's ``spawn`` and ``forkserver`` start methods import the parent's main module in every child (as
 ``__mp_main__``), so that functions defined there can be unpickled. A script that calls ``tuner.run`` at its top
-level, without an ``if __name__ == "__main__":`` guard, would run again in each measuring worker, which refuses to
+level, without an ``if __name__ == "__main__":`` guard, would run again in each measuring process, which refuses to
 start processes of its own while it is being imported ("An attempt has been made to start a new process before
 the current process has finished its bootstrapping phase"). The package's children need nothing of the main module
 (their entry points live in the package), so while one starts, the main module hides what names it (``__file__``

@@ -1,9 +1,9 @@
 """What the GPU and the CPU backends share: configurations compiled ahead by a pool of compiler processes, then
-verified and timed in a measuring worker process of the backend's own (:mod:`tuner.backends.measuring_worker`),
+verified and timed in a measuring process of the backend's own (:mod:`tuner.backends.measuring_channel`),
 which also describes the device and is replaced after a crash.
 
 ``prefetch`` hands the configurations a study asks ahead to the pool. Where the measurement leaves cores to the
-compilers (``overlap``), they compile at once, while the worker measures; where it takes every core, their
+compilers (``overlap``), they compile at once, while the measuring process measures; where it takes every core, their
 sources wait and are compiled together, in parallel, right before the next measurement, so that no compiler
 shares a core with a timed kernel. ``ready`` and ``wait_compiled`` say which configurations are compiled.
 """
@@ -14,9 +14,9 @@ from typing import Any, Self
 
 from tuner.backends.abilities import Ability
 from tuner.backends.energy_capability import environment_refusal
-from tuner.backends.measuring_worker import MeasuringWorker
+from tuner.backends.measuring_channel import MeasuringChannel
+from tuner.backends.measuring_process import MeasuringProcess
 from tuner.backends.protocol import BackendBase
-from tuner.backends.worker_process import WorkerProcess
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config
@@ -26,9 +26,9 @@ from tuner.settings import CompileSettings, MeasureSettings
 
 
 class CompileAheadBackend(BackendBase):
-    """A backend that compiles ahead and measures in a worker process (see the module text). A subclass starts
-    its worker (``start_worker``), builds its environment from the device's summary (``environment_of``) and
-    evaluates."""
+    """A backend that compiles ahead and measures in a measuring process (see the module text). A subclass starts its
+    measuring process (``start_measuring_process``), builds its environment from the device's summary
+    (``environment_of``) and evaluates."""
 
     abilities = frozenset({Ability.DESCRIBES_DEVICE, Ability.MEASURES_ENERGY})
     target: str | None = None
@@ -36,19 +36,19 @@ class CompileAheadBackend(BackendBase):
 
     def __init__(self, measure: MeasureSettings, compile_settings: CompileSettings, compiler: CompilePool,
                  device_word: str, overlap: bool = True, owns_compiler: bool = True, progress: bool = False):
-        """``device_word`` names the device in messages ("GPU"); ``owns_compiler``: ``close`` closes the pool
-        (else one shared with other backends, closed by its owner); ``progress``: the worker says on stderr what
-        it measures where it measures the device's ceilings (a first run)."""
+        """``device_word`` names the device in messages ("GPU"); ``owns_compiler``: ``close`` closes the pool (else one
+        shared with other backends, closed by its owner); ``progress``: the measuring process says on stderr what it
+        measures where it measures the device's ceilings (a first run)."""
         self.measure, self.compile, self.compiler = measure, compile_settings, compiler
         self.overlap, self.progress = overlap, progress
         self._owns_compiler = owns_compiler
         self._waiting: list[str] = []
-        self.worker = MeasuringWorker(self.start_worker, device_word, measure.timeout_s)
+        self.channel = MeasuringChannel(self.start_measuring_process, device_word, measure.timeout_s)
         self._device: dict[str, Any] | None = None
         self._environment: dict[str, Any] | None = None
 
-    def start_worker(self) -> WorkerProcess:
-        """Start the measuring worker without waiting for it to be ready."""
+    def start_measuring_process(self) -> MeasuringProcess:
+        """Start the measuring process without waiting for it to be ready."""
         raise NotImplementedError
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +57,7 @@ class CompileAheadBackend(BackendBase):
 
     @property
     def busy_seconds(self) -> float:  # type: ignore[override]
-        return self.worker.busy_seconds
+        return self.channel.busy_seconds
 
     # --- compiling ahead -------------------------------------------------------------------------------------
 
@@ -89,9 +89,9 @@ class CompileAheadBackend(BackendBase):
     # --- the device --------------------------------------------------------------------------------------------
 
     def device(self, remeasure: bool = False) -> dict[str, Any]:
-        """The device's summary from the worker: description, versions, peaks, ceilings."""
+        """The device's summary from the measuring process: description, versions, peaks, ceilings."""
         if self._device is None or remeasure:
-            self._device = self.worker.describe(remeasure, self.progress)
+            self._device = self.channel.describe(remeasure, self.progress)
         return self._device
 
     def metadata(self) -> dict[str, Any]:
@@ -103,7 +103,7 @@ class CompileAheadBackend(BackendBase):
         return environment_refusal(self.metadata())
 
     def close(self) -> None:
-        self.worker.stop()
+        self.channel.stop()
         if self._owns_compiler:
             self.compiler.close()
 

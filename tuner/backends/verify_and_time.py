@@ -1,4 +1,4 @@
-"""One measurement of a kernel in a measuring worker, the same on every device: verify, time, verify again.
+"""One measurement of a kernel in a measuring process, the same on every device: verify, time, verify again.
 
 The kernel runs once into poisoned outputs, which are compared with the reference (a wrong kernel is recorded
 and never timed); that run is the first warm-up run. The device's timer (:class:`Timer`) then times it, the
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from tuner.backends.worker_process import Served
+from tuner.backends.measuring_process import Served
 from tuner.energy.measured import Energy
 from tuner.kernels.verify import Verdict
 from tuner.measure.machine_load import LoadMeter
@@ -55,7 +55,7 @@ def _nothing() -> None:
 
 @dataclass(frozen=True)
 class Bench:
-    """What a worker measures with."""
+    """What a measuring process measures with."""
 
     served: Served
     settings: MeasureSettings

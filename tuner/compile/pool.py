@@ -1,4 +1,4 @@
-"""Compiling ahead: threads run compiler commands in parallel while the worker measures.
+"""Compiling ahead: threads run compiler commands in parallel while the measuring process measures.
 
 The compilers are separate processes (:mod:`tuner.lifetime` ties each to the run), so threads are enough to
 keep every core busy; closing the pool kills what is still compiling.

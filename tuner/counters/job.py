@@ -2,7 +2,7 @@
 
 The job is a JSON file: the family folders to load, the input seed, and each kernel's configuration and cubin file,
 in launch order (the profiled process takes each launch's geometry from the configuration's family, as the
-measuring worker does). The manifest is a file of JSON lines the profiled process appends to as it
+measuring process does). The manifest is a file of JSON lines the profiled process appends to as it
 goes: its device first, then ``launching`` before each launch and the outcome after it (``ok``, ``wrong``,
 ``refused`` for a launch the driver turned down before it ran). A process that dies leaves a kernel with no
 outcome: the one that killed it.

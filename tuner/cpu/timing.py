@@ -47,7 +47,7 @@ def describe_method(settings: MeasureSettings, threads: int) -> str:
 
 
 class CpuTimer:
-    """The eviction buffer and its kernel, made once per worker; ``time`` measures one callable."""
+    """The eviction buffer and its kernel, made once per measuring process; ``time`` measures one callable."""
 
     def __init__(self) -> None:
         self._evict = own_kernel("evict.c").evict

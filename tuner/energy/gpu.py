@@ -2,8 +2,8 @@
 
 ``nvmlDeviceGetTotalEnergyConsumption`` counts the board's energy in millijoules since the driver loaded (Volta
 and later). The SM clock and the enforced power limit are read beside it, never set: the card is measured as it
-is found. :class:`GpuEnergy` is made once per measuring worker; its windows (:mod:`tuner.energy.window`) run the
-worker's own launch function between CUDA events.
+is found. :class:`GpuEnergy` is made once per measuring process; its windows (:mod:`tuner.energy.window`) run the
+measuring process's own launch function between CUDA events.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A window runs the kernel back to back, apart from the timed samples (whose timing it leaves as it was), and
 reads the device's energy counter around it (:mod:`tuner.energy.gpu`, :mod:`tuner.energy.cpu`). Pure data: the
-measuring worker makes it, the results table and the replay backend read it.
+measuring process makes it, the results table and the replay backend read it.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ MIN_UPDATES = 3
 """Update periods of the counter that the power is taken over, at least."""
 MIN_WINDOW_S = 0.1
 FIRST_WINDOW_S = 0.3
-"""The first window of a worker, before the counter's update interval is known."""
+"""The first window of a measuring process, before the counter's update interval is known."""
 LONGEST_WINDOW_S = 4.0
 SETTLE_S = 0.3
 """Back-to-back launches before the window opens, so that the power controller has settled the clocks at this

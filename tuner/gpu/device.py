@@ -129,8 +129,8 @@ CU_CTX_SCHED_BLOCKING_SYNC = 0x04
 
 
 def _block_while_waiting() -> None:
-    """Let the primary contexts' host threads sleep while they wait for the GPU. With one context on a host of
-    many cores CUDA spins instead, and a worker that waits on its kernels most of the time then holds a whole core
+    """Let the primary contexts' host threads sleep while they wait for the GPU. With one context on a host of many
+    cores CUDA spins instead, and a measuring process that waits on its kernels most of the time then holds a whole core
     that the compilers, working ahead, need; kernels are timed by events on the GPU either way."""
     import ctypes
 

@@ -6,7 +6,7 @@ A folder holds one ``<name>.py`` per family, each defining ``FAMILY = Family(...
 An entry point names a Family, a module defining ``FAMILY``, or a package whose folder holds families.
 Two families of the same name are an error that names both files.
 
-The folders in use are process state (``use_family_dirs``), so that a worker process started with the same
+The folders in use are process state (``use_family_dirs``), so that a measuring process started with the same
 folders (``family_dirs()``) finds the same families.
 """
 

@@ -86,7 +86,7 @@ Reference = Callable[[Mapping[str, np.ndarray], Problem, int], dict[str, Expecte
 
 @dataclass(frozen=True)
 class Kernel:
-    """What a measuring worker's buffers are made for: the arguments, how the reference is computed, and the
+    """What a measuring process's buffers are made for: the arguments, how the reference is computed, and the
     tolerance (a family's, or the vendor GEMM's)."""
 
     arguments: tuple[Argument, ...]

@@ -1,6 +1,6 @@
 """A kernel given as source text (``tuner.tune``): its family, declared by data.
 
-:func:`write_family` writes a family folder under ``$TUNER_CACHE_DIR/given/<hash>/`` that the measuring workers find
+:func:`write_family` writes a family folder under ``$TUNER_CACHE_DIR/given/<hash>/`` that the measuring processes find
 as they find any folder of families: the source as a template (``<name>.cu.j2`` or ``<name>.c.j2``: the
 configuration's ``#define`` line per parameter, as Kernel Tuner prepends them, ``real_t`` as the dtype's C type,
 then the text as given, which Jinja never interprets; CUDA code without ``extern "C"`` is wrapped in it, as

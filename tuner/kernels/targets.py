@@ -2,7 +2,7 @@
 
 The static constraints of a space are checked against the experiment's target architecture (``compile.arch``)
 with these limits, from the CUDA C++ Programming Guide's table of technical specifications per compute
-capability; the launch itself is checked against the device's own attributes by the measuring worker.
+capability; the launch itself is checked against the device's own attributes by the measuring process.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """TMA descriptors (tensor maps) a family's kernel takes, as the host must encode them before the launch.
 
 A family that copies tiles with the Tensor Memory Accelerator (``cp.async.bulk.tensor``) declares, per buffer, the
-box one copy moves and its shared-memory swizzle (:class:`TensorMap`). The measuring worker encodes each map on the
+box one copy moves and its shared-memory swizzle (:class:`TensorMap`). The measuring process encodes each map on the
 device's own buffer with the driver's ``cuTensorMapEncodeTiled`` and passes it by value, as a ``__grid_constant__``
 parameter, before the family's arguments (in the order declared). What the driver requires of a map is checked
 here first (:func:`tensor_map_fields`), so that a problem the maps cannot describe is refused with a reason that

@@ -10,17 +10,17 @@ slowed it.
 CPU. ``/proc/stat`` counts, per CPU, the time spent busy (user, nice, system, irq, softirq, steal), and
 ``/proc/<pid>/stat`` each process's own time (utime, stime, and cutime, cstime of the children it has waited
 for). Over a window, the busy time of the CPUs this process may run on, less the time of the run's own processes
-(the process tree under the run's main process: the measuring worker and its threads, the compilers), is other
+(the process tree under the run's main process: the measuring process and its threads, the compilers), is other
 processes' time; over the window's length it is ``other_cpus``, the CPUs' worth of time others took (2.0: two
 whole CPUs). A measurement on ``threads`` of ``cpus`` CPUs leaves ``cpus − threads`` of them to others; it was
 *under load* when others took more than that by over ``LOAD_TOLERANCE`` of the measuring threads' time (and by
 more than ``RESOLUTION_TICKS`` of the counters, which count in clock ticks of 10 ms).
 
 GPU. NVML lists the processes holding a context on the GPU and samples each one's SM utilisation. Over a window,
-another process whose kernels used the SMs (``other_gpu_percent`` > 0), or, where NVML keeps no samples, which
-holds a context at all, puts the measurement under load. Inside a container NVML names processes by the host's
-process ids, which match none of the run's own: then the busiest process is taken for the run's own worker and
-the others counted.
+another process whose kernels used the SMs (``other_gpu_percent`` > 0), or, where NVML keeps no samples, which holds a
+context at all, puts the measurement under load. Inside a container NVML names processes by the host's process ids,
+which match none of the run's own: then the busiest process is taken for the run's own measuring process and the others
+counted.
 
 The readers of ``/proc`` and of NVML are small classes of their own, so that the judgement is tested with stand-ins
 for them; this module imports nothing of the project.
@@ -97,7 +97,7 @@ def cpu_contended(other_ticks: float, window_ticks: float, cpus: int, threads: i
 def gpu_others(seen: Mapping[int, float | None], own: set[int]) -> dict[int, float | None]:
     """The other processes among those NVML saw on the GPU (pid → their highest SM utilisation in %, None where it
     keeps no samples): all but the run's own; where none of the pids is the run's own (NVML names them in another
-    namespace), all but the busiest, which stands for the run's measuring worker."""
+    namespace), all but the busiest, which stands for the run's measuring process."""
     if own & seen.keys():
         return {pid: busy for pid, busy in seen.items() if pid not in own}
     ordered = sorted(seen, key=lambda pid: seen[pid] or 0.0)

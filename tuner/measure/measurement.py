@@ -18,7 +18,7 @@ class Status(StrEnum):
     INVALID = "invalid"  # static constraints or launch-resource limits
     COMPILE_ERROR = "compile_error"
     WRONG = "wrong"  # failed verification; never timed
-    CRASHED = "crashed"  # fault, launch failure or hang in the worker
+    CRASHED = "crashed"  # fault, launch failure or hang in the measuring process
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def _context() -> multiprocessing.context.BaseContext:
 
 def start_drawing_processes() -> None:
     """Start the server the drawing processes are forked from, so that it imports matplotlib and the report's
-    modules while the caller goes on (a run calls this while its measuring workers start); with too few cores
+    modules while the caller goes on (a run calls this while its measuring processes start); with too few cores
     to draw in parallel, nothing."""
     if default_jobs() <= 1:
         return

@@ -10,7 +10,7 @@ import optuna
 from optuna.trial import Trial, TrialState
 
 from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
     AXES_ATTR,
@@ -50,18 +50,19 @@ def strategy_name(choice: Choice) -> str:
         getattr(choice, "__name__", type(choice).__name__)
 
 
-def check_choice(choice: Choice) -> None:
+def check_choice(choice: Choice, name: Naming = option_name) -> None:
     """TunerError for a name that names no strategy, a strategy whose package is missing, or a sampler object
-    that cannot be copied for each study and trial."""
+    that cannot be copied for each study and trial; ``name``: how the errors name the run's settings
+    (:mod:`tuner.errors`)."""
     if isinstance(choice, str):
         if choice not in catalog.NAMES:
-            raise TunerError(f"unknown sampler '{choice}'; choose one of {', '.join(catalog.NAMES)}")
+            raise TunerError(f"unknown strategy '{choice}'; choose one of {', '.join(catalog.NAMES)}")
         if choice in catalog.OPTUNA:
-            sampler_maker(choice)
+            sampler_maker(choice, name)
     elif isinstance(choice, optuna.samplers.BaseSampler):
         pristine_copy(choice)
     elif not callable(choice):
-        raise TunerError(f"a sampler is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
+        raise TunerError(f"a strategy is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
                          f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
 
 
@@ -116,12 +117,13 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
     return study
 
 
-def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice: Choice) -> None:
+def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice: Choice,
+                        called: Naming = option_name) -> None:
     """TunerError where the study ``name`` exists and was searched with another strategy than ``choice`` (a study
     written before the strategy was kept names it in its evaluations' records); nothing is written. A run into a
     folder's own storage calls it: continuing a study with another strategy would mix the two, so that the results
     would say nothing about either (workers sharing a storage may each bring their own strategy; each row names
-    its strategy)."""
+    its strategy). ``called``: how the error names the run's settings (:mod:`tuner.errors`)."""
     try:
         study_id = storage.get_study_id_from_name(name)
     except KeyError:
@@ -136,8 +138,8 @@ def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice:
     if searched is not None and searched != chosen:
         raise TunerError(f"study '{name}' in the Optuna storage was searched with the strategy '{searched}', not "
                          f"'{chosen}': continuing it with another strategy would mix the two, so that the results "
-                         f"say nothing about either; run with --strategy {searched} to continue it, or into a new "
-                         f"output folder (--out) or storage to search with '{chosen}'")
+                         f"say nothing about either; run with {called('strategy', str(searched))} to continue it, or "
+                         f"into a new output folder ({called('out')}) or storage to search with '{chosen}'")
 
 
 def ask_configuration(study: optuna.Study, space: StudySpace) -> Trial:

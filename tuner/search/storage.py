@@ -41,7 +41,7 @@ import sqlalchemy
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 from sqlalchemy.engine import URL, make_url
 
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name
 from tuner.input_file import not_regular
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
 
@@ -154,7 +154,7 @@ def experiment_in_file(path: Path) -> str | None:
     return names[0].split("/", 1)[0] if names and "/" in names[0] else None
 
 
-def check_storage_url(url: str) -> None:
+def check_storage_url(url: str, name: Naming = option_name) -> None:
     """Refuse a URL that cannot hold a run's studies, without creating anything."""
     path = journal_path(url)
     if path is not None:
@@ -174,7 +174,7 @@ def check_storage_url(url: str) -> None:
     if _in_memory(parsed):
         raise TunerError(f"the Optuna storage '{url}' is an in-memory SQLite database, which is gone when the process "
                          f"ends, and a run's results must outlive it: give a file URL such as {EXAMPLE_URL} (or no "
-                         f"--storage, for the output folder's own storage)")
+                         f"{name('storage')}, for the output folder's own storage)")
 
 
 def _check_regular(path: Path, url: str) -> None:
@@ -231,13 +231,13 @@ def _known_failure(exc: BaseException) -> tuple[str, str] | None:
     return next(((what, fix) for symptom, what, fix in _SQLITE_FAILURES if symptom in texts), None)
 
 
-def open_failure(exc: BaseException, url: str) -> TunerError:
+def open_failure(exc: BaseException, url: str, name: Naming = option_name) -> TunerError:
     """Why the storage at ``url`` (a URL check_storage_url accepts) cannot be opened, as one paragraph."""
     known = _known_failure(exc)
     if journal_path(url) is not None and isinstance(exc, OSError):
         return TunerError(f"{_storage_name(url)} cannot be opened or created ({_os_reason(exc)}); nothing was "
                           f"written to it: make its folder writable and free space on its disk, or choose another "
-                          f"output folder with --out (or another storage with --storage)")
+                          f"output folder with {name('out')} (or another storage with {name('storage')})")
     if journal_path(url) is not None:
         return TunerError(f"{_storage_name(url)} cannot be read as an Optuna journal ({_first_line(exc)}); nothing "
                           f"was written to it: move it aside to start afresh, or give another file")
@@ -250,7 +250,7 @@ def open_failure(exc: BaseException, url: str) -> TunerError:
                           f"such as {EXAMPLES}")
     what, fix = known
     return TunerError(f"{_storage_name(url)} {what}; nothing was written to it: {fix}, or choose another output "
-                      f"folder with --out (or another storage with --storage)")
+                      f"folder with {name('out')} (or another storage with {name('storage')})")
 
 
 @contextlib.contextmanager
@@ -295,15 +295,16 @@ CREATION_ATTEMPTS = 5
 """Heartbeat intervals without a beat after which a worker is dead."""
 
 
-def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.BaseStorage:
+def open_storage(url: str, heartbeat_s: int | None = None, name: Naming = option_name) -> optuna.storages.BaseStorage:
     """The Optuna storage a URL names (see the module text); ``heartbeat_s``: the heartbeat interval of a storage
-    that several processes share (None for one only this process uses).
+    that several processes share (None for one only this process uses); ``name``: how the errors name the run's
+    settings (:mod:`tuner.errors`).
 
     SQLite files are switched to write-ahead logging with ``synchronous=NORMAL``: each trial commits several
     times, and a full sync per commit would cost more than many measurements. The file stays consistent
     through a crash of the process or of the machine; the latter may lose the last commits.
     """
-    check_storage_url(url)
+    check_storage_url(url, name)
     path = journal_path(url)
     if path is not None:
         try:
@@ -312,7 +313,7 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
             _check_last_entry(path)
             return journal
         except Exception as exc:  # an unreadable or damaged log
-            raise open_failure(exc, url) from None
+            raise open_failure(exc, url, name) from None
     heartbeat: dict[str, Any] = {} if heartbeat_s is None else {
         "heartbeat_interval": heartbeat_s, "grace_period": heartbeat_s * GRACE_PERIODS}
     for attempt in range(CREATION_ATTEMPTS):
@@ -324,7 +325,7 @@ def open_storage(url: str, heartbeat_s: int | None = None) -> optuna.storages.Ba
             break
         except Exception as exc:  # SQLAlchemy and drivers raise many kinds; all mean the URL cannot be used
             if not _created_meanwhile(exc) or attempt == CREATION_ATTEMPTS - 1:
-                raise open_failure(exc, url) from None
+                raise open_failure(exc, url, name) from None
             time.sleep(0.2 * (attempt + 1))
     if storage.engine.dialect.name == "sqlite":
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)

@@ -3,7 +3,6 @@
 
 from tuner.strategies.annealing import SimulatedAnnealing
 from tuner.strategies.domain import Domain
-from tuner.strategies.dual_annealing import DualAnnealing
 from tuner.strategies.genetic import GeneticAlgorithm
 from tuner.strategies.local_search import IteratedLocalSearch
 from tuner.strategies.protocol import Strategy, StrategyFactory
@@ -14,9 +13,14 @@ __all__ = ["BayesianSearch", "DualAnnealing", "Domain", "GeneticAlgorithm", "Ite
 
 
 def __getattr__(name: str) -> object:
-    """BayesianSearch, imported when first named: it brings in SciPy's optimiser, which the parser need not load."""
+    """BayesianSearch and DualAnnealing, imported when first named: they bring in SciPy, which the parser and the
+    command line need not load."""
     if name == "BayesianSearch":
         from tuner.strategies.bayesian import BayesianSearch
 
         return BayesianSearch
+    if name == "DualAnnealing":
+        from tuner.strategies.dual_annealing import DualAnnealing
+
+        return DualAnnealing
     raise AttributeError(f"module 'tuner.strategies' has no attribute '{name}'")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import optuna
 
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name
 from tuner.strategies.catalog import OPTUNA
 
 SamplerMaker = Callable[[int, int], optuna.samplers.BaseSampler]
@@ -36,12 +36,13 @@ _MAKERS: dict[str, SamplerMaker] = {
 assert set(_MAKERS) == set(OPTUNA)
 
 
-def sampler_maker(name: str) -> SamplerMaker:
-    """How to make the Optuna sampler called ``name``; TunerError when a package it needs is missing."""
+def sampler_maker(name: str, called: Naming = option_name) -> SamplerMaker:
+    """How to make the Optuna sampler called ``name``; TunerError when a package it needs is missing (naming the
+    strategy's setting as ``called`` does)."""
     if name in _NEEDS and importlib.util.find_spec(_NEEDS[name][0]) is None:
         module, install = _NEEDS[name]
         raise TunerError(f"the '{name}' sampler needs the Python package '{module}', which is not installed "
-                         f"({install}); or choose another strategy with --strategy")
+                         f"({install}); or choose another strategy with {called('strategy')}")
     make = _MAKERS[name]
 
     def quietly(study: int, trial: int) -> optuna.samplers.BaseSampler:

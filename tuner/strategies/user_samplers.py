@@ -1,4 +1,4 @@
-"""An Optuna sampler object given by the user (``sampler=optuna.samplers.TPESampler(seed=1)``), copied for each trial.
+"""An Optuna sampler object given by the user (``strategy=optuna.samplers.TPESampler(seed=1)``), copied for each trial.
 
 One sampler object cannot serve several studies (TPE's search space remembers the first study it saw and refuses
 the next), and one used across trials proposes what its random state has come to, which a resumed run cannot

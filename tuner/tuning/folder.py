@@ -30,7 +30,7 @@ from optuna.trial import TrialState
 from tuner.backends.protocol import Backend
 from tuner.config import Config
 from tuner.counters import store as counters_store
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.schema import Experiment
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
@@ -191,35 +191,38 @@ def storage_name(storage: str | optuna.storages.BaseStorage | None) -> str | Non
     return url if isinstance(url, str) else f"a {type(storage).__name__} object"
 
 
-def previous_run(out: Path, experiment: Experiment, storage: str | None) -> Previous | None:
+def previous_run(out: Path, experiment: Experiment, storage: str | None,
+                 name: Naming = option_name) -> Previous | None:
     """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
-    (nothing written) when its table belongs to another experiment or storage; None for a new folder."""
+    (nothing written) when its table belongs to another experiment or storage, naming the settings as ``name``
+    does; None for a new folder."""
     table = out / results.RESULTS_PARQUET
     if not table.is_file():
-        _refuse_without_table(out, experiment, storage)
+        _refuse_without_table(out, experiment, storage, name)
         return None
     try:
         rows, metadata = results.load(out)
     except (OSError, ValueError, pyarrow.ArrowException) as exc:
         raise TunerError(f"{table} cannot be read ({exc}); it is left as it is: move it aside to start afresh, "
-                         f"or choose another folder with --out") from None
+                         f"or choose another folder with {name('out')}") from None
     metadata = metadata if isinstance(metadata, dict) else {}
     recorded = metadata["experiment"] if isinstance(metadata.get("experiment"), dict) else {}
     names = {str(n) for n in rows.get("experiment", pd.Series(dtype=str)).dropna().unique()}
     owner = recorded.get("name") or (names.pop() if len(names) == 1 else None)
     if owner is not None and owner != experiment.name:
         raise TunerError(f"{out} holds the results of experiment '{owner}' ({len(rows)} rows), not of "
-                         f"'{experiment.name}'; choose another folder with --out, so that they stay as they are")
+                         f"'{experiment.name}'; choose another folder with {name('out')}, so that they stay as they "
+                         f"are")
     used = metadata.get("storage", None)
     if storage_label(used) != storage_label(storage):
-        again = f"--storage {used}" if used else "no --storage (the folder's own storage)"
+        again = name("storage", str(used)) if used else f"no {name('storage')} (the folder's own storage)"
         raise TunerError(f"{out} holds {len(rows)} rows recorded in the storage {storage_label(used)}, not "
                          f"{storage_label(storage)}; to continue them run with {again}, or choose another folder "
-                         f"with --out")
+                         f"with {name('out')}")
     return Previous(rows, metadata)
 
 
-def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None) -> None:
+def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None, name: Naming) -> None:
     """A folder without a results table (moved aside, or never saved) may still hold another experiment's
     metadata.json or storage: TunerError rather than taking it over."""
     meta = out / results.METADATA_JSON
@@ -228,21 +231,21 @@ def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None
             metadata = results.load_metadata(out)
         except (OSError, ValueError) as exc:
             raise TunerError(f"{meta} cannot be read ({exc}); it is left as it is: move it aside to start afresh, "
-                             f"or choose another folder with --out") from None
+                             f"or choose another folder with {name('out')}") from None
         recorded = metadata.get("experiment") if isinstance(metadata, dict) else None
         owner = recorded.get("name") if isinstance(recorded, dict) else None
         if owner is not None and owner != experiment.name:
             raise TunerError(f"{out} holds the metadata of experiment '{owner}' (its {results.RESULTS_PARQUET} is "
-                             f"not there), not of '{experiment.name}'; choose another folder with --out, so that "
-                             f"what it holds stays as it is")
+                             f"not there), not of '{experiment.name}'; choose another folder with {name('out')}, so "
+                             f"that what it holds stays as it is")
     if storage is not None:
         return
-    for name in (STORAGE_FILE, SQLITE_STORAGE_FILE):
-        owner = experiment_in_file(out / name) if (out / name).is_file() else None
+    for file in (STORAGE_FILE, SQLITE_STORAGE_FILE):
+        owner = experiment_in_file(out / file) if (out / file).is_file() else None
         if owner is not None and owner != experiment.name:
-            raise TunerError(f"{out} holds the Optuna storage {name} of experiment '{owner}' (its "
+            raise TunerError(f"{out} holds the Optuna storage {file} of experiment '{owner}' (its "
                              f"{results.RESULTS_PARQUET} is not there), not of '{experiment.name}'; choose another "
-                             f"folder with --out, so that it stays as it is")
+                             f"folder with {name('out')}, so that it stays as it is")
 
 
 def record_of_row(row: Mapping[str, Any]) -> Record:

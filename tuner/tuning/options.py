@@ -3,8 +3,10 @@
 :class:`RunOptions` holds what ``tuner.run``'s parameters or the command line's options give, each None where not
 given. :func:`resolve` checks them in one place, by the rules the experiment file's settings follow
 (:mod:`tuner.experiment.run_settings`), and lays them over the experiment's settings; its errors name each
-setting as the caller does (:func:`parameter_name`: ``trials`` in Python; :func:`option_name`: ``--trials``
-on the command line). A setting the caller left to the experiment is named by the experiment's field.
+setting as the caller does (:func:`tuner.errors.parameter_name`: ``trials`` in Python;
+:func:`tuner.errors.option_name`: ``--trials`` on the command line), and so do the errors of what the run opens
+after (its folder, storage, backends and studies: :attr:`RunSettings.name`). A setting the caller left to the
+experiment is named by the experiment's field.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,41 +23,27 @@ import optuna
 
 from tuner.backends.protocol import Backend
 from tuner.energy.objective import Objective
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.run_settings import COUNTERS, HEARTBEAT, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.schema import Experiment
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_choice
+from tuner.settings import former_keyword
 from tuner.tuning.energy_objective import resolve_objective
 
-Naming = Callable[[str], str]
-"""How a caller names a setting, given the parameter's name."""
 
-
-def parameter_name(name: str) -> str:
-    """``tuner.run``'s naming: the parameter's own name."""
-    return name
-
-
-OPTION_NAMES = {"sampler": "strategy"}
-"""Parameters of ``tuner.run`` that the command line names otherwise."""
-
-
-def option_name(name: str) -> str:
-    """The command line's naming: ``--trials``, ``--replay-pace``, ``--strategy`` for ``sampler``."""
-    return "--" + OPTION_NAMES.get(name, name).replace("_", "-")
-
-
+@former_keyword("sampler", "strategy")
 @dataclass(frozen=True)
 class RunOptions:
-    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`)."""
+    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`); ``sampler`` is
+    ``strategy``'s former name, still accepted but deprecated."""
 
     backend: str | Backend | None = None
     replay: str | os.PathLike[str] | None = None
     trials: int | None = None
     timeout: float | None = None
-    sampler: Choice | None = None
+    strategy: Choice | None = None
     seed: int | None = None
     transfer: int | None = None
     storage: str | optuna.storages.BaseStorage | None = None
@@ -78,7 +66,7 @@ class RunOptions:
             "backend": backend if isinstance(backend, str) else None, "replay": self.replay,
             "objective": ",".join(objective) if self.objective is not None else None,
             "trials": self.trials, "timeout": self.timeout,
-            "sampler": self.sampler if isinstance(self.sampler, str) else None, "seed": self.seed,
+            "strategy": self.strategy if isinstance(self.strategy, str) else None, "seed": self.seed,
             "transfer": self.transfer, "storage": self.storage if isinstance(self.storage, str) else None,
             "out": out, "gpus": self.gpus, "heartbeat": self.heartbeat, "replay_pace": self.replay_pace,
             "counters": self.counters,
@@ -103,6 +91,8 @@ class RunSettings:
     heartbeat_s: int
     out: Path
     summary: bool
+    name: Naming
+    """How the caller names a setting (:mod:`tuner.errors`), for the errors of what the run opens."""
 
 
 def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSettings:
@@ -110,12 +100,12 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
     breaks its rule, before anything is opened or written."""
     for callback in options.callbacks:
         adapted(callback)  # a function of neither form is refused before anything is written
-    sampler: Choice | None
-    experiment, sampler, goal = resolve_objective(experiment, options.objective, options.sampler, options.quiet,
-                                                  name)
+    strategy: Choice | None
+    experiment, strategy, goal = resolve_objective(experiment, options.objective, options.strategy, options.quiet,
+                                                   name)
     search = experiment.search
-    choice = sampler if sampler is not None else search.strategy
-    check_choice(choice)
+    choice = strategy if strategy is not None else search.strategy
+    check_choice(choice, name)
     trials = _setting(options.trials, TRIALS, name("trials"), search.trials, "search.trials")
     timeout = _setting(options.timeout, TIMEOUT, name("timeout"), search.timeout_s, "search.timeout_s")
     seed = _setting(options.seed, SEED, name("seed"), search.seed, "search.seed")
@@ -126,10 +116,10 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
                                      measure=dataclasses.replace(experiment.measure, counters=counters))
     out = _output_folder(options.out, experiment, name("out"))
     if isinstance(options.storage, str):
-        check_storage_url(options.storage)
+        check_storage_url(options.storage, name)
     heartbeat = _setting(options.heartbeat, HEARTBEAT, name("heartbeat"), HEARTBEAT_INTERVAL_S, None)
     summary = not options.quiet if options.summary is None else options.summary
-    return RunSettings(experiment, choice, goal, Budget(trials, timeout), seed, heartbeat, out, summary)
+    return RunSettings(experiment, choice, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)
 
 
 def _setting(given: Any, rule: Rule, name: str, default: Any, field: str | None) -> Any:

@@ -1,6 +1,6 @@
 """Several GPUs of one host measuring for the same studies: one thread per GPU, each driving its own search.
 
-Each thread measures through its own backend (a measuring worker process on one GPU; the compile pool is shared)
+Each thread measures through its own backend (a measuring process on one GPU; the compile pool is shared)
 and asks the shared study for configurations; the study's claims (:mod:`tuner.search.claims`) see to it that no two
 threads measure the same configuration. The first GPU's search runs in the calling thread, so that Ctrl-C
 reaches it; when any search ends with an error or an interruption the others are stopped at their next

@@ -48,7 +48,7 @@ import optuna
 
 from tuner.backends.energy_capability import check_energy
 from tuner.backends.protocol import Backend
-from tuner.errors import TunerError
+from tuner.errors import Naming, TunerError, option_name, parameter_name
 from tuner.experiment.schema import Experiment, check_experiment, check_name, load_experiment
 from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
@@ -64,23 +64,24 @@ from tuner.search.storage import (
 )
 from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
-from tuner.settings import STORAGE_FILE
+from tuner.settings import STORAGE_FILE, former_keyword
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.folder import previous_run, storage_name
-from tuner.tuning.options import Naming, RunOptions, RunSettings, parameter_name, resolve
+from tuner.tuning.options import RunOptions, RunSettings, resolve
 from tuner.tuning.result_display import RunResult
 from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 
 __all__ = ["WORKER_SEED_STEP", "RunOptions", "lock_folder", "run", "run_with", "worker_seed"]
 
 
+@former_keyword("sampler", "strategy")
 def run(
     experiment: Experiment | str | os.PathLike[str],
     backend: str | Backend | None = None,
     replay: str | os.PathLike[str] | None = None,
     trials: int | None = None,
     timeout: float | None = None,
-    sampler: Choice | None = None,
+    strategy: Choice | None = None,
     seed: int | None = None,
     transfer: int | None = None,
     storage: str | optuna.storages.BaseStorage | None = None,
@@ -101,16 +102,16 @@ def run(
     or every core), "replay" (answer from ``replay``, a recorded run folder or results.parquet; the experiment's
     shipped recording when omitted) or a Backend object; None takes "replay" when ``replay`` is given, "cpu"
     when every family of the experiment is C, else "pycuda". ``trials``, ``timeout`` (seconds per study),
-    ``sampler``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``sampler`` is a
+    ``strategy``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``strategy`` is a
     strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a
     callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of
-    :mod:`tuner.strategies`).
+    :mod:`tuner.strategies`); ``sampler``, its former name, is still accepted but deprecated.
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
     :class:`tuner.study.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
     (:mod:`tuner.search.callbacks`; from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as
-    "0,1") measures on several GPUs of this host at once, one measuring worker each (with the replay backend,
+    "0,1") measures on several GPUs of this host at once, one measuring process each (with the replay backend,
     indices stand for GPUs).
     ``heartbeat`` is the interval in seconds of this worker's heartbeat in a shared storage (default 10; a worker
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
@@ -126,7 +127,7 @@ def run(
     Nothing is created before the backend has started: a backend that cannot run leaves no trace, and a folder
     that holds another experiment's or storage's results is refused before anything is opened.
     """
-    options = RunOptions(backend=backend, replay=replay, trials=trials, timeout=timeout, sampler=sampler, seed=seed,
+    options = RunOptions(backend=backend, replay=replay, trials=trials, timeout=timeout, strategy=strategy, seed=seed,
                          transfer=transfer, storage=storage, out=out, quiet=quiet, report=report, summary=summary,
                          callbacks=callbacks, gpus=gpus, heartbeat=heartbeat, replay_pace=replay_pace,
                          objective=objective, counters=counters)
@@ -136,7 +137,7 @@ def run(
 def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOptions,
              name: Naming = parameter_name) -> RunResult:
     """The run of :func:`run` with its options as one value; ``name`` says how the errors name a setting (the
-    command line passes :func:`tuner.tuning.options.option_name`)."""
+    command line passes :func:`tuner.errors.option_name`)."""
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     elif experiment.path is None:
@@ -146,11 +147,11 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     use_family_dirs(experiment.template_dirs)
     settings = resolve(options, experiment, name)
     label = storage_name(options.storage)
-    previous = previous_run(settings.out, settings.experiment, label)  # before anything is opened or written
+    previous = previous_run(settings.out, settings.experiment, label, name)  # before anything is opened or written
     backend = options.backend if options.backend is not None else default_backend(settings.experiment,
                                                                                    options.replay)
     chosen = open_backends(backend, settings.experiment, options.replay, options.gpus, options.replay_pace,
-                           _load_report if options.report else None, progress=not options.quiet)
+                           _load_report if options.report else None, progress=not options.quiet, name=name)
     created = not settings.out.exists()
     try:
         check_energy(chosen, settings.objective)
@@ -173,12 +174,12 @@ def _opened(settings: RunSettings, options: RunOptions, label: str | None,
             measuring: int) -> Iterator[tuple[optuna.storages.BaseStorage, Liveness]]:
     """The run's folder locked, its storage open (closed after, unless the caller gave it as an object), SIGTERM
     taken as Ctrl-C, the storage's failures explained, and who else may be working in it."""
-    out, storage = settings.out, options.storage
+    out, storage, name = settings.out, options.storage, settings.name
     given = storage if isinstance(storage, optuna.storages.BaseStorage) else None
     url = storage if isinstance(storage, str) else own_storage_url(out)
-    lock = lock_folder(out)
+    lock = lock_folder(out, name)
     try:
-        store = given or _open_storage(url, out)
+        store = given or _open_storage(url, out, name)
         try:
             with _terminate_as_interrupt(), failures_explained(url if given is None else label or url), \
                     _liveness(storage, settings.experiment, measuring, settings.heartbeat_s) as liveness:
@@ -190,8 +191,9 @@ def _opened(settings: RunSettings, options: RunOptions, label: str | None,
         os.close(lock)
 
 
-def lock_folder(out: Path) -> int:
-    """Create the output folder and hold a lock on it (one run per folder): its file descriptor."""
+def lock_folder(out: Path, name: Naming = option_name) -> int:
+    """Create the output folder and hold a lock on it (one run per folder): its file descriptor; ``name``: how
+    the refusal of a folder another run writes names the output folder's setting."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(out, os.O_RDONLY)
@@ -202,7 +204,7 @@ def lock_folder(out: Path) -> int:
     except OSError:
         os.close(descriptor)
         raise TunerError(f"{out}: another run is writing to this output folder; wait for it to finish or "
-                         f"choose another folder with --out") from None
+                         f"choose another folder with {name('out')}") from None
     return descriptor
 
 
@@ -225,7 +227,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _load_report() -> None:
     """Import the report's modules (matplotlib is slow to import) and start the server of the processes that will
-    draw its figures, while the measuring workers start."""
+    draw its figures, while the measuring processes start."""
     from tuner.report import start_drawing_processes
 
     start_drawing_processes()
@@ -274,13 +276,13 @@ def _liveness(storage: str | optuna.storages.BaseStorage | None, experiment: Exp
         yield HostWorkers()
 
 
-def _open_storage(url: str, out: Path) -> optuna.storages.BaseStorage:
+def _open_storage(url: str, out: Path, name: Naming) -> optuna.storages.BaseStorage:
     """The run's storage; where it cannot be opened, the error says that the results table is left as it is."""
     own = journal_path(url)
     if own is not None and url == own_storage_url(out):  # the folder's lock keeps other writers out
         repair_journal_end(own)
     try:
-        return open_storage(url)
+        return open_storage(url, name=name)
     except TunerError as exc:
         table = out / results.RESULTS_PARQUET
         if not table.is_file():

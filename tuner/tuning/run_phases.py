@@ -134,7 +134,7 @@ class Run:
         environments = [b.metadata() for b in self.backends]
         self.environment_ids = [metadata_id(env) for env in environments]
         spaces = study_spaces(self.experiment, self.backend.recorded_configs())
-        for measuring in self.backends if spaces else ():  # the worker makes the first study's inputs meanwhile
+        for measuring in self.backends if spaces else ():  # each measuring process makes them meanwhile
             prepare_inputs(measuring, spaces[0].problem, spaces[0].dtype)
         self._open_studies(spaces)
         self.ledger = Ledger(self.store, self.experiment.name, next(iter(self.studies.values())))
@@ -152,7 +152,7 @@ class Run:
         """Open every study (a study of the folder's own storage only with the strategy it was searched with)."""
         choice = self.settings.choice
         for space in spaces if self.place.storage is None else ():  # before any study is opened: nothing written
-            check_same_strategy(self.store, space.name, choice)
+            check_same_strategy(self.store, space.name, choice, self.settings.name)
         for space in spaces:
             study = open_study(self.store, space, choice, self.own_seed, self.place.liveness,
                                self.settings.objective)

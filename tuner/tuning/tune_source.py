@@ -12,7 +12,7 @@ the same storage (resumed by calling ``tune`` again with the same arguments) and
 are Python expressions over the parameters, as Kernel Tuner takes them, checked and evaluated without ``eval``
 (:mod:`tuner.space.restriction_rules`). ``source`` is the text, or a path to a file (``.c`` for a C kernel measured on
 the CPU); each parameter reaches it as a ``#define``, and ``real_t`` names the dtype's C type. Every other
-keyword (``backend``, ``trials``, ``sampler``, ``objective``, ``out``, ``storage``, ``quiet``, ``callbacks``, …)
+keyword (``backend``, ``trials``, ``strategy``, ``objective``, ``out``, ``storage``, ``quiet``, ``callbacks``, …)
 is :func:`tuner.run`'s.
 """
 

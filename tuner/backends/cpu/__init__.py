@@ -1,1 +1,1 @@
-"""The CPU backend: C families compiled by the system compiler, measured in a worker process."""
+"""The CPU backend: C families compiled by the system compiler, measured in a measuring process."""

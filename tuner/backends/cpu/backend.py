@@ -1,20 +1,20 @@
-"""The CPU backend: C families compiled by the system compiler, measured in a worker process it can replace.
+"""The CPU backend: C families compiled by the system compiler, measured in a measuring process it can replace.
 
 Each configuration is rendered and compiled once to a shared library (:mod:`tuner.compile.cc`, with the
-compiler's report: code size, vectorized loops), cached like a cubin; the worker
-(:mod:`tuner.backends.cpu.worker`) loads it with ctypes, verifies and times it.
+compiler's report: code size, vectorized loops), cached like a cubin; the measuring process
+(:mod:`tuner.backends.cpu.measurer`) loads it with ctypes, verifies and times it.
 
 Threads: the kernels' OpenMP loops and numpy's BLAS run on ``threads`` threads (default: ``OMP_NUM_THREADS``
-when set, else every core this process may use), fixed when the worker starts.
+when set, else every core this process may use), fixed when the measuring process starts.
 
 Compiling ahead (:mod:`tuner.backends.compile_ahead`): a pool of compiler processes builds the configurations the
 study asks ahead. When the measurement leaves cores idle (fewer threads than cores), the pool runs on those cores
-while the worker measures; when it uses every core, the sources handed to ``prefetch`` wait and are compiled
+while the measuring process measures; when it uses every core, the sources handed to ``prefetch`` wait and are compiled
 together, in parallel, right before the next measurement, so that no compiler shares a core with a timed kernel.
 
-A fault in a kernel (SIGSEGV, SIGBUS) ends only the worker; a kernel still running
-``MeasureSettings.timeout_s`` after its first call is a hang and its worker is killed. Either way the
-configuration is recorded as crashed and the next request starts a fresh worker.
+A fault in a kernel (SIGSEGV, SIGBUS) ends only the measuring process; a kernel still running
+``MeasureSettings.timeout_s`` after its first call is a hang and its measuring process is killed. Either way the
+configuration is recorded as crashed and the next request starts a fresh measuring process.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from tuner.backends.compile_ahead import CompileAheadBackend
-from tuner.backends.worker_process import THREAD_VARIABLES, WorkerProcess
+from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.compile.cc import compile_source, find_cc, flags
 from tuner.compile.pool import CompilePool
 from tuner.config import Config, Problem
@@ -37,7 +37,7 @@ from tuner.settings import CompileSettings, MeasureSettings
 from tuner.space.entry_space import violations
 
 START_TIMEOUT_S = 120.0
-"""Starting a worker: Python, numpy, the eviction kernel and its buffer."""
+"""Starting a measuring process: Python, numpy, the eviction kernel and its buffer."""
 
 
 def default_threads() -> int:
@@ -74,7 +74,7 @@ class CpuBackend(CompileAheadBackend):
                                settings.workers or (idle if idle > 0 else usable_cpus()))
         super().__init__(measure_settings or MeasureSettings(), settings, compiler, "CPU", overlap=idle > 0,
                          progress=progress)
-        self.worker.live()  # fail now, in one paragraph, when the worker cannot start
+        self.channel.live()  # fail now, in one paragraph, when the measuring process cannot start
 
     # --- the Backend protocol ----------------------------------------------------------------------------
 
@@ -95,21 +95,21 @@ class CpuBackend(CompileAheadBackend):
         if not compiled.ok or compiled.path is None:
             return Measurement(Status.COMPILE_ERROR, compiled.log, compile_time_s=compiled.compile_time_s)
         payload = (config, str(compiled.path), compiled.resources)
-        result = self.worker.request("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources))
+        result = self.channel.request("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources))
         return replace(result, compile_time_s=compiled.compile_time_s)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
         """numpy's BLAS (matmul) for this problem and dtype on the backend's threads, verified and timed by the
         same method as the kernels."""
-        return self.worker.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
+        return self.channel.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
         from tuner.cpu.environment import cpu_environment
 
         return cpu_environment(device, self.threads, self.measure)
 
-    def start_worker(self) -> WorkerProcess:
-        from tuner.backends.cpu.worker import serve
+    def start_measuring_process(self) -> MeasuringProcess:
+        from tuner.backends.cpu.measurer import serve
 
-        return WorkerProcess(serve, (self.measure, self.threads, family_dirs()), "tuner-cpu-worker", START_TIMEOUT_S,
+        return MeasuringProcess(serve, (self.measure, self.threads, family_dirs()), "tuner-cpu-worker", START_TIMEOUT_S,
                              dict.fromkeys(THREAD_VARIABLES, str(self.threads)), wait=False)

@@ -1,1 +1,1 @@
-"""Measuring on an NVIDIA GPU through PyCUDA: the backend (parent side), its worker process and cuBLAS."""
+"""Measuring on an NVIDIA GPU through PyCUDA: the backend (parent side), its measuring process and cuBLAS."""

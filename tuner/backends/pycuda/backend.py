@@ -1,12 +1,12 @@
-"""The PyCUDA backend: compiles ahead with nvcc, measures in a GPU worker process it can replace
+"""The PyCUDA backend: compiles ahead with nvcc, measures in a GPU measuring process it can replace
 (:mod:`tuner.backends.compile_ahead`).
 
-Each configuration is rendered and compiled once to a cubin (:mod:`tuner.compile.nvcc`, with ptxas's resource
-report: registers, shared and local memory, spills), while the GPU measures the one before; the worker loads
-the cubin and verifies and times it while the parent records the evaluation before (``submit``). The parent
-holds no CUDA context. A fault in a kernel (illegal address, launch failure) ends only the worker; a kernel
-still running ``MeasureSettings.timeout_s`` after its first launch is a hang and its worker is killed. Either way
-the configuration is recorded as crashed and the next request starts a fresh worker, which re-creates its
+Each configuration is rendered and compiled once to a cubin (:mod:`tuner.compile.nvcc`, with ptxas's resource report:
+registers, shared and local memory, spills), while the GPU measures the one before; the measuring process loads the
+cubin and verifies and times it while the parent records the evaluation before (``submit``). The parent holds no CUDA
+context. A fault in a kernel (illegal address, launch failure) ends only the measuring process; a kernel still running
+``MeasureSettings.timeout_s`` after its first launch is a hang and its measuring process is killed. Either way the
+configuration is recorded as crashed and the next request starts a fresh measuring process, which re-creates its
 buffers.
 """
 
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.backends.abilities import Ability
 from tuner.backends.compile_ahead import CompileAheadBackend
+from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.backends.protocol import LOOKAHEAD, Done, Pending
-from tuner.backends.worker_process import THREAD_VARIABLES, WorkerProcess
 from tuner.compile.nvcc import compile_source, find_nvcc
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from tuner.backends.pycuda.kernel_count import CountRequest, KernelCount
 
 START_TIMEOUT_S = 180.0
-"""Starting a worker: Python, PyCUDA, the context, the timing helpers."""
-WORKER_BLAS_THREADS = 1
-"""The GPU worker's numpy BLAS threads. Its BLAS work is the float64 reference of a small problem or of sampled
-rows and columns, once per problem; a pool of one thread per core spins for a while after each call, and when
+"""Starting a measuring process: Python, PyCUDA, the context, the timing helpers."""
+MEASURER_BLAS_THREADS = 1
+"""The GPU measuring process's numpy BLAS threads. Its BLAS work is the float64 reference of a small problem or of
+sampled rows and columns, once per problem; a pool of one thread per core spins for a while after each call, and when
 the comparisons still used BLAS it took 13 of the 16 cores of an H100 host from the compilers."""
 ASK_AHEAD_PER_COMPILER = 2
 MOST_ASKED_AHEAD = 64
@@ -57,9 +57,10 @@ class PycudaBackend(CompileAheadBackend):
     def __init__(self, measure_settings: MeasureSettings | None = None,
                  compile_settings: CompileSettings | None = None, gpu: str | None = None,
                  compiler: CompilePool | None = None, wait: bool = True, progress: bool = False):
-        """``gpu``: the CUDA_VISIBLE_DEVICES value of the one GPU the worker measures on (None: the default GPU);
+        """``gpu``: the CUDA_VISIBLE_DEVICES value of the one GPU the measuring process measures on (None: the default
+        GPU);
         ``compiler``: a compile pool shared with the backends of other GPUs (closed by its owner), else its own;
-        ``wait``: wait for the GPU worker to be ready (else ``wait_ready`` does, or the first request);
+        ``wait``: wait for the GPU measuring process to be ready (else ``wait_ready`` does, or the first request);
         ``progress``: say on stderr what is measured where the GPU's ceilings are measured (a first run)."""
         if importlib.util.find_spec("pycuda") is None:
             raise TunerError(f"the pycuda backend needs PyCUDA, which is not installed here; install it with "
@@ -75,22 +76,22 @@ class PycudaBackend(CompileAheadBackend):
         """Configurations a search asks ahead: enough to keep every compiler busy, and a new configuration's compile
         (seconds for a register-blocked kernel) behind the measurements of those asked before it (a tenth of a
         second each)."""
-        self.worker.start()
+        self.channel.start()
         if wait:
             self.wait_ready()
 
     def wait_ready(self) -> None:
-        """Wait for the GPU worker; TunerError, in one paragraph, when there is no usable GPU."""
-        self.worker.live()
+        """Wait for the GPU measuring process; TunerError, in one paragraph, when there is no usable GPU."""
+        self.channel.live()
 
     def _compile(self, source: str) -> CompileResult:
         return compile_source(source, self.compile.arch, self.compile.options)
 
-    def start_worker(self) -> WorkerProcess:
-        from tuner.backends.pycuda.worker import serve
+    def start_measuring_process(self) -> MeasuringProcess:
+        from tuner.backends.pycuda.measurer import serve
 
-        return WorkerProcess(serve, (self.measure, self.compile, family_dirs(), self.gpu), "tuner-gpu-worker",
-                             START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(WORKER_BLAS_THREADS)), wait=False)
+        return MeasuringProcess(serve, (self.measure, self.compile, family_dirs(), self.gpu), "tuner-gpu-worker",
+                             START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(MEASURER_BLAS_THREADS)), wait=False)
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
         return environment(self.name, device, self.measure, self.compile)
@@ -99,7 +100,7 @@ class PycudaBackend(CompileAheadBackend):
 
     def submit(self, config: Config, source: str | None = None, launch: Launch | None = None) -> Pending:
         """Start evaluating one configuration: compile it (or take it from the cache, waiting for a compile
-        under way), then send it to the GPU worker, which verifies and times it while the caller goes on.
+        under way), then send it to the GPU measuring process, which verifies and times it while the caller goes on.
 
         ``source`` replaces the family's rendered source by a raw kernel of the same signature, and ``launch``
         its launch geometry: for tests of the failure paths, never registered as a family.
@@ -110,7 +111,7 @@ class PycudaBackend(CompileAheadBackend):
             return Done(Measurement(status, compiled.log, compile_time_s=compiled.compile_time_s,
                                     resources=compiled.resources))
         payload = (config, compiled.binary, compiled.resources, launch or launch_geometry(config))
-        return self.worker.submit("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources),
+        return self.channel.submit("evaluate", payload, Measurement(Status.CRASHED, resources=compiled.resources),
                                   lambda result: replace(result, compile_time_s=compiled.compile_time_s))
 
     def evaluate(self, config: Config, source: str | None = None, launch: Launch | None = None) -> Measurement:
@@ -119,16 +120,16 @@ class PycudaBackend(CompileAheadBackend):
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement | None:
         """cuBLAS GEMM for this problem and dtype, verified and timed by the same method as the kernels."""
-        return self.worker.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
+        return self.channel.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
 
     def prepare(self, problem: Problem, dtype: str) -> None:
-        """A hint: the first requests are about this problem and dtype; the worker makes their inputs, reference
-        and buffers and loads the baseline's library while the caller goes on."""
-        self.worker.submit("prepare", (problem, dtype), Measurement(Status.CRASHED))
+        """A hint: the first requests are about this problem and dtype; the measuring process makes their inputs,
+        reference and buffers and loads the baseline's library while the caller goes on."""
+        self.channel.submit("prepare", (problem, dtype), Measurement(Status.CRASHED))
 
     def counters(self) -> MeasuringProcessCounters:
-        """The GPU worker counts with CUPTI's range profiler; Nsight Compute, on this backend's GPU with its compile
-        settings and inputs, where CUPTI cannot (tuner.counters)."""
+        """The measuring process counts with CUPTI's range profiler; Nsight Compute, on this backend's GPU with its
+        compile settings and inputs, where CUPTI cannot (tuner.counters)."""
         from tuner.backends.pycuda.in_process_counters import MeasuringProcessCounters
         from tuner.counters.sources import NcuCounters
 
@@ -137,15 +138,15 @@ class PycudaBackend(CompileAheadBackend):
                                                                              or "")))
 
     def count_launches(self, request: CountRequest) -> tuple[KernelCount, ...]:
-        """One launch's counters of each kernel, read in the GPU worker in one session (a crash is every answer's
-        reason, and the next request starts a fresh worker)."""
+        """One launch's counters of each kernel, read in the measuring process in one session (a crash is every
+        answer's reason, and the next request starts a fresh process)."""
         from tuner.backends.pycuda.kernel_count import KernelCount
 
-        answer = self.worker.request("count", request, Measurement(Status.CRASHED))
+        answer = self.channel.request("count", request, Measurement(Status.CRASHED))
         if isinstance(answer, Measurement):
-            return (KernelCount("crashed", answer.reason or "the GPU worker crashed"),) * len(request.kernels)
+            return (KernelCount("crashed", answer.reason or "the measuring process crashed"),) * len(request.kernels)
         return tuple(answer)
 
     def end_counting(self) -> None:
-        """The GPU worker's profiler off: the GPU's counters free for another tool, the timing unaffected."""
-        self.worker.request("count_end", None, Measurement(Status.CRASHED))
+        """The measuring process's profiler off: the GPU's counters free for another tool, the timing unaffected."""
+        self.channel.request("count_end", None, Measurement(Status.CRASHED))

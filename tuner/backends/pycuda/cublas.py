@@ -1,4 +1,4 @@
-"""cuBLAS GEMM on the worker's own buffers, as the baseline each tuned kernel is compared with.
+"""cuBLAS GEMM on the measuring process's own buffers, as the baseline each tuned kernel is compared with.
 
 The buffers hold row-major matrices; cuBLAS reads column-major. A row-major X (r×c) is, read column-major,
 Xᵀ (c×r) with leading dimension c. So C = A·B row-major is computed as Cᵀ = Bᵀ·Aᵀ column-major:

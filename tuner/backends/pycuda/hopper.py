@@ -35,7 +35,7 @@ LAUNCH_REFUSALS = {1: "CUDA_ERROR_INVALID_VALUE", 701: "CUDA_ERROR_LAUNCH_OUT_OF
 """Errors cuLaunchKernelEx returns, before anything runs, for a launch the hardware cannot take."""
 PARAMETER_TYPES = {"P": ctypes.c_uint64, "i": ctypes.c_int32, "q": ctypes.c_int64, "f": ctypes.c_float,
                    "d": ctypes.c_double}
-"""ctypes of the argument codes the worker's signatures use (PyCUDA's ``prepare`` codes)."""
+"""ctypes of the argument codes the measuring process's signatures use (PyCUDA's ``prepare`` codes)."""
 
 
 class DriverError(Exception):

@@ -1,17 +1,17 @@
-"""Counting configurations in the GPU worker that measured them, with CUPTI's range profiler.
+"""Counting configurations in the measuring process that timed them, with CUPTI's range profiler.
 
 Nsight Compute counts from outside (:class:`tuner.counters.sources.NcuCounters`): a profiled process of its own
 that starts Python and CUDA, loads every kernel and makes every workspace again, while ncu saves and restores
-the device memory around each replay pass. Here the worker that timed the configurations counts them, one
+the device memory around each replay pass. Here the process that timed the configurations counts them, one
 request each (:class:`~tuner.backends.pycuda.kernel_count.CountRequest`): the kernel loaded from the same cubin
-onto the workspace it was measured on, replayed once per pass by the worker itself (CUPTI's user replay), its
+onto the workspace it was measured on, replayed once per pass by the process itself (CUPTI's user replay), its
 outputs poisoned and the L2 flushed before each pass, outside the range, and its output verified after the last
 (:mod:`tuner.gpu.range_profiler`). The metrics and their names are Nsight Compute's, so the rows are the same
 ``counters.parquet`` rows (their tool recorded in ``ncu_version``: ``CUPTI API …``).
 
 Where CUPTI cannot count on this machine (no library, a driver without the range profiler), Nsight Compute counts
-them instead, and the summary says why. A kernel that crashes the worker under the profiler is a reason; the next
-request starts a fresh worker, as after a crash while timing.
+them instead, and the summary says why. A kernel that crashes the measuring process under the profiler is a
+reason; the next request starts a fresh process, as after a crash while timing.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from tuner.kernels.render import launch, render
 
 
 class CountsLaunches(Protocol):
-    """What counting needs of the backend: its device, its compiled kernels, its worker's count of a launch."""
+    """What counting needs of the backend: its device, its compiled kernels, its measuring process's counts."""
 
     def device(self) -> dict[str, Any]: ...
 
@@ -63,7 +63,7 @@ def raw_metrics(answer: KernelCount) -> RawMetrics:
 
 
 class MeasuringProcessCounters:
-    """Counts configurations in ``backend``'s GPU worker; ``fallback`` (Nsight Compute) where CUPTI cannot."""
+    """Counts configurations in ``backend``'s measuring process; ``fallback`` (Nsight Compute) where CUPTI cannot."""
 
     def __init__(self, backend: CountsLaunches, fallback: CounterSource):
         self.backend = backend
@@ -82,7 +82,8 @@ class MeasuringProcessCounters:
         return replace(fallback, how=f"{fallback.how} (CUPTI could not count here: {one_line(unavailable)})")
 
     def _count_all(self, configs: Sequence[Config], say: Say | None, detail: bool) -> tuple[Counted, str | None]:
-        """What the worker counted, one session per workspace, or (nothing counted yet) why CUPTI cannot count here."""
+        """What the measuring process counted, one session per workspace, or (nothing counted yet) why CUPTI cannot
+        count here."""
         metrics = wanted(detail)
         device: dict[str, Any] = dict(self.backend.device()["device"])
         rows: list[dict[str, Any]] = []
@@ -125,8 +126,8 @@ class MeasuringProcessCounters:
         return list(groups.values())
 
     def _count_session(self, group: list[Config], metrics: tuple[str, ...]) -> list[KernelCount]:
-        """The worker's answers for the group, counted in one session; a session that fails (a crash, a launch
-        refused) is counted again one kernel at a time, so that its answers say which kernel failed."""
+        """The measuring process's answers for the group, counted in one session; a session that fails (a crash, a
+        launch refused) is counted again one kernel at a time, so that its answers say which kernel failed."""
         answers: list[KernelCount | None] = [None] * len(group)
         kernels: list[tuple[int, CountedKernel]] = []
         for index, config in enumerate(group):

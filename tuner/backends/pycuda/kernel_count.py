@@ -1,4 +1,5 @@
-"""What the GPU worker is asked to count, and what it answers (:mod:`tuner.backends.pycuda.in_process_counters`)."""
+"""What the GPU's measuring process is asked to count, and what it answers
+(:mod:`tuner.backends.pycuda.in_process_counters`)."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ class Launcher:
         self.workspace: Any = None
 
     def _workspace(self, kernel: JobKernel) -> Any:
-        from tuner.backends.pycuda.worker import Workspace, host_data
+        from tuner.backends.pycuda.measurer import Workspace, host_data
         from tuner.kernels.discovery import get_family
 
         config = kernel.config
@@ -94,10 +94,10 @@ class Launcher:
 
 
     def _run_extended(self, index: int, kernel: JobKernel, manifest: ManifestWriter) -> bool:
-        """A cluster or tensor-map launch, through the GPU worker's own launcher."""
+        """A cluster or tensor-map launch, through the GPU measuring process's own launcher."""
+        from tuner.backends.measuring_process import Fatal
         from tuner.backends.pycuda import hopper
-        from tuner.backends.pycuda.worker import ExtendedLaunch, LaunchRejected
-        from tuner.backends.worker_process import Fatal
+        from tuner.backends.pycuda.measurer import ExtendedLaunch, LaunchRejected
         from tuner.kernels.tensor_maps import TensorMapRefused
 
         key, workspace = kernel.config.key, self._workspace(kernel)

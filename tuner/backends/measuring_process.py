@@ -1,11 +1,13 @@
-"""A measuring worker in a process of its own, and the pipe to it: a fault or a hang ends only the worker.
+"""A measuring process (the process a backend measures in) and the pipe to it: a fault or a hang ends only that
+process.
 
-The parent sends one request at a time, ``(kind, payload)`` (:meth:`WorkerProcess.send`), and reads its answer
-(:meth:`WorkerProcess.receive`) before sending the next. The worker answers ``("started", None)`` right
-before it first runs the kernel (the parent's hang timeout runs from there), then ``("result", (value,
-busy_seconds))``; or ``("fatal", (text, busy_seconds))`` after a fault that leaves it unusable, and exits.
-A worker that dies or hangs raises WorkerCrashed in the parent, which kills it; the backend then starts a
-fresh one. Workers die with their parent (:func:`tuner.lifetime.die_with_parent`).
+The parent sends one request at a time, ``(kind, payload)`` (:meth:`MeasuringProcess.send`), and reads its answer
+(:meth:`MeasuringProcess.receive`) before sending the next. The measuring process answers ``("started", None)``
+right before it first runs the kernel (the parent's hang timeout runs from there), then ``("result", (value,
+busy_seconds))``; or ``("fatal", (text, busy_seconds))`` after a fault that leaves it unusable, and exits. A
+measuring process that dies or hangs raises MeasuringProcessCrashed in the parent, which kills it; the backend then
+starts a fresh one. Measuring processes die with their parent (:func:`tuner.lifetime.die_with_parent`). Inside, the
+backend's measurer (:mod:`tuner.backends.pycuda.measurer`, :mod:`tuner.backends.cpu.measurer`) answers the requests.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from tuner.errors import TunerError
 from tuner.lifetime import die_with_parent
 
 
-class WorkerCrashed(Exception):
-    """The worker died or hung; the message says how, ``busy_seconds`` how long the device had been at it."""
+class MeasuringProcessCrashed(Exception):
+    """The measuring process died or hung; the message says how, ``busy_seconds`` how long the device had been at it."""
 
     def __init__(self, message: str, busy_seconds: float = 0.0):
         super().__init__(message)
@@ -42,12 +44,12 @@ def exit_text(code: int | None) -> str:
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-"""What sizes the thread pools of OpenMP and of numpy's BLAS, read once when they load: a worker's environment
-sets them."""
+"""What sizes the thread pools of OpenMP and of numpy's BLAS, read once when they load: a measuring process's
+environment sets them."""
 
 
 class Fatal(Exception):
-    """A fault after which the worker's state (a CUDA context, a process image) cannot be trusted."""
+    """A fault after which the measuring process's state (a CUDA context, a process image) cannot be trusted."""
 
 
 def _bootstrap(entry: Callable[..., None], parent_pid: int, conn: Connection, *args: Any) -> None:
@@ -70,12 +72,12 @@ def _environment(overrides: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-class WorkerProcess:
-    """One worker process, started with ``entry(conn, *args)``, and the pipe to it."""
+class MeasuringProcess:
+    """One measuring process, started with ``entry(conn, *args)``, and the pipe to it."""
 
     def __init__(self, entry: Callable[..., None], args: tuple[Any, ...], name: str, start_timeout_s: float,
                  environment: Mapping[str, str] | None = None, wait: bool = True):
-        """``environment``: variables the worker starts with beyond the parent's (such as its thread count);
+        """``environment``: variables the measuring process starts with beyond the parent's (such as its thread count);
         ``wait``: wait until it is ready (else ``wait_ready`` does, before its first request)."""
         context = get_context("spawn")
         self.conn, child = context.Pipe()
@@ -91,7 +93,7 @@ class WorkerProcess:
             self.wait_ready()
 
     def wait_ready(self) -> None:
-        """Wait for the worker's word that it is ready (TunerError when it could not start)."""
+        """Wait for the measuring process's word that it is ready (TunerError when it could not start)."""
         if self.ready:
             return
         kind, payload = self._receive(self.start_timeout_s, "starting")
@@ -103,33 +105,34 @@ class WorkerProcess:
     def _receive(self, timeout_s: float, doing: str) -> tuple[str, Any]:
         if not self.conn.poll(timeout_s):
             self.kill()
-            raise WorkerCrashed(f"timed out after {timeout_s:g} s {doing}; the worker was killed")
+            raise MeasuringProcessCrashed(f"timed out after {timeout_s:g} s {doing}; the worker was killed")
         try:
             return self.conn.recv()
         except (EOFError, OSError):
             self.process.join(5)
-            raise WorkerCrashed(f"the worker died {doing} ({exit_text(self.process.exitcode)})") from None
+            raise MeasuringProcessCrashed(f"the worker died {doing} ({exit_text(self.process.exitcode)})") from None
 
     def send(self, kind: str, payload: Any) -> None:
         """Send one request; ``receive`` gets its answer."""
         self.conn.send((kind, payload))
 
     def receive(self, run_timeout_s: float, setup_timeout_s: float) -> tuple[Any, float]:
-        """The answer to the request sent last: (value, busy seconds), or WorkerCrashed (with busy time attached)."""
+        """The answer to the request sent last: (value, busy seconds), or MeasuringProcessCrashed (with busy time
+        attached)."""
         timeout, doing, started = setup_timeout_s, "before the first launch", None
         while True:
             try:
                 reply, body = self._receive(timeout, doing)
-            except WorkerCrashed as exc:
-                raise WorkerCrashed(str(exc), time.perf_counter() - started if started else 0.0) from None
+            except MeasuringProcessCrashed as exc:
+                raise MeasuringProcessCrashed(str(exc), time.perf_counter() - started if started else 0.0) from None
             if reply == "started":
                 timeout, doing, started = run_timeout_s, "running the kernel", time.perf_counter()
             elif reply == "result":
                 return body
-            else:  # "fatal": the worker has reported and exits
+            else:  # "fatal": the measuring process has reported and exits
                 text, busy = body
                 self.process.join(10)
-                raise WorkerCrashed(text, busy)
+                raise MeasuringProcessCrashed(text, busy)
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -151,10 +154,10 @@ class WorkerProcess:
 Handlers = dict[str, Callable[[Any], Any]]
 
 
-def run_worker(conn: Connection, make: Callable[[Served], tuple[str, Handlers]]) -> None:
-    """A worker process's life: ``make`` builds the worker and answers its description and its request handlers.
+def run_measurer(conn: Connection, make: Callable[[Served], tuple[str, Handlers]]) -> None:
+    """A measuring process's life: ``make`` builds the measurer and answers its description and its request handlers.
     An error while making it (no device, no compiler, a failed allocation) is the parent's answer, in one line;
-    otherwise the worker says it is ready and serves."""
+    otherwise the measuring process says it is ready and serves."""
     served = Served(conn)
     try:
         description, handlers = make(served)
@@ -167,7 +170,7 @@ def run_worker(conn: Connection, make: Callable[[Served], tuple[str, Handlers]])
 
 
 class Served:
-    """The worker side: answers requests with ``handlers`` until told to stop or the pipe closes."""
+    """The measuring process side: answers requests with ``handlers`` until told to stop or the pipe closes."""
 
     def __init__(self, conn: Connection):
         self.conn = conn
@@ -190,7 +193,7 @@ class Served:
                 value = handlers[kind](payload)
             except Fatal as exc:
                 self._die(str(exc))
-            except Exception as exc:  # anything else may have left the worker broken too
+            except Exception as exc:  # anything else may have left the measuring process broken too
                 self._die(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}")
             self.conn.send(("result", (value, self.busy)))
 

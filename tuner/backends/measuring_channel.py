@@ -1,9 +1,10 @@
-"""The worker a backend measures in, seen from the backend: one request at a time, its device time, and a fresh
-worker after a crash.
+"""The measuring channel: a backend's line to its measuring process, one request at a time, its device time, and
+a fresh measuring process after a crash.
 
 A request is sent at once and answered later (:class:`Request`), so that the caller can record the previous
-evaluation while the device measures this one. A worker that crashes or hangs on a request turns that request's
-answer into the backend's ``crashed`` measurement (with the reason), and the next request starts a fresh worker.
+evaluation while the device measures this one. A measuring process that crashes or hangs on a request turns that
+request's answer into the backend's ``crashed`` measurement (with the reason), and the next request starts a fresh
+measuring process.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from tuner.backends.worker_process import WorkerCrashed, WorkerProcess
+from tuner.backends.measuring_process import MeasuringProcess, MeasuringProcessCrashed
 from tuner.errors import TunerError
 from tuner.measure.measurement import Measurement
 
@@ -27,43 +28,44 @@ DEVICE_TIMEOUT_S = 600.0
 class Request:
     """One request in flight; ``wait`` gives its answer (the same answer every time it is called)."""
 
-    def __init__(self, worker: MeasuringWorker, process: WorkerProcess, kind: str, crashed: Measurement,
+    def __init__(self, channel: MeasuringChannel, process: MeasuringProcess, kind: str, crashed: Measurement,
                  finish: Callable[[Measurement], Measurement]):
-        self.worker, self.process, self.kind = worker, process, kind
+        self.channel, self.process, self.kind = channel, process, kind
         self.crashed, self.finish = crashed, finish
         self._answer: Measurement | None = None
 
     def wait(self) -> Measurement:
         if self._answer is None:
-            self._answer = self.finish(self.worker._answer(self))
+            self._answer = self.finish(self.channel._answer(self))
         return self._answer
 
 
-class MeasuringWorker:
-    """A backend's worker process (started by ``start``), replaced after a crash; ``busy_seconds`` adds up the
+class MeasuringChannel:
+    """A backend's measuring process (started by ``start``), replaced after a crash; ``busy_seconds`` adds up the
     device time of every answered request. ``device`` names the device in messages ("GPU", "CPU")."""
 
-    def __init__(self, start: Callable[[], WorkerProcess], device: str, run_timeout_s: float):
-        """``start``: starts a worker process without waiting for it to be ready."""
+    def __init__(self, start: Callable[[], MeasuringProcess], device: str, run_timeout_s: float):
+        """``start``: starts a measuring process without waiting for it to be ready."""
         self._start, self.device, self.run_timeout_s = start, device, run_timeout_s
         self.busy_seconds = 0.0
-        self._process: WorkerProcess | None = None
+        self._process: MeasuringProcess | None = None
         self._in_flight: Request | None = None
 
     def start(self) -> None:
-        """Start the worker without waiting for it (``live`` waits)."""
+        """Start the measuring process without waiting for it (``live`` waits)."""
         if self._process is None or not self._process.alive():
             if self._process is not None:
                 self._process.kill()
             self._process = self._start()
 
-    def live(self) -> WorkerProcess:
-        """The worker, started afresh when there is none or it died, and ready (TunerError when it cannot start)."""
+    def live(self) -> MeasuringProcess:
+        """The measuring process, started afresh when there is none or it died, and ready (TunerError when it cannot
+        start)."""
         try:
             self.start()
             assert self._process is not None
             self._process.wait_ready()
-        except WorkerCrashed as exc:
+        except MeasuringProcessCrashed as exc:
             self._drop()
             raise TunerError(f"the {self.device} worker could not start: {exc}") from None
         except TunerError:
@@ -87,15 +89,15 @@ class MeasuringWorker:
         return self.submit(kind, payload, crashed).wait()
 
     def describe(self, remeasure: bool, progress: bool = False) -> dict[str, Any]:
-        """The device's summary from the worker (TunerError when the worker fails at it); ``progress``: the worker
-        says on stderr what it measures where it measures the ceilings."""
+        """The device's summary from the measuring process (TunerError when the measuring process fails at it);
+        ``progress``: the measuring process says on stderr what it measures where it measures the ceilings."""
         if self._in_flight is not None:
             self._in_flight.wait()
         try:
             process = self.live()
             process.send("device", (remeasure, progress))
             summary, _ = process.receive(DEVICE_TIMEOUT_S, DEVICE_TIMEOUT_S)
-        except WorkerCrashed as exc:
+        except MeasuringProcessCrashed as exc:
             self._drop()
             raise TunerError(f"describing the {self.device} failed: {exc}") from None
         return dict(summary)
@@ -111,7 +113,7 @@ class MeasuringWorker:
             self._in_flight = None
         try:
             value, busy = request.process.receive(self.run_timeout_s, max(SETUP_TIMEOUT_S, self.run_timeout_s))
-        except WorkerCrashed as exc:
+        except MeasuringProcessCrashed as exc:
             if self._process is request.process:
                 self._drop()
             else:

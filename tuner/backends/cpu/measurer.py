@@ -1,11 +1,11 @@
-"""The CPU worker: a process that loads compiled kernels (ctypes), verifies and times one request at a time.
+"""The CPU measurer: a process that loads compiled kernels (ctypes), verifies and times one request at a time.
 
-Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, library, resources))`` — the shared
+Requests (:mod:`tuner.backends.measuring_process`): ``("evaluate", (config, library, resources))`` — the shared
 library the one compiler made, loaded from its file in the cache —, ``("baseline", (problem, dtype))``,
 ``("device", (remeasure, progress))``, ``("stop", None)``. The parent starts it with ``OMP_NUM_THREADS`` and
 ``OPENBLAS_NUM_THREADS`` (and MKL's) set to the backend's thread count, so that the OpenMP runtime and numpy's
 BLAS size their thread pools once, before either is loaded, and both the kernels and the baseline run on that
-many threads for the worker's whole life.
+many threads for the measuring process's whole life.
 
 The kernel's arguments come from its family's declaration, as on the GPU: buffers are host arrays (passed as
 pointers), inputs filled with the same random values the reference was computed from, outputs poisoned before the
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from tuner.backends.measuring_process import Handlers, Served, run_measurer
 from tuner.backends.verify_and_time import Bench, verify_and_time
-from tuner.backends.worker_process import Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.cpu.info import blas_description
 from tuner.cpu.timing import CpuTimer
@@ -78,7 +78,7 @@ class Workspace:
         return check_all(values, self.expected, kinds, self.tolerance)
 
 
-class CpuWorker:
+class CpuMeasurer:
     def __init__(self, served: Served, measure: MeasureSettings, threads: int, family_dirs: tuple[Path, ...]):
         use_family_dirs(family_dirs)
         self.served = served
@@ -140,14 +140,14 @@ class CpuWorker:
 
 
 def serve(conn: Connection, measure: MeasureSettings, threads: int, family_dirs: tuple[Path, ...]) -> None:
-    """The worker process's entry point."""
+    """The measuring process's entry point."""
 
     def make(served: Served) -> tuple[str, Handlers]:
-        worker = CpuWorker(served, measure, threads, family_dirs)
+        measurer = CpuMeasurer(served, measure, threads, family_dirs)
         return f"CPU worker, {threads} thread{'s' * (threads != 1)}", {
-            "evaluate": lambda payload: worker.evaluate(*payload),
-            "baseline": lambda payload: worker.baseline(*payload),
-            "device": worker.device_summary,
+            "evaluate": lambda payload: measurer.evaluate(*payload),
+            "baseline": lambda payload: measurer.baseline(*payload),
+            "device": measurer.device_summary,
         }
 
-    run_worker(conn, make)
+    run_measurer(conn, make)

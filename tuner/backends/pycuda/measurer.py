@@ -1,6 +1,7 @@
-"""The GPU worker: a process that owns the CUDA context, verifies and times one request at a time.
+"""The GPU measurer: what the GPU's measuring process runs; it owns the CUDA context, verifies and times one request
+at a time.
 
-Requests (:mod:`tuner.backends.worker_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
+Requests (:mod:`tuner.backends.measuring_process`): ``("evaluate", (config, cubin, resources, launch))`` — the
 cubin the one compiler made, loaded with ``module_from_buffer`` —, ``("baseline", (problem, dtype))``,
 ``("prepare", (problem, dtype))`` (inputs and reference made ahead in a thread, the baseline's library loaded),
 ``("device", (remeasure, progress))``, ``("count", CountRequest)`` (one launch's hardware counters, read in this
@@ -26,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tuner.backends.measuring_process import Fatal, Handlers, Served, run_measurer
 from tuner.backends.pycuda.kernel_count import CountRequest, KernelCount
 from tuner.backends.verify_and_time import Bench, verify_and_time
-from tuner.backends.worker_process import Fatal, Handlers, Served, run_worker
 from tuner.config import Config, Problem
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
@@ -208,7 +209,7 @@ class Loaded:
     close: Callable[[], None] = lambda: None
 
 
-class GpuWorker:
+class GpuMeasurer:
     def __init__(self, served: Served, measure: MeasureSettings, compile_settings: CompileSettings,
                  family_dirs: tuple[Path, ...]):
         import pycuda.driver as cuda
@@ -482,20 +483,20 @@ class GpuWorker:
 
 def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileSettings,
           family_dirs: tuple[Path, ...], gpu: str | None = None) -> None:
-    """The worker process's entry point; ``gpu``: the CUDA_VISIBLE_DEVICES value of its one GPU (None: as
+    """The measuring process's entry point; ``gpu``: the CUDA_VISIBLE_DEVICES value of its one GPU (None: as
     inherited), set before CUDA is first loaded."""
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
 
     def make(served: Served) -> tuple[str, Handlers]:
-        worker = GpuWorker(served, measure, compile_settings, family_dirs)
-        return worker.device["name"], {
-            "evaluate": lambda payload: worker.evaluate(*payload),
-            "baseline": lambda payload: worker.baseline(*payload),
-            "prepare": lambda payload: worker.prepare(*payload),
-            "device": worker.device_summary,
-            "count": worker.count,
-            "count_end": lambda _: worker._stop_counting(),
+        measurer = GpuMeasurer(served, measure, compile_settings, family_dirs)
+        return measurer.device["name"], {
+            "evaluate": lambda payload: measurer.evaluate(*payload),
+            "baseline": lambda payload: measurer.baseline(*payload),
+            "prepare": lambda payload: measurer.prepare(*payload),
+            "device": measurer.device_summary,
+            "count": measurer.count,
+            "count_end": lambda _: measurer._stop_counting(),
         }
 
-    run_worker(conn, make)
+    run_measurer(conn, make)
