@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 
 import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import Trial, TrialState
 
 from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
@@ -157,7 +158,19 @@ def suggest_configuration(trial: Trial, space: StudySpace) -> None:
     params = queued if space.point_of(queued) is not None else trial.relative_params
     distributions = space.distributions()
     for name in params:
-        trial._suggest(name, distributions[name])
+        _suggest(trial, name, distributions[name])
+
+
+def _suggest(trial: Trial, name: str, distribution: BaseDistribution) -> None:
+    """``trial.suggest_*`` for the distribution's kind (the trial's fixed or relative value where it has one)."""
+    if isinstance(distribution, CategoricalDistribution):
+        trial.suggest_categorical(name, distribution.choices)
+    elif isinstance(distribution, IntDistribution):
+        trial.suggest_int(name, distribution.low, distribution.high, step=distribution.step, log=distribution.log)
+    elif isinstance(distribution, FloatDistribution):
+        trial.suggest_float(name, distribution.low, distribution.high, step=distribution.step, log=distribution.log)
+    else:
+        raise TypeError(f"no suggestion for a {type(distribution).__name__}")
 
 
 def complete_measured(study: optuna.Study, space: StudySpace, liveness: Liveness) -> None:

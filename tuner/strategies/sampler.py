@@ -217,7 +217,7 @@ class OptunaProposer:
         partial.params, partial.distributions = dict(trial.params), dict(trial.distributions)
         for name, distribution in space.items():
             if name not in params:
-                params[name] = (optuna.distributions._get_single_value(distribution) if distribution.single() else
+                params[name] = (_single_value(distribution) if distribution.single() else
                                 sampler.sample_independent(study, partial, name, distribution))
             partial.params[name], partial.distributions[name] = params[name], distribution
         point = self.parameters.index_point(params)
@@ -274,3 +274,10 @@ class StrategyProposer:
             if trial.number not in self.told:
                 self.told.add(trial.number)
                 self.strategy.tell(candidate, value)
+
+
+def _single_value(distribution: BaseDistribution) -> Any:
+    """The one value of a distribution that has one (its ``single()``): the lower bound, or the only choice."""
+    if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+        return distribution.choices[0]
+    return distribution.low  # type: ignore[attr-defined]
