@@ -81,3 +81,33 @@ def test_the_counts_are_nsight_computes(counted, backend):
 def test_the_measuring_process_times_as_before_after_counting(counted, backend):
     measurement = backend.evaluate(TILED[32])
     assert measurement.status is Status.OK, measurement.reason
+
+
+def test_tensor_core_kernels_with_clusters_and_tensor_maps_are_counted(capfd):
+    """The mma family (mma.sync) and the wgmma family's most featured design (clusters, tensor maps, a persistent
+    grid, launched through cuLaunchKernelEx) counted in the measuring process: their tensor-pipe instructions
+    counted, their operations the problem's 2·M·N·K, their outputs verified, in one session (no crash made the
+    backend count them one by one)."""
+    from dataclasses import replace
+
+    import pycuda.driver as cuda
+
+    from tests.gpu.support import QUICK
+    from tests.test_mma_emulated import CASES
+    from tests.wgmma_configs import GPU_PARAMETERS
+    from tuner.backends import PycudaBackend
+
+    cuda.init()
+    if cuda.Device(0).compute_capability() != (9, 0):
+        pytest.skip("the wgmma family runs on Hopper (compute capability 9.0) only")
+    problem = Problem(1024, 1024, 1024)
+    dtype, params = GPU_PARAMETERS[len(GPU_PARAMETERS) // 3 - 1]  # the last rung of the bfloat16 ladder
+    configs = [Config.make(problem, "wgmma", dtype, params), Config.make(problem, "mma", *CASES[0])]
+    with PycudaBackend(replace(QUICK, timeout_s=20.0), CompileSettings(arch="sm_90a")) as hopper:
+        counted = hopper.counters().count(configs)
+    assert counted.reasons == [] and "CUPTI" in counted.how, (counted.reasons, counted.how)
+    assert "crashed" not in capfd.readouterr().err
+    for row in counted.rows:
+        print(row["config_key"], row["tensor_instructions"], row["l1_bytes"], row["counters_time_ms"])
+        assert row["tensor_instructions"] > 0 and row["flops_counted"] == 2 * 1024**3, row["config_key"]
+        assert "tensor-core instructions are counted" in row["flops_counted_how"]

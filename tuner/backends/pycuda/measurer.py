@@ -266,6 +266,11 @@ class GpuMeasurer:
         the L2 flushed, after it the output verified."""
         from tuner.gpu.range_profiler import ProfilerUnavailable
 
+        try:
+            profiler = self._profiler(request.metrics)  # before loading: a new profiler closes what was loaded
+        except ProfilerUnavailable as exc:
+            self._stop_counting()
+            return (KernelCount("unavailable", str(exc)),) * len(request.kernels)
         answers: list[KernelCount | None] = [None] * len(request.kernels)
         loaded: list[tuple[int, Loaded]] = []
         for index, kernel in enumerate(request.kernels):
@@ -278,11 +283,6 @@ class GpuMeasurer:
             return tuple(answer for answer in answers if answer is not None)
         self.counted += [made for _, made in loaded]  # their modules stay loaded while the profiler is on
         verdicts: dict[int, Verdict] = {}
-        try:
-            profiler = self._profiler(request.metrics)
-        except ProfilerUnavailable as exc:
-            self._stop_counting()
-            return tuple(answer or KernelCount("unavailable", str(exc)) for answer in answers)
         try:
             values, passes = profiler.count([made.run for _, made in loaded], lambda i: self._before(loaded[i][1]),
                                             lambda i: verdicts.__setitem__(i, loaded[i][1].ws.check()),
