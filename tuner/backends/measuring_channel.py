@@ -102,6 +102,10 @@ class MeasuringChannel:
             raise TunerError(f"describing the {self.device} failed: {exc}") from None
         return dict(summary)
 
+    def running(self) -> bool:
+        """Whether a measuring process is up (none after a crash, until the next request starts one)."""
+        return self._process is not None and self._process.alive()
+
     def stop(self) -> None:
         if self._process is not None:
             self._process.stop()

@@ -148,5 +148,7 @@ class PycudaBackend(CompileAheadBackend):
         return tuple(answer)
 
     def end_counting(self) -> None:
-        """The measuring process's profiler off: the GPU's counters free for another tool, the timing unaffected."""
-        self.channel.request("count_end", None, Measurement(Status.CRASHED))
+        """The measuring process's profiler off: the GPU's counters free for another tool, the timing unaffected
+        (a process that crashed took its profiler with it: none is started to be told)."""
+        if self.channel.running():
+            self.channel.request("count_end", None, Measurement(Status.CRASHED))

@@ -44,6 +44,7 @@ class CountsLaunches(Protocol):
 
     def end_counting(self) -> None: ...
 
+
 UNITS = {"byte": "byte", "nanosecond": "nsecond", "second": "second", "instruction": "inst",
          "l1tex_wavefront": "wavefront"}
 """CUPTI's dimension units as the counters' parser reads units (tuner.counters.ncu_csv)."""
