@@ -89,6 +89,7 @@ def test_under_the_product_convention_an_absent_combination_fails_and_costs_noth
     valid = domain_of(small, Convention.VALID)
     assert valid.candidates_of(np.array([[1, 2], [0, 2]])).tolist() == [3, -1]
     assert valid.indices_of(np.array([3])).tolist() == [[1, 2]]
+    assert valid.values == domain.values == small.values  # what a model reads the values' alignment from
 
 
 def test_a_proposal_outside_the_domain_is_refused(small):

@@ -119,6 +119,7 @@ def test_a_trial_stores_its_familys_values_while_the_strategies_see_every_axis_a
     assert space.index_distributions()["tiled.TILE_WIDTH"] == optuna.distributions.IntDistribution(0, 2)
     assert space.config_of({"family": "naive", "naive.BLOCK_X": 8}) is None
     assert space.config_of({"family": "tiled", "tiled.TILE_WIDTH": 12}) is None
+    assert space.domain.values == tuple(a.values for a in space.axes)  # a model reads their alignment
 
 
 def test_a_study_written_before_holds_positions_and_is_read_so():

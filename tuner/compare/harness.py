@@ -65,8 +65,8 @@ def domain_of(space: RecordedSpace, convention: Convention | str) -> Domain:
     (:mod:`tuner.recorded.space`)."""
     ordered = [ordered_values(values) for values in space.values]
     if Convention(convention) is Convention.VALID:
-        return Domain(space.names, space.radices, np.array(ordered), space.indices)
-    return Domain.product(space.names, [int(r) for r in space.radices], ordered)
+        return Domain(space.names, space.radices, np.array(ordered), space.indices, space.values)
+    return Domain.product(space.names, [int(r) for r in space.radices], ordered, space.values)
 
 
 def recorded_rows(space: RecordedSpace, domain: Domain) -> np.ndarray:

@@ -26,6 +26,11 @@ tile's stride where the tile is one): there the value is a placeholder, and a mo
 what it learned of the value elsewhere (a stride of 0 is slow wherever there is a tile to stride through) would
 keep away from it for the wrong reason (``conditional``; :mod:`tuner.strategies.gaussian_process`).
 
+The model also sees a block size's alignment (the power of two it is a multiple of: ``aligned``;
+:mod:`tuner.strategies.alignment`): where the values run 16, 32, 48, …, 256, the best width is often a lone
+multiple of 32 whose index neighbours are slow, and a model that saw only index steps would take its neighbours'
+slowness for its own.
+
 The model is refitted (its weights, by marginal likelihood, on at most ``fit_max`` observations) when the number
 of observations has grown by half since the last fit, and conditioned on every new observation, on at most
 ``train_max`` of them (the best half and the most recent half), so that a proposal takes a few milliseconds however
@@ -52,13 +57,13 @@ class BayesianSearch(DomainSearch):
     name = "bo"
 
     def __init__(self, domain: Domain, rng: np.random.Generator, initial: int = 5, local_every: int = 3,
-                 explore: float = 1.0, top: int = 5, pairs: int = 150, spread: int = 200, train_max: int = 200,
-                 fit_max: int = 100, refit_growth: float = 1.5, conditional: bool = True):
+                 explore: float = 0.9, top: int = 5, pairs: int = 150, spread: int = 200, train_max: int = 200,
+                 fit_max: int = 100, refit_growth: float = 1.5, conditional: bool = True, aligned: bool = True):
         super().__init__(domain, rng)
         self.initial, self.local_every, self.explore = initial, local_every, explore
         self.top, self.pairs, self.spread = top, pairs, spread
         self.train_max, self.fit_max, self.refit_growth = train_max, fit_max, refit_growth
-        self.model = GaussianProcess(domain, conditional)
+        self.model = GaussianProcess(domain, conditional, aligned)
         self.local = IteratedLocalSearch(domain, rng)
         self.movable = np.flatnonzero(domain.radices > 1)
         self.observed: list[int] = []

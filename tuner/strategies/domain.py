@@ -46,6 +46,9 @@ class Domain:
     """Per axis: True when its values are increasing numbers, so that index steps are value steps."""
     indices: np.ndarray | None = None
     """(candidates × axes) value indices; None: every combination of the product, candidate = key."""
+    values: tuple[tuple[object, ...], ...] | None = None
+    """Each axis' values, where known (a model reads what the integers among them are divisible by:
+    :mod:`tuner.strategies.alignment`); a search needs only their indices."""
 
     def __post_init__(self) -> None:
         radices = np.asarray(self.radices, dtype=np.int64)
@@ -53,6 +56,11 @@ class Domain:
         object.__setattr__(self, "ordered", np.asarray(self.ordered, dtype=bool))
         if len(radices) != len(self.names) or len(self.ordered) != len(self.names):
             raise ValueError("a domain needs one radix and one ordered flag per axis")
+        if self.values is not None:
+            values = tuple(tuple(v) for v in self.values)
+            if [len(v) for v in values] != radices.tolist():
+                raise ValueError("a domain's values need as many values per axis as its radices say")
+            object.__setattr__(self, "values", values)
         if math.prod(int(r) for r in radices) >= 2**62:
             raise ValueError(f"the product of the axes' value counts is too large to index "
                              f"({' × '.join(str(int(r)) for r in radices)})")
@@ -63,9 +71,11 @@ class Domain:
             object.__setattr__(self, "indices", indices.astype(_index_type(radices), copy=False))
 
     @classmethod
-    def product(cls, names: Sequence[str], radices: Sequence[int], ordered: Sequence[bool]) -> Domain:
+    def product(cls, names: Sequence[str], radices: Sequence[int], ordered: Sequence[bool],
+                values: Sequence[Sequence[object]] | None = None) -> Domain:
         """Every combination of the axes' values."""
-        return cls(tuple(names), np.asarray(radices), np.asarray(ordered))
+        known = None if values is None else tuple(tuple(v) for v in values)
+        return cls(tuple(names), np.asarray(radices), np.asarray(ordered), values=known)
 
     # --- sizes and keys -------------------------------------------------------------------------------------
 

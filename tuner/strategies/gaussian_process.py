@@ -21,6 +21,10 @@ every thermometer column ½): as far from each value, half as far as two values 
 distance from another candidate where it is inactive too. The distances remain squared distances between
 encodings, so the kernel remains positive definite.
 
+Alignment. An integer parameter's values also enter as their alignment (the power of two they are multiples of:
+:mod:`tuner.strategies.alignment`), an ordered axis of its own with its own weights, so that the model can see
+32 and 96 alike where the index steps put 48 between 32 and 64.
+
 Targets. The model is fitted to the logarithm of the times (what matters is the ratio of two times), standardised;
 a failure (``inf``) counts as the worst time seen plus a tenth of the range, so that the model learns to keep away
 from it without a failure flattening everything else.
@@ -34,6 +38,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
 from scipy.optimize import minimize
 
+from tuner.strategies.alignment import alignment_axes
 from tuner.strategies.conditional import inactive_mask, inactive_where
 from tuner.strategies.domain import Domain
 
@@ -48,14 +53,18 @@ FIT_ITERATIONS = 30
 
 class Encoding:
     """One-hot columns of every axis of more than one value, thermometer columns of the ordered ones of more than
-    two values (see the module's notes); an axis inactive in a row (:mod:`tuner.strategies.conditional`) is
+    two values (see the module's notes), the domain's axes and their alignment axes
+    (:mod:`tuner.strategies.alignment`); an axis inactive in a row (:mod:`tuner.strategies.conditional`) is
     encoded halfway between its values."""
 
-    def __init__(self, domain: Domain, conditional: bool = True):
-        self.axes = np.flatnonzero(domain.radices > 1)
-        radix = domain.radices[self.axes]
+    def __init__(self, domain: Domain, conditional: bool = True, aligned: bool = True):
+        self.alignment = alignment_axes(domain.values, domain.ordered) if aligned else ()
+        radices = np.concatenate([domain.radices, [a.radix for a in self.alignment]]).astype(np.int64)
+        ordered = np.concatenate([domain.ordered, np.ones(len(self.alignment), dtype=bool)])
+        self.axes = np.flatnonzero(radices > 1)
+        radix = radices[self.axes]
         self.radix = radix
-        self.ordered = domain.ordered[self.axes] & (radix > 2)
+        self.ordered = ordered[self.axes] & (radix > 2)
         self.onehot_start = np.concatenate(([0], np.cumsum(radix)[:-1])).astype(np.int64)
         self.onehot_width = int(radix.sum())
         levels = np.where(self.ordered, radix - 1, 0)
@@ -68,8 +77,8 @@ class Encoding:
 
     def encode(self, rows: np.ndarray) -> np.ndarray:
         """The encodings of rows of value indices (k × the domain's axes)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        inactive = inactive_mask(self.inactive, rows)[:, self.axes]
+        rows, inactive = self._model_rows(np.asarray(rows, dtype=np.int64))
+        inactive = inactive[:, self.axes]
         rows = rows[:, self.axes]
         encoded = np.zeros((len(rows), self.width))
         encoded[np.arange(len(rows))[:, None], self.onehot_start + rows] = 1.0
@@ -79,6 +88,16 @@ class Encoding:
             halfway = np.concatenate([np.zeros(self.onehot_width), np.full(len(self.level), 0.5)])
             encoded = np.where(inactive[:, self.column_axis], halfway, encoded)
         return encoded
+
+    def _model_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the domain's value indices with their alignment levels appended, and where each axis is
+        inactive (an alignment axis where the axis it reads is)."""
+        inactive = inactive_mask(self.inactive, rows)
+        if not self.alignment:
+            return rows, inactive
+        levels = [a.level[rows[:, a.source]] for a in self.alignment]
+        sources = [a.source for a in self.alignment]
+        return np.column_stack([rows, *levels]), np.column_stack([inactive, inactive[:, sources]])
 
     def differences(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per pair of rows and axis: how much they differ (1 for two values, ½ for a value and an inactive axis)
@@ -112,9 +131,9 @@ class Weights:
 class GaussianProcess:
     """The model of the times of a domain's candidates, refitted as observations come (see the module's notes)."""
 
-    def __init__(self, domain: Domain, conditional: bool = True):
+    def __init__(self, domain: Domain, conditional: bool = True, aligned: bool = True):
         self.domain = domain
-        self.encoding = Encoding(domain, conditional)
+        self.encoding = Encoding(domain, conditional, aligned)
         axes = len(self.encoding.axes)
         self.weights = Weights(np.ones(axes), np.where(self.encoding.ordered, 1.0, 0.0), math.exp(NOISE_PRIOR[0]))
         self._train: np.ndarray = np.zeros((0, self.encoding.width))
