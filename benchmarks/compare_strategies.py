@@ -192,9 +192,11 @@ def timed_domain(seed: int = 0) -> tuple[Domain, np.ndarray]:
     rng = np.random.default_rng(seed)
     radices = np.array(TIMED_RADICES)
     keys = np.sort(rng.choice(int(np.prod(radices)), size=TIMED_SIZE, replace=False))
-    domain = Domain(tuple(f"p{i}" for i in range(len(radices))), radices,
-                    np.array([True, True, True, True, True, True, False, False]),
-                    Domain.product(["x"] * len(radices), radices, [True] * len(radices)).decode(keys))
+    ordered = np.array([True, True, True, True, True, True, False, False])
+    values = tuple(tuple(16 * (v + 1) for v in range(r)) if o else tuple(f"v{v}" for v in range(r))
+                   for r, o in zip(radices.tolist(), ordered, strict=True))  # sizes in steps of 16: aligned
+    domain = Domain(tuple(f"p{i}" for i in range(len(radices))), radices, ordered,
+                    Domain.product(["x"] * len(radices), radices, [True] * len(radices)).decode(keys), values)
     rows = domain.all_indices.astype(np.int64)
     effect = sum(rng.normal(0, 0.5, size=r)[rows[:, i]] for i, r in enumerate(radices))
     pairs = sum(rng.normal(0, 0.3, size=(radices[i], radices[i + 1]))[rows[:, i], rows[:, i + 1]]
