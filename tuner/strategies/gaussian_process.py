@@ -21,9 +21,10 @@ every thermometer column ½): as far from each value, half as far as two values 
 distance from another candidate where it is inactive too. The distances remain squared distances between
 encodings, so the kernel remains positive definite.
 
-Alignment. An integer parameter's values also enter as their alignment (the power of two they are multiples of:
-:mod:`tuner.strategies.alignment`), an ordered axis of its own with its own weights, so that the model can see
-32 and 96 alike where the index steps put 48 between 32 and 64.
+Alignment. A size parameter whose values are not all powers of two (block widths 16, 32, 48, …) also enters as
+its values' alignment (the power of two they are multiples of: :mod:`tuner.strategies.alignment`), an ordered axis
+of its own with its own weights, so that the model can see 32 and 96 alike where the index steps put 48 between 32
+and 64.
 
 Targets. The model is fitted to the logarithm of the times (what matters is the ratio of two times), standardised;
 a failure (``inf``) counts as the worst time seen plus a tenth of the range, so that the model learns to keep away
@@ -53,7 +54,7 @@ FIT_ITERATIONS = 30
 
 class Encoding:
     """One-hot columns of every axis of more than one value, thermometer columns of the ordered ones of more than
-    two values (see the module's notes), the domain's axes and their alignment axes
+    two values (see the module's notes); the axes are the domain's followed by their alignment axes
     (:mod:`tuner.strategies.alignment`); an axis inactive in a row (:mod:`tuner.strategies.conditional`) is
     encoded halfway between its values."""
 
