@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.test_bayesian import assert_fitting_sees_the_distances_prediction_sees
 from tuner.strategies import Domain
 from tuner.strategies.alignment import CAP, alignment, alignment_axes
 from tuner.strategies.gaussian_process import Encoding, GaussianProcess, Weights
@@ -67,11 +68,7 @@ def test_the_encoding_appends_each_alignment_axis_with_its_own_weights():
     found = encoding.distances(encoded[:1], encoded[1:], weights)[0]
     level_span = encoding.radix[3] - 1
     np.testing.assert_allclose(found, [0.3 + 0.7 / 7 + 0.6 + 0.9 / level_span, 0.3 + 0.7 * 4 / 7])
-    all_rows = domain.all_indices.astype(np.int64)
-    differ, steps = encoding.differences(all_rows)
-    everything = encoding.encode(all_rows)
-    np.testing.assert_allclose(differ @ weights.differ + steps @ weights.steps,
-                               encoding.distances(everything, everything, weights), atol=1e-12)
+    assert_fitting_sees_the_distances_prediction_sees(encoding, domain, weights)
 
 
 def test_a_model_that_sees_alignment_predicts_an_unseen_aligned_width_fast():

@@ -96,6 +96,12 @@ def test_an_inactive_axis_is_encoded_halfway_between_its_values_in_distances_and
     encoded = encoding.encode(domain.indices_of(np.array([untiled, strided, unstrided])))
     found = encoding.distances(encoded[:1], encoded[1:], weights)[0]
     np.testing.assert_allclose(found, [0.8 + 1.1 / 3 + 1.6 / 2] * 2)  # one tile step, half a stride either way
+    assert_fitting_sees_the_distances_prediction_sees(encoding, domain, weights)
+
+
+def assert_fitting_sees_the_distances_prediction_sees(encoding: Encoding, domain: Domain, weights: Weights) -> None:
+    """The per-axis differences that fitting weighs give, under ``weights``, the distances that prediction
+    computes from the encodings, for every pair of the domain's candidates."""
     rows = domain.all_indices.astype(np.int64)
     differ, steps = encoding.differences(rows)
     everything = encoding.encode(rows)

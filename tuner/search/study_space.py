@@ -171,7 +171,7 @@ class StudySpace:
             blocks.append(block)
         indices = np.concatenate(blocks) if blocks else np.zeros((0, len(axes)), dtype=np.int64)
         return Domain(tuple(a.name for a in axes), np.array([len(a.values) for a in axes]),
-                      np.array([a.ordered for a in axes]), indices, tuple(tuple(a.values) for a in axes))
+                      np.array([a.ordered for a in axes]), indices, tuple(a.values for a in axes))
 
     def config(self, candidate: int) -> Config:
         return self.valid[candidate]

@@ -74,8 +74,8 @@ class Domain:
     def product(cls, names: Sequence[str], radices: Sequence[int], ordered: Sequence[bool],
                 values: Sequence[Sequence[object]] | None = None) -> Domain:
         """Every combination of the axes' values."""
-        known = None if values is None else tuple(tuple(v) for v in values)
-        return cls(tuple(names), np.asarray(radices), np.asarray(ordered), values=known)
+        return cls(tuple(names), np.asarray(radices), np.asarray(ordered),
+                   values=None if values is None else tuple(tuple(v) for v in values))
 
     # --- sizes and keys -------------------------------------------------------------------------------------
 
