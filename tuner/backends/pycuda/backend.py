@@ -122,6 +122,16 @@ class PycudaBackend(CompileAheadBackend):
         """cuBLAS GEMM for this problem and dtype, verified and timed by the same method as the kernels."""
         return self.channel.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
 
+    def rival(self, problem: Problem, dtype: str, name: str, count: int = 8) -> Measurement | None:
+        """A rival GEMM verified and timed by the same method as the kernels: ``cublaslt``, the fastest of the
+        first ``count`` algorithms cuBLASLt's heuristic proposes (the vendor's own autotuning), or ``triton``,
+        Triton's autotuned GEMM; the reason names what ran. KeyError for another name."""
+        from tuner.backends.pycuda.rivals import RIVALS
+
+        if name not in RIVALS:
+            raise KeyError(f"no rival {name!r}; there are {', '.join(RIVALS)}")
+        return self.channel.request("rival", (problem, dtype, name, count), Measurement(Status.CRASHED))
+
     def prepare(self, problem: Problem, dtype: str) -> None:
         """A hint: the first requests are about this problem and dtype; the measuring process makes their inputs,
         reference and buffers and loads the baseline's library while the caller goes on."""

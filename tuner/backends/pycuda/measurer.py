@@ -392,6 +392,16 @@ class GpuMeasurer:
         result = self._verify_and_time(run, ws, Resources())
         return result if result.status is not Status.OK else replace(result, reason=library)
 
+    def rival(self, problem: Problem, dtype: str, name: str, count: int) -> Measurement:
+        """A rival GEMM of tuner.backends.pycuda.rivals (cuBLASLt's autotuning, Triton's), on this problem's
+        workspace, verified and timed like the kernels."""
+        from tuner.backends.pycuda.rivals import RIVALS
+
+        self._stop_counting()
+        ws = self._workspace(MATMUL, problem, dtype)
+        pointers = int(ws.device["A"]), int(ws.device["B"]), int(ws.device["C"])
+        return RIVALS[name](pointers, problem, dtype, count, lambda run: self._verify_and_time(run, ws, Resources()))
+
     def prepare(self, problem: Problem, dtype: str) -> None:
         """Start making a problem's inputs and reference, in a thread of their own (numpy and BLAS leave the
         measuring thread the interpreter while they compute), and load the baseline's library: the next
@@ -493,6 +503,7 @@ def serve(conn: Connection, measure: MeasureSettings, compile_settings: CompileS
         return measurer.device["name"], {
             "evaluate": lambda payload: measurer.evaluate(*payload),
             "baseline": lambda payload: measurer.baseline(*payload),
+            "rival": lambda payload: measurer.rival(*payload),
             "prepare": lambda payload: measurer.prepare(*payload),
             "device": measurer.device_summary,
             "count": measurer.count,
