@@ -55,19 +55,29 @@ def best_configs(run_dir: Path) -> tuple[list[Config], CompileSettings]:
     return configs, CompileSettings(arch=arch, options=options)
 
 
-def listed_configs(path: Path) -> tuple[list[Config], CompileSettings]:
-    """The configurations a ``--configs`` file lists (every kernel on every problem) and its compile settings."""
+def listed_kernels(path: Path) -> tuple[list[dict[str, Any]], list[Problem], CompileSettings]:
+    """A ``--configs`` file's kernels (family, dtype, params), its problems and its compile settings."""
     try:
         listing = json.loads(path.read_text())
         problems = [Problem(*sizes) for sizes in listing["problems"]]
-        configs = [Config.make(problem, k["family"], k["dtype"], k["params"])
-                   for k in listing["kernels"] for problem in problems]
+        kernels = [{"family": k["family"], "dtype": k["dtype"], "params": dict(k["params"])}
+                   for k in listing["kernels"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise TunerError(f"{path}: not a list of configurations to time ({type(exc).__name__}: {exc}); see "
                          f"benchmarks/vs_cublas.py for the format") from None
     defaults = CompileSettings()
-    return configs, CompileSettings(arch=listing.get("arch", defaults.arch),
-                                    options=tuple(listing.get("options", defaults.options)))
+    return kernels, problems, CompileSettings(arch=listing.get("arch", defaults.arch),
+                                              options=tuple(listing.get("options", defaults.options)))
+
+
+def listed_configs(path: Path) -> tuple[list[Config], CompileSettings]:
+    """The configurations a ``--configs`` file lists (every kernel on every problem) and its compile settings."""
+    kernels, problems, compile_settings = listed_kernels(path)
+    try:
+        configs = [Config.make(problem, k["family"], k["dtype"], k["params"]) for k in kernels for problem in problems]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TunerError(f"{path}: not a list of configurations to time ({type(exc).__name__}: {exc})") from None
+    return configs, compile_settings
 
 
 def compare(backend: PycudaBackend, config: Config, rounds: int) -> dict[str, Any]:
