@@ -17,6 +17,7 @@ with the kernels, measurement and compile settings of ``--base``.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -129,6 +130,19 @@ def _cell(value: float | None, spec: str) -> str:
     return "—" if value is None else format(value, spec)
 
 
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    """Per dtype and rival: the geometric mean of the ratios, the lowest, and how many shapes are below 0.95."""
+    lines = []
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        for rival in ("cublas", "cublaslt", "triton"):
+            ratios = [r[f"ratio_{rival}"] for r in rows if r["dtype"] == dtype and r[f"ratio_{rival}"]]
+            if ratios:
+                worst = min(ratios)
+                lines.append(f"{dtype} against {rival}: geometric mean {statistics.geometric_mean(ratios):.3f}, "
+                             f"lowest {worst:.3f}, {sum(x < 0.95 for x in ratios)} of {len(ratios)} below 0.95")
+    return lines
+
+
 def table(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
     device, versions = env["device"], env["versions"]
     lines = [
@@ -146,6 +160,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
             f"{_cell(r['cublaslt_tflops'], '.1f'):>8}{_cell(r['triton_tflops'], '.1f'):>8}"
             f"{_cell(r['ratio_cublas'], '.3f'):>9}{_cell(r['ratio_cublaslt'], '.3f'):>7}"
             f"{_cell(r['ratio_triton'], '.3f'):>8}{_cell(share and 100 * share, '.1f'):>8}  {r['ours_from']}")
+    lines += ["", *summary(rows)]
     lines += ["", "TFLOP/s; ratios are ours / theirs; DRAM % (M ≤ 16): A, B and C moved once against the measured "
               f"bandwidth of {_cell(env['peaks']['measured'].get('bandwidth_gbs'), '.0f')} GB/s",
               f"metadata_id {metadata_id(env)}"]
