@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tuner.errors import TunerError
+from tuner.errors import Interrupted, TunerError, interrupted_text
 
 
 def _space(args: argparse.Namespace) -> int:
@@ -224,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TunerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted:  # the command has said what it kept
+        return 130
     except KeyboardInterrupt:
-        print("interrupted: what was recorded is kept; run the same command again to continue", file=sys.stderr)
+        print(interrupted_text(args.command, getattr(args, "run_dir", None)), file=sys.stderr)
         return 130
