@@ -78,6 +78,8 @@ def _export(args: argparse.Namespace) -> int:
             if done.unmeasured < 0 else ""
         filled = f", {done.filled} rejected by the rules written as invalid" if done.filled else ""
         print(f"{done.path}  ({done.study}, {done.family}: {done.recorded} measured{filled}{missing}{unknown})")
+        if done.simulation_warning:
+            print(f"warning: {done.simulation_warning}", file=sys.stderr)
     return 0
 
 
