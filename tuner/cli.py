@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
                          strategy=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
                          out=args.out, quiet=args.quiet, report=not args.no_report, summary=True, gpus=args.gpus,
                          heartbeat=args.heartbeat, replay_pace=args.replay_pace, objective=args.objective,
-                         counters=args.counters)
+                         counters=args.counters, remeasure_ceilings=args.remeasure_ceilings)
     run_with(experiment, options, option_name)
     return 0
 
@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "takes its recorded device time times FACTOR")
     run.add_argument("--counters", choices=COUNTERS_CHOICES, help="hardware counters read after the search "
                      f"(measure.counters): none, best (the fastest {COUNTERS_BEST} of each study) or all")
+    run.add_argument("--remeasure-ceilings", action="store_true", help="measure the device's ceilings again before "
+                     "the search (they are measured once per device and reused, with the load they were measured "
+                     "under)")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the figures and report.html at the end "
