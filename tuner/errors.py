@@ -56,13 +56,13 @@ def interrupted_text(command: str | None, folder: str | None = None) -> str:
     """What is true after Ctrl-C in the command line's ``command`` (``folder``: the run folder it was given), where
     the command did not say it itself (:class:`Interrupted`)."""
     texts = {
-        "space": "nothing was written; the kernels compiled so far are cached, so running it again compiles only "
-                 "the others",
+        "space": "nothing was written; with --compile the kernels compiled so far are cached, so running it again "
+                 "compiles only the others",
         "run": "what the run recorded in its output folder is kept; run the same command again to continue",
         "report": f"the report in {folder} may be incomplete; the results there are untouched; run the same "
                   f"command again to write the whole report",
-        "profile": f"the results and counters in {folder} are as they were before this command; run it again to "
-                   f"read the counters",
+        "profile": f"the counters {folder} held before this command are kept, this command's may be lost; run the "
+                   f"same command again to read the others",
         "compare": "the cells finished so far are kept in the output folder; run the same command again to go on",
         "export": "the files written so far are whole (each is written at once), others are missing; run the "
                   "same command again to write all of them",
