@@ -94,3 +94,22 @@ def test_ctrl_c_in_another_command_says_what_is_true_for_it(command, tmp_path, c
     expected = {"report": "results there are untouched", "export": "files written so far are whole",
                 "device": "nothing was cached"}[command]
     assert expected in said
+
+
+def test_a_changed_strategy_runs_its_cells_again(tmp_path, monkeypatch):
+    from tuner.compare import kept_runs
+
+    package = tmp_path / "package"
+    (package / "strategies").mkdir(parents=True)
+    source = package / "strategies" / "uniform.py"
+    source.write_text("# one version\n")
+    monkeypatch.setattr(kept_runs, "PACKAGE", package)
+    monkeypatch.setattr(kept_runs, "CODE", ("strategies",))
+    out = tmp_path / "cmp"
+    assert cli.main([*COMMAND, "--out", str(out)]) == 0
+    for text, expected in (("# one version\n", 0), ("# another version\n", 12)):
+        source.write_text(text)
+        counted = CountedRuns()
+        monkeypatch.setattr(schedule, "run_one", counted)
+        assert cli.main([*COMMAND, "--out", str(out)]) == 0
+        assert counted.calls == expected

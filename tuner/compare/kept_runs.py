@@ -5,15 +5,19 @@ A cell is one set of runs (:class:`tuner.compare.schedule.RunSet`): a strategy o
 a budget of evaluations or a time limit. When its last run ends, its runs are written to ``runs/<digest>.npz`` in
 the output folder: numpy arrays only, read back without pickle. The digest covers what the runs depend on: the
 space's recorded configurations, statuses, times and costs, the convention, the strategy, the budget or time
-limit, the number of runs and their seed. A later comparison into the same folder takes the cells it asks for from
-there and runs the others; a file that cannot be read, or holds other runs, is run again.
+limit, the number of runs and their seed, and the code that makes them (the strategies' and the harness' sources,
+Optuna's and Kernel Tuner's versions), so that a changed strategy runs again. A later comparison into the same folder
+takes the cells it asks for from there and runs the others; a file that cannot be read, or holds other runs, is run
+again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import zipfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +29,23 @@ from tuner.recorded import RecordedSpace
 
 FOLDER = "runs"
 FIELDS = ("best_ms", "cost_s", "candidates", "elapsed_s")
+PACKAGE = Path(__file__).resolve().parent.parent
+CODE = ("strategies", "compare/harness.py", "compare/schedule.py", "compare/kernel_tuner_peer.py",
+        "compare/kernel_tuner_bound.py")
+"""The package's sources a run depends on (folders: every module in them), under ``tuner/``."""
+
+
+def code_digest() -> str:
+    """A digest of the code that makes the runs: the sources CODE names, Optuna's and Kernel Tuner's versions."""
+    digest = hashlib.sha256()
+    for name in CODE:
+        place = PACKAGE / name
+        for path in sorted(place.rglob("*.py")) if place.is_dir() else [place]:
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    for package in ("optuna", "kernel_tuner"):
+        with contextlib.suppress(PackageNotFoundError):
+            digest.update(f"{package} {version(package)}".encode())
+    return digest.hexdigest()
 
 
 def space_digest(space: RecordedSpace) -> str:
@@ -42,13 +63,14 @@ class KeptRuns:
     def __init__(self, out: Path, spaces: dict[str, RecordedSpace]):
         self.folder = out / FOLDER
         self.spaces = {name: space_digest(space) for name, space in spaces.items()}
+        self.code = code_digest()
         self.reused = 0
         """The cells taken from the folder."""
         self.kept = 0
         """The cells written to it."""
 
     def path(self, chosen: RunSet) -> Path:
-        key = [self.spaces[chosen.space], chosen.convention.value, chosen.strategy, chosen.budget,
+        key = [self.code, self.spaces[chosen.space], chosen.convention.value, chosen.strategy, chosen.budget,
                chosen.time_limit_s, chosen.runs, chosen.seed]
         return self.folder / f"{hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]}.npz"
 
