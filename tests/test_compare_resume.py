@@ -4,14 +4,18 @@ the output folder, the message says so, and the same command goes on from them, 
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from tests.test_compare_command import A100
+from tests.test_compare_command import A100, toy_space
 from tuner import cli
 from tuner.compare import schedule
-from tuner.compare.kept_runs import FOLDER
+from tuner.compare.harness import BestSoFar, Convention
+from tuner.compare.kept_runs import FOLDER, KeptRuns
+from tuner.compare.schedule import RunSet
 
 COMMAND = ["compare", str(A100), "--strategies", "random,ils", "--repeats", "3", "--budgets", "10,20",
            "--convention", "a", "--jobs", "1", "--quiet"]
@@ -37,6 +41,7 @@ def fractions(out: Path) -> dict[tuple[str, str], str]:
         return {(row["strategy"], row["budget"]): row["mean"] for row in csv.DictReader(stream)}
 
 
+@pytest.mark.slow  # whole comparisons, each writing its figures and page
 def test_an_interrupted_comparison_keeps_its_finished_cells_and_goes_on_from_them(tmp_path, monkeypatch, capsys):
     whole, out = tmp_path / "whole", tmp_path / "resumed"
     counted = CountedRuns()
@@ -65,6 +70,7 @@ def test_an_interrupted_comparison_keeps_its_finished_cells_and_goes_on_from_the
     assert again.calls == every  # other runs: nothing kept is theirs
 
 
+@pytest.mark.slow  # whole comparisons, each writing its figures and page
 def test_a_damaged_kept_cell_is_run_again(tmp_path, monkeypatch):
     out = tmp_path / "cmp"
     assert cli.main([*COMMAND, "--out", str(out)]) == 0
@@ -96,6 +102,7 @@ def test_ctrl_c_in_another_command_says_what_is_true_for_it(command, tmp_path, c
     assert expected in said
 
 
+@pytest.mark.slow  # whole comparisons, each writing its figures and page
 def test_a_changed_strategy_runs_its_cells_again(tmp_path, monkeypatch):
     from tuner.compare import kept_runs
 
@@ -113,3 +120,21 @@ def test_a_changed_strategy_runs_its_cells_again(tmp_path, monkeypatch):
         monkeypatch.setattr(schedule, "run_one", counted)
         assert cli.main([*COMMAND, "--out", str(out)]) == 0
         assert counted.calls == expected
+
+
+def test_a_kept_cell_reads_back_as_its_runs_and_only_for_its_own_settings(tmp_path):
+    kept = KeptRuns(tmp_path, {"toy": toy_space()})
+    cell = RunSet("toy", Convention.VALID, "random", 4, None, 2, seed=7)
+    runs = [BestSoFar(np.array([3.0, 2.0, 2.0]), np.array([1.0, 2.0, 3.0]), np.array([5, 9, 1]),
+                      np.array([1.1, 2.2, 3.3])),
+            BestSoFar(np.array([np.inf]), np.array([1.0]), np.array([4]), np.array([1.0]), cut="stalled")]
+    assert kept.get(cell) is None
+    kept.keep(cell, runs)
+    again = KeptRuns(tmp_path, {"toy": toy_space()}).get(cell)
+    assert again is not None and [r.cut for r in again] == ["", "stalled"]
+    for before, after in zip(runs, again, strict=True):
+        for field in ("best_ms", "cost_s", "candidates", "elapsed_s"):
+            assert np.array_equal(getattr(before, field), getattr(after, field))
+    for other in (dataclasses.replace(cell, seed=8), dataclasses.replace(cell, budget=5),
+                  dataclasses.replace(cell, strategy="ils"), dataclasses.replace(cell, convention=Convention.PRODUCT)):
+        assert kept.get(other) is None
