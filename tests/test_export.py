@@ -78,7 +78,8 @@ def test_a_cache_names_its_kernel_problem_values_and_device(tmp_path, capsys):
                                                                       "1000x777x333") for family in ("naive", "tiled"))
     first = [p for p in files if "4096x4096x4096" in p.name]
     document = json.loads(next(p for p in first if p.name.endswith("tiled.json")).read_text())
-    assert document["kernel_name"] == "tiled" and document["problem_size"] == [4096, 4096, 4096]
+    assert document["kernel_name"] == "tiled" and document["problem_size"] == [4096, 4096]
+    assert document["problem"] == {"M": 4096, "N": 4096, "K": 4096}
     assert document["tune_params"] == {"TILE_WIDTH": [8, 16, 32]} and document["device_name"].startswith("NVIDIA")
     space = load_recorded(next(p for p in first if p.name.endswith("naive.json")))
     assert len(space) == 16 and int((space.status == "invalid").sum()) >= 1  # 64×32 threads: over the limit

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tuner.errors import TunerError
+from tuner.errors import Interrupted, TunerError, interrupted_text
 
 
 def _space(args: argparse.Namespace) -> int:
@@ -30,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
                          strategy=args.strategy, seed=args.seed, transfer=args.transfer, storage=args.storage,
                          out=args.out, quiet=args.quiet, report=not args.no_report, summary=True, gpus=args.gpus,
                          heartbeat=args.heartbeat, replay_pace=args.replay_pace, objective=args.objective,
-                         counters=args.counters)
+                         counters=args.counters, remeasure_ceilings=args.remeasure_ceilings)
     run_with(experiment, options, option_name)
     return 0
 
@@ -78,6 +78,8 @@ def _export(args: argparse.Namespace) -> int:
             if done.unmeasured < 0 else ""
         filled = f", {done.filled} rejected by the rules written as invalid" if done.filled else ""
         print(f"{done.path}  ({done.study}, {done.family}: {done.recorded} measured{filled}{missing}{unknown})")
+        if done.simulation_warning:
+            print(f"warning: {done.simulation_warning}", file=sys.stderr)
     return 0
 
 
@@ -151,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "takes its recorded device time times FACTOR")
     run.add_argument("--counters", choices=COUNTERS_CHOICES, help="hardware counters read after the search "
                      f"(measure.counters): none, best (the fastest {COUNTERS_BEST} of each study) or all")
+    run.add_argument("--remeasure-ceilings", action="store_true", help="measure the device's ceilings again before "
+                     "the search (they are measured once per device and reused, with the load they were measured "
+                     "under)")
     run.add_argument("--out", metavar="DIR", help="output folder (default: reports/<experiment name>/)")
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the figures and report.html at the end "
@@ -224,6 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TunerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted:  # the command has said what it kept
+        return 130
     except KeyboardInterrupt:
-        print("interrupted: what was recorded is kept; run the same command again to continue", file=sys.stderr)
+        print(interrupted_text(args.command, getattr(args, "run_dir", None)), file=sys.stderr)
         return 130

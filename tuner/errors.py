@@ -2,6 +2,10 @@
 
 An error names a setting as its caller does: :func:`parameter_name` for ``tuner.run``'s parameters (``trials``,
 ``backend='replay'``), :func:`option_name` for the command line's options (``--trials``, ``--backend replay``).
+
+Ctrl-C is told once and truly: a command that knows more than its name tells (how many rows a run saved, which
+cells of a comparison are kept) says it itself and raises :class:`Interrupted`, and the command line adds nothing;
+otherwise the command line prints :func:`interrupted_text`.
 """
 
 from __future__ import annotations
@@ -42,3 +46,26 @@ class ExperimentError(TunerError):
         where = f"{file}, line {line}" if line else file
         at = f"field '{field}'" if field else "the document"
         super().__init__(f"{where}: {at}: {message}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C after the command has said what it kept and how to continue."""
+
+
+def interrupted_text(command: str | None, folder: str | None = None) -> str:
+    """What is true after Ctrl-C in the command line's ``command`` (``folder``: the run folder it was given), where
+    the command did not say it itself (:class:`Interrupted`)."""
+    texts = {
+        "space": "nothing was written; with --compile the kernels compiled so far are cached, so running it again "
+                 "compiles only the others",
+        "run": "what the run recorded in its output folder is kept; run the same command again to continue",
+        "report": f"the report in {folder} may be incomplete; the results there are untouched; run the same "
+                  f"command again to write the whole report",
+        "profile": f"the counters {folder} held before this command are kept, this command's may be lost; run the "
+                   f"same command again to read the others",
+        "compare": "the cells finished so far are kept in the output folder; run the same command again to go on",
+        "export": "the files written so far are whole (each is written at once), others are missing; run the "
+                  "same command again to write all of them",
+        "device": "the ceilings measured so far are lost and nothing was cached; run the same command again",
+    }
+    return f"interrupted: {texts.get(command or '', 'run the same command again')}"

@@ -54,6 +54,8 @@ class Fatal(Exception):
 
 def _bootstrap(entry: Callable[..., None], parent_pid: int, conn: Connection, *args: Any) -> None:
     die_with_parent(parent_pid)
+    # Ctrl-C reaches every process of the terminal's group: the parent alone stops the run, and ends this one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     entry(conn, *args)
 
 
@@ -89,6 +91,8 @@ class MeasuringProcess:
         self.start_timeout_s = start_timeout_s
         self.description: Any = None
         self.ready = False
+        self.answering = False
+        """Whether a request was sent whose answer has not been read."""
         if wait:
             self.wait_ready()
 
@@ -115,6 +119,7 @@ class MeasuringProcess:
     def send(self, kind: str, payload: Any) -> None:
         """Send one request; ``receive`` gets its answer."""
         self.conn.send((kind, payload))
+        self.answering = True
 
     def receive(self, run_timeout_s: float, setup_timeout_s: float) -> tuple[Any, float]:
         """The answer to the request sent last: (value, busy seconds), or MeasuringProcessCrashed (with busy time
@@ -128,6 +133,7 @@ class MeasuringProcess:
             if reply == "started":
                 timeout, doing, started = run_timeout_s, "running the kernel", time.perf_counter()
             elif reply == "result":
+                self.answering = False
                 return body
             else:  # "fatal": the measuring process has reported and exits
                 text, busy = body
@@ -144,7 +150,8 @@ class MeasuringProcess:
         self.conn.close()
 
     def stop(self) -> None:
-        if self.process.is_alive():
+        """Tell the measuring process to stop; kill it when it is still at a request (the caller was interrupted)."""
+        if self.process.is_alive() and not self.answering:
             with contextlib.suppress(BrokenPipeError, OSError):
                 self.conn.send(("stop", None))
             self.process.join(10)

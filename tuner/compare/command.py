@@ -3,7 +3,9 @@
 Output folder (default ``reports/compare``): ``comparison.txt`` (the table), ``comparison.json`` (settings, rows
 and curves), ``comparison.csv`` (one row per space, convention, strategy and budget), one
 ``curves_<space>_<convention>.png`` per case and ``comparison.html``; where Kernel Tuner's strategies ran,
-``summary.md`` (the default strategy against Kernel Tuner's best on each space, and every space's table).
+``summary.md`` (the default strategy against Kernel Tuner's best on each space, and every space's table); ``runs/``:
+each finished cell's runs (:mod:`tuner.compare.kept_runs`), which a comparison into the same folder takes instead of
+running them again, so that one interrupted goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from tuner.compare.comparison import (
 )
 from tuner.compare.harness import Convention, cost_per_draw, statistics
 from tuner.compare.inputs import recorded_spaces
+from tuner.compare.kept_runs import KeptRuns
 from tuner.compare.methodology import MethodologyError
-from tuner.errors import TunerError
+from tuner.errors import Interrupted, TunerError
 from tuner.recorded import RecordedSpace
 from tuner.strategies.catalog import DEFAULT
 
@@ -70,9 +73,17 @@ def run_comparison(paths: list[str | Path], strategies: list[str] | None = None,
     except OSError as exc:
         raise TunerError(f"{folder}: the output folder cannot be created ({exc.strerror or exc})") from None
     started = time.monotonic()
-    results = compare(spaces, factories, budgets, CONVENTIONS[convention], repeats, seed, jobs,
-                      progress=None if quiet else _note, peers=peer_names, score_runs=score_repeats,
-                      peer_runs=peer_repeats)
+    kept = KeptRuns(folder, spaces)
+    try:
+        results = compare(spaces, factories, budgets, CONVENTIONS[convention], repeats, seed, jobs,
+                          progress=None if quiet else _note, peers=peer_names, score_runs=score_repeats,
+                          peer_runs=peer_repeats, kept=kept)
+    except KeyboardInterrupt:
+        print(f"interrupted: {kept.reused + kept.kept} finished cell(s) (a strategy's runs on a space with a budget) "
+              f"are kept in {kept.folder}; run the same command again to go on from them", file=sys.stderr)
+        raise Interrupted from None
+    if kept.reused and not quiet:
+        _note(f"{kept.reused} cell(s) taken from an earlier comparison in {kept.folder}")
     settings: dict[str, Any] = {
         "spaces": {name: space.source for name, space in spaces.items()}, "strategies": list(factories),
         "peers": [kt.PREFIX + name for name in peer_names], "repeats": repeats,

@@ -37,7 +37,7 @@ import numpy as np
 from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.harness import BestSoFar, Convention, cost_per_draw, stack, statistics
 from tuner.compare.methodology import MethodologyError, MethodologyScore, SpaceStatistics, methodology_score
-from tuner.compare.schedule import RunSet, run_sets
+from tuner.compare.schedule import Keeper, RunSet, run_sets
 from tuner.compare.scoring import Summary, at_budgets, best_at_times, cost_to_reach, fraction_of_optimum, summarise
 from tuner.errors import TunerError
 from tuner.recorded import RecordedSpace
@@ -143,11 +143,13 @@ def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFact
             budgets: tuple[int, ...] = DEFAULT_BUDGETS, conventions: tuple[Convention, ...] = tuple(Convention),
             runs: int = DEFAULT_RUNS, seed: int = 0, jobs: int | None = None,
             progress: Progress | None = None, peers: list[str] | None = None,
-            score_runs: int | None = None, peer_runs: int | None = None) -> list[CaseResult]:
+            score_runs: int | None = None, peer_runs: int | None = None,
+            kept: Keeper | None = None) -> list[CaseResult]:
     """Every strategy in every case, spaces in order, each under each convention; ``peers``: Kernel Tuner's
     strategies (under convention (a)), ``peer_runs`` runs of each (default ``runs``); ``score_runs``: runs for
     the methodology score (default ``runs``). Every run of every strategy and case shares one pool of ``jobs``
-    processes (:mod:`tuner.compare.schedule`)."""
+    processes (:mod:`tuner.compare.schedule`); ``kept``: where each set of runs is kept as it ends, and taken from
+    when an earlier comparison kept it."""
     budgets = tuple(sorted(set(budgets)))
     if not budgets or budgets[0] < 1:
         raise TunerError(f"budgets must be whole numbers ≥ 1, not {budgets}")
@@ -175,7 +177,7 @@ def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFact
         progress(f"{sum(s.runs for s in sets):,} runs of {len(entries)} strategies and cases over "
                  f"{jobs or os.cpu_count()} processes")
     made = dict(zip(((s.space, s.convention, s.strategy, s.budget, s.time_limit_s) for s in sets),
-                    run_sets(sets, spaces, jobs, progress), strict=True))
+                    run_sets(sets, spaces, jobs, progress, kept), strict=True))
     found: dict[Case, dict[str, Scored]] = {}
     for case, strategy, knows_budget, count in entries:
         def run(budget: int | None, time_limit_s: float | None, _: int, case: Case = case,

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Protocol
 
 from threadpoolctl import threadpool_limits
 
@@ -57,6 +59,7 @@ _shared: _Shared | None = None
 def _set_shared(shared: _Shared) -> None:
     global _shared
     _shared = shared
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the comparison, which ends the pool
     threadpool_limits(1)  # one core per process: the pool has a process per core
 
 
@@ -107,38 +110,82 @@ def cache_files(spaces: dict[str, RecordedSpace], sets: list[RunSet]) -> Iterato
 Progress = Callable[[str], None]
 
 
+class Keeper(Protocol):
+    """Where finished sets are kept (:mod:`tuner.compare.kept_runs`)."""
+
+    def get(self, chosen: RunSet) -> list[BestSoFar] | None:
+        """The set's runs, when they were kept."""
+        ...
+
+    def keep(self, chosen: RunSet, runs: list[BestSoFar]) -> None:
+        """Keep a set whose runs have all ended."""
+        ...
+
+
+class _Found:
+    """The runs made so far, by set and run; a set is handed to the keeper when its last run ends."""
+
+    def __init__(self, sets: list[RunSet], kept: Keeper | None):
+        self.sets, self.kept = sets, kept
+        self.runs: list[list[BestSoFar | None]] = [[None] * s.runs for s in sets]
+        self.missing = [s.runs for s in sets]
+        for index, chosen in enumerate(sets):
+            earlier = kept.get(chosen) if kept is not None else None
+            if earlier is not None:
+                self.runs[index], self.missing[index] = list(earlier), 0
+
+    def add(self, index: int, run: int, made: BestSoFar) -> None:
+        self.runs[index][run] = made
+        self.missing[index] -= 1
+        if self.missing[index] == 0 and self.kept is not None:
+            self.kept.keep(self.sets[index], [r for r in self.runs[index] if r is not None])
+
+    def result(self) -> list[list[BestSoFar]]:
+        return [[made for made in runs if made is not None] for runs in self.runs]
+
+
 def run_sets(sets: list[RunSet], spaces: dict[str, RecordedSpace], jobs: int | None = None,
-             progress: Progress | None = None) -> list[list[BestSoFar]]:
-    """Every set's runs, in order, over ``jobs`` processes (one per CPU by default; 1: in this one)."""
-    units = order(sets, spaces)
-    found: list[list[BestSoFar | None]] = [[None] * s.runs for s in sets]
+             progress: Progress | None = None, kept: Keeper | None = None) -> list[list[BestSoFar]]:
+    """Every set's runs, in order, over ``jobs`` processes (one per CPU by default; 1: in this one); ``kept``: the
+    sets kept by an earlier comparison, taken from there, and where each set is kept as its last run ends."""
+    found = _Found(sets, kept)
+    units = [(index, run) for index, run in order(sets, spaces) if found.missing[index]]
     workers = min(jobs or os.cpu_count() or 1, max(len(units), 1))
-    with cache_files(spaces, sets) as paths:
+    with cache_files(spaces, [s for s, missing in zip(sets, found.missing, strict=True) if missing]) as paths:
         shared = _Shared(spaces, paths, sets)
         report = _Reporter(len(units), progress)
         if workers <= 1:
             for index, run in units:
                 started = time.process_time()
-                found[index][run] = run_one(shared, index, run)
+                found.add(index, run, run_one(shared, index, run))
                 report(sets[index], time.process_time() - started)
         else:
             with ProcessPoolExecutor(max_workers=workers, initializer=_set_shared, initargs=(shared,)) as pool:
-                pending: set[Future[tuple[int, int, BestSoFar, float]]] = set()
-                queue = iter(units)
-                for index, run in queue:  # a few units ahead per process, the rest handed out as they finish
-                    pending.add(pool.submit(_unit, index, run))
-                    if len(pending) >= 2 * workers:
-                        break
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        index, run, made, seconds = future.result()
-                        found[index][run] = made
-                        report(sets[index], seconds)
-                        following = next(queue, None)
-                        if following is not None:
-                            pending.add(pool.submit(_unit, *following))
-    return [[made for made in runs if made is not None] for runs in found]
+                try:
+                    _run_in_pool(pool, units, 2 * workers, found, report)
+                except KeyboardInterrupt:
+                    pool.shutdown(wait=True, cancel_futures=True)  # the units under way end soon; none start
+                    raise
+    return found.result()
+
+
+def _run_in_pool(pool: ProcessPoolExecutor, units: list[tuple[int, int]], ahead: int, found: _Found,
+                 report: _Reporter) -> None:
+    pending: set[Future[tuple[int, int, BestSoFar, float]]] = set()
+    queue = iter(units)
+    for index, run in queue:  # a few units ahead per process, the rest handed out as they finish
+        pending.add(pool.submit(_unit, index, run))
+        if len(pending) >= ahead:
+            break
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            index, run, made, seconds = future.result()
+            found.add(index, run, made)
+            report(found.sets[index], seconds)
+            following = next(queue, None)
+            if following is not None:
+                pending.add(pool.submit(_unit, *following))
 
 
 class _Reporter:

@@ -155,7 +155,7 @@ def measure_ceilings(timer: CpuTimer, threads: tuple[int, ...] | None = None, ar
                      watch: LoadMeter | None = None) -> dict[str, Any]:
     """Measured ceilings per thread count ({"1": {...}, "2": {...}}) and the raw timings, each with the load of the
     machine while it was measured (``watch``; default: this process's tree is the run's own)."""
-    say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda text: None)
+    say = _say if progress else (lambda text: None)
     threads = threads or thread_counts()
     watch = watch or LoadMeter()
     details: dict[str, Any] = measure_bandwidth(timer, threads, array_bytes or stream_array_bytes(), settings, say,
@@ -200,20 +200,23 @@ def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bo
     Keys: device, versions, peaks ({"theoretical", "measured"} on all usable cores), by_threads (measured ceilings
     per thread count, as text keys), ceilings (method, measured_utc, details, load: see ``ceilings_load``),
     cache_file. ``settings`` and ``array_bytes`` (of each STREAM array) change how the ceilings are measured when
-    they are; ``load`` watches the machine meanwhile. Ceilings measured under load are not cached (and a warning
-    says so): the next run measures them again. A cache written before loads were watched is measured again.
+    they are; ``load`` watches the machine meanwhile. The ceilings are measured once per machine and cached with the
+    load they were measured under, whatever it was (a ceiling measured under load reads low: a warning says so, and
+    percentages of it are flagged); later calls reuse them until ``remeasure``. Measuring is always announced on
+    stderr, ``progress`` says each step. A cache written before loads were watched is measured again.
     """
     device = describe()
     compiler = versions()
     path = _cache_file(device, compiler)
     cached = None if remeasure else read_cached(path, device["name"])
     if cached is not None and "load" in (cached.get("ceilings") or {}):
+        if progress and cached["ceilings"]["load"].get("under_load"):
+            _say(f"note: {trust_text(cached['ceilings']['load'], path)}")
         return {**cached, "device": device, "versions": compiler, "cache_file": str(path)}
     array_bytes = array_bytes or stream_array_bytes()
-    if progress:
-        counts = " and ".join(map(str, thread_counts()))
-        print(f"measuring this CPU's ceilings (memory bandwidth and multiply-add rates on {counts} thread(s)), once "
-              f"per machine: they are cached in {path} for the runs that follow", file=sys.stderr, flush=True)
+    _say(f"measuring this CPU's ceilings (memory bandwidth and multiply-add rates on "
+         f"{' and '.join(map(str, thread_counts()))} thread(s), about a minute), once: they are cached in {path} "
+         f"with the machine's load meanwhile, for the runs that follow ({REMEASURE} measures them again)")
     measured = measure_ceilings(timer or CpuTimer(), array_bytes=array_bytes, settings=settings, progress=progress,
                                 watch=load)
     cores = max(int(count) for count in measured["by_threads"])
@@ -228,13 +231,27 @@ def summary(remeasure: bool = False, timer: CpuTimer | None = None, progress: bo
                      "measured_utc": datetime.now(UTC).isoformat(timespec="seconds"),
                      "details": measured["details"], "load": watched},
     }
+    write_cached(path, result)
     if watched["under_load"]:
-        print(f"warning: the CPU's ceilings were measured while {watched['worst']}; they are not cached, so the "
-              f"next run measures them again, and percentages of them are flagged (python -m tuner device --cpu "
-              f"--remeasure on an idle machine)", file=sys.stderr, flush=True)
-    else:
-        write_cached(path, result)
+        _say(f"warning: {trust_text(watched, path)}")
     return {**result, "cache_file": str(path)}
+
+
+REMEASURE = ("run --remeasure-ceilings (tuner.run(..., remeasure_ceilings=True), or python -m tuner device --cpu "
+             "--remeasure)")
+"""How the user measures the CPU's ceilings again."""
+
+
+def trust_text(load: dict[str, Any], path: Path | str) -> str:
+    """What ceilings measured under ``load`` (``ceilings_load``'s) are worth, and how to measure them again."""
+    slowed = ", ".join(load.get("loaded") or ()) or "some"
+    return (f"the CPU's ceilings cached in {path} were measured while {load.get('worst')} ({slowed} slowed): they "
+            f"read low and percentages of them are flagged '?'; measure them again on an idle machine with "
+            f"{REMEASURE}")
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def ceilings_load(details: dict[str, Any]) -> dict[str, Any]:
@@ -308,13 +325,11 @@ def format_summary(info: dict[str, Any]) -> str:
     lines.append(f"ceilings measured {ceilings['measured_utc']} ({ceilings['method']})")
     load = ceilings.get("load") or {}
     if load.get("under_load"):
-        lines.append(f"  UNDER LOAD: measured while {load['worst']} ({', '.join(load['loaded'])} slowed); not cached, "
-                     f"and percentages of them are flagged: measure again on an idle machine")
-        lines.append(f"not cached (it would be {info['cache_file']})")
-    else:
-        if load:
-            lines.append(f"  load while measured: {load['worst']} (within what the measurements leave free)")
-        lines.append(f"cached in {info['cache_file']} (python -m tuner device --cpu --remeasure to measure again)")
+        lines.append(f"  UNDER LOAD: measured while {load['worst']} ({', '.join(load['loaded'])} slowed): they read "
+                     f"low, and percentages of them are flagged: measure again on an idle machine")
+    elif load:
+        lines.append(f"  load while measured: {load['worst']} (within what the measurements leave free)")
+    lines.append(f"cached in {info['cache_file']} (python -m tuner device --cpu --remeasure to measure again)")
     return "\n".join(_fitted(line) for line in lines)
 
 

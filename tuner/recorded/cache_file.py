@@ -128,11 +128,20 @@ def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
     keep = _satisfying(restrictions, indices, names, values)
     return RecordedSpace(
         source=source, device=str(document.get("device_name", "")), kernel=str(document.get("kernel_name", "")),
-        problem_size=document.get("problem_size"), names=tuple(names), values=values, indices=indices[keep],
+        problem_size=_problem_size(document), names=tuple(names), values=values, indices=indices[keep],
         status=np.array(statuses, dtype=str)[keep], reason=tuple(r for r, k in zip(reasons, keep, strict=True) if k),
         time_ms=np.array(times, dtype=float)[keep], runs_ms=runs_matrix(runs)[keep],
         cost_s=np.array(costs, dtype=float)[keep], restrictions=tuple(r.text for r in restrictions),
     )
+
+
+def _problem_size(document: dict[str, Any]) -> Any:
+    """The recorded problem's sizes in their own order where the file names them (``problem``, as this package
+    exports them beside Kernel Tuner's grid-ordered ``problem_size``), else ``problem_size``."""
+    named = document.get("problem")
+    if isinstance(named, dict) and named and all(isinstance(v, int) for v in named.values()):
+        return list(named.values())
+    return document.get("problem_size")
 
 
 def _restrictions(document: dict[str, Any], names: list[str], values: tuple[tuple[Any, ...], ...],

@@ -5,8 +5,11 @@ Kernel Tuner tunes one kernel on one problem per file, so a folder gives one fil
 What each holds, per configuration (the first row of each; vendor baselines left out):
 
 * Cache file (``kernel_tuner/schema/cache/1.0.0``, written as Kernel Tuner writes it: a header, then one record a
-  line): ``device_name`` (the device that measured the rows), ``kernel_name`` (the family), ``problem_size`` (the
-  family's sizes, ``[M, N, K]``), ``tune_params_keys`` and ``tune_params`` (the family's parameters and values, in
+  line): ``device_name`` (the device that measured the rows), ``kernel_name`` (the family), ``problem_size`` (what
+  Kernel Tuner's users pass and its simulation mode compares element by element: the grid's extent, x first, so
+  ``[N, M]`` for a problem with sizes M and N, C's columns then its rows, as the families' grids cover them; else the
+  problem's sizes in order), ``problem`` (the problem's sizes by name, which Kernel Tuner ignores and this package
+  reads back), ``tune_params_keys`` and ``tune_params`` (the family's parameters and values, in
   the experiment's order), ``objective`` ``time``, and ``cache``: ``"v1,v2,…"`` → the parameter values, ``time``
   (the median, ms), ``times`` (the timed samples, ms), ``compile_time``, ``verification_time`` (0: verifying is
   part of the device time), ``benchmark_time`` (the evaluation's device time), ``framework_time`` (the part of the
@@ -26,7 +29,9 @@ own families: one that names ``template_dirs`` would need code, which a run fold
 of a family's listed values that the experiment's static rules reject, or that no kernels entry lists, is
 written as ``InvalidConfig`` (as Kernel Tuner records a configuration that fails on the device's limits), so that a
 brute-force recording covers the whole product and is simulated without restrictions; valid configurations that
-were never measured are left out and counted (simulate a sampled search with restrictions that exclude them).
+were never measured are left out and counted. Kernel Tuner's simulation mode refuses such a file at the first of
+them it asks for ("all configurations must be present in the cache"), so :attr:`Exported.simulation_warning` says
+so: simulate a sampled search with restrictions that exclude them, or export a brute-force run.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import pandas as pd
 import yaml
 
 from tuner import atomic_file
-from tuner.config import Config, ParamValue
+from tuner.config import Config, ParamValue, Problem
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
 from tuner.results import table as results
@@ -67,6 +72,28 @@ class Exported:
     """Combinations the experiment's rules reject (or no entry lists), written as invalid."""
     unmeasured: int
     """Valid configurations the folder never measured (left out); -1 where the experiment could not be read."""
+    format: str = FORMATS[0]
+
+    @property
+    def simulation_warning(self) -> str | None:
+        """Why Kernel Tuner's simulation mode may refuse the file (a cache that lacks valid configurations), or None."""
+        if self.format != FORMATS[0] or self.unmeasured == 0:
+            return None
+        lacks = (f"lacks {self.unmeasured} valid configuration(s) the run never measured (a sampled search)"
+                 if self.unmeasured > 0 else "may lack valid configurations: the run's experiment could not be read "
+                 "again to tell")
+        return (f"{self.path} {lacks}; Kernel Tuner's simulation mode stops at the first one it asks for (\"all "
+                f"configurations must be present in the cache\"): give it restrictions that exclude them, or export "
+                f"a brute-force run")
+
+
+def kernel_tuner_problem_size(problem: Problem) -> list[int]:
+    """The problem size Kernel Tuner's users pass for a problem: the grid's extent, x first (``[N, M]`` where the
+    problem has sizes M and N: C's columns, then its rows); else the problem's sizes in order."""
+    sizes = problem.as_dict()
+    if "M" in sizes and "N" in sizes:
+        return [sizes["N"], sizes["M"]]
+    return list(sizes.values())
 
 
 @dataclass(frozen=True)
@@ -75,7 +102,7 @@ class Kernel:
 
     study: str
     family: str
-    problem: list[int]
+    problem: Problem
     names: tuple[str, ...]
     values: tuple[tuple[ParamValue, ...], ...]
     rows: list[dict[str, Any]]
@@ -108,7 +135,7 @@ def export(folder: str | Path, fmt: str, out: str | Path | None = None) -> list[
             path = target / f"{stem}.json"
             atomic_file.write_text(path, cache_text(kernel, device_name))
         written.append(Exported(path, kernel.study, kernel.family, len(rows), len(kernel.rejected),
-                                kernel.unmeasured))
+                                kernel.unmeasured, fmt))
     if not written:
         raise TunerError(f"{folder}: the results table holds no tuned configuration to export")
     return written
@@ -142,8 +169,7 @@ def kernels(df: pd.DataFrame, metadata: Mapping[str, Any]) -> list[Kernel]:
             values = tuple(_visited([results.row_params(row)[name] for row in records]) for name in names)
             rejected, unmeasured = [], -1
         problem = results.config_of_row(records[0]).problem
-        found.append(Kernel(str(study), str(family), [int(v) for v in problem.as_dict().values()], names, values,
-                            records, rejected, unmeasured))
+        found.append(Kernel(str(study), str(family), problem, names, values, records, rejected, unmeasured))
     return found
 
 
@@ -188,7 +214,8 @@ def _device_names(metadata: Mapping[str, Any]) -> dict[str, str]:
 
 def cache_text(kernel: Kernel, device_name: str) -> str:
     """The cache file's text, as Kernel Tuner writes it: the header, then one record a line."""
-    header = {"device_name": device_name, "kernel_name": kernel.family, "problem_size": kernel.problem,
+    header = {"device_name": device_name, "kernel_name": kernel.family,
+              "problem_size": kernel_tuner_problem_size(kernel.problem), "problem": kernel.problem.as_dict(),
               "tune_params_keys": list(kernel.names),
               "tune_params": {name: list(values) for name, values in zip(kernel.names, kernel.values, strict=True)},
               "objective": "time", "cache": {}}
@@ -246,7 +273,8 @@ def t4_document(kernel: Kernel) -> dict[str, Any]:
                             "invalidity": "constraints", "correctness": 1, "measurements": [],
                             "objectives": ["time"], "reason": reason})
     return {"schema_version": "1.0.0", "metadata": {"timeunit": "milliseconds", "kernel": kernel.family,
-                                                    "problem_size": kernel.problem, "study": kernel.study},
+                                                    "problem_size": kernel_tuner_problem_size(kernel.problem),
+                                                    "problem": kernel.problem.as_dict(), "study": kernel.study},
             "results": evaluations}
 
 

@@ -57,6 +57,7 @@ class RunOptions:
     replay_pace: float | None = None
     objective: str | Sequence[str] | None = None
     counters: str | None = None
+    remeasure_ceilings: bool = False
 
     def resume_command(self, experiment: Experiment, out: Path, objective: Objective,
                        backend: str | Backend) -> str:

@@ -201,7 +201,7 @@ MARK_NOTES = {
     "*": "* measured while other processes used the {device} (under load): slower than it can be.",
     "!": "! above the measured arithmetic peak, which no kernel can be: the peak was measured too low (under load, "
          "say); measure it again on an idle machine ({remeasure}).",
-    "?": "? of ceilings measured under load (not cached: the next run measures them again).",
+    "?": "? of ceilings measured under load, which read low: measure them again on an idle machine ({remeasure}).",
 }
 REMEASURE = {"CPU": "python -m tuner device --cpu --remeasure", "GPU": "python -m tuner device --remeasure"}
 

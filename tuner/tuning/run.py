@@ -68,6 +68,7 @@ from tuner.settings import STORAGE_FILE, former_keyword
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import RunOptions, RunSettings, resolve
+from tuner.tuning.remeasure import remeasure_ceilings
 from tuner.tuning.result_display import RunResult
 from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 
@@ -95,6 +96,7 @@ def run(
     replay_pace: float | None = None,
     objective: str | Sequence[str] | None = None,
     counters: str | None = None,
+    remeasure_ceilings: bool = False,
 ) -> RunResult:
     """Tune an experiment and return its results table.
 
@@ -119,7 +121,8 @@ def run(
     "edp", or ("time", "energy")) overrides the experiment's ``search.objective``
     (:mod:`tuner.energy.objective`); an objective with energy measures it, on a backend that can. ``counters``
     ("none", "best", "all") overrides ``measure.counters``: the hardware counters read after the search
-    (tuner.counters).
+    (tuner.counters). The device's ceilings are measured once per device and reused (with the load they were
+    measured under, which the summary flags); ``remeasure_ceilings`` measures them again before the search.
     ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless
     ``quiet``; the command line prints it even with --quiet). ``report`` writes the figures and report.html at
     the end.
@@ -130,7 +133,7 @@ def run(
     options = RunOptions(backend=backend, replay=replay, trials=trials, timeout=timeout, strategy=strategy, seed=seed,
                          transfer=transfer, storage=storage, out=out, quiet=quiet, report=report, summary=summary,
                          callbacks=callbacks, gpus=gpus, heartbeat=heartbeat, replay_pace=replay_pace,
-                         objective=objective, counters=counters)
+                         objective=objective, counters=counters, remeasure_ceilings=remeasure_ceilings)
     return run_with(experiment, options, parameter_name)
 
 
@@ -154,6 +157,8 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
                            _load_report if options.report else None, progress=not options.quiet, name=name)
     created = not settings.out.exists()
     try:
+        if options.remeasure_ceilings:
+            remeasure_ceilings(chosen, name)
         check_energy(chosen, settings.objective)
         _check_replayable(settings.experiment, chosen[0])
         resume = options.resume_command(settings.experiment, settings.out, settings.objective, backend)

@@ -24,6 +24,7 @@ import optuna
 import pandas as pd
 
 from tuner.backends.protocol import Backend, Recording, counter_source, prepare_inputs
+from tuner.errors import Interrupted
 from tuner.results.metadata import metadata_id
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.pipeline import StudyPipeline
@@ -290,7 +291,7 @@ class Run:
         if interrupted:
             print(f"interrupted: {len(df)} rows are saved in {self.place.out}; to continue, run:\n  "
                   f"{self.resume_command}", file=sys.stderr)
-            raise KeyboardInterrupt
+            raise Interrupted
         if self.settings.summary:
             print_summary(result)
         return result
