@@ -33,6 +33,7 @@ from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
 from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
 from tuner.strategies.user_samplers import copies_of, pristine_copy
+from tuner.suggestion import did_you_mean
 
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
@@ -57,7 +58,8 @@ def check_choice(choice: Choice, name: Naming = option_name) -> None:
     (:mod:`tuner.errors`)."""
     if isinstance(choice, str):
         if choice not in catalog.NAMES:
-            raise TunerError(f"unknown strategy '{choice}'; choose one of {', '.join(catalog.NAMES)}")
+            raise TunerError(f"unknown strategy '{choice}'{did_you_mean(choice, catalog.NAMES)}; choose one of "
+                             f"{', '.join(catalog.NAMES)}")
         if choice in catalog.OPTUNA:
             sampler_maker(choice, name)
     elif isinstance(choice, optuna.samplers.BaseSampler):
