@@ -7,9 +7,8 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.test_experiment_errors import VALID
-from tuner.errors import ExperimentError
+from tuner.errors import ExperimentError, did_you_mean
 from tuner.experiment.schema import load_experiment
-from tuner.suggestion import did_you_mean
 
 MISSPELT = [
     (VALID.replace("TILE_WIDTH", "TILE_WIDHT"), "unknown key 'TILE_WIDHT' (did you mean 'TILE_WIDTH'?)"),

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tuner.errors import did_you_mean
 from tuner.optuna_attrs import OBJECTIVE_ATTR
-from tuner.suggestion import did_you_mean
 
 TIME, ENERGY, EDP = "time", "energy", "edp"
 NAMES: tuple[str, ...] = (TIME, ENERGY, EDP)

@@ -15,7 +15,7 @@ from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
-from tuner.errors import ExperimentError, TunerError
+from tuner.errors import ExperimentError, TunerError, did_you_mean
 from tuner.experiment.family_trial import family_mistake
 from tuner.experiment.run_settings import COUNTERS, SEARCH, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.yaml_document import Document, FieldPath, read_document
@@ -29,7 +29,6 @@ from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
 from tuner.space.restriction_rules import restriction_refusal
 from tuner.strategies.catalog import NAMES
-from tuner.suggestion import did_you_mean
 
 STRATEGIES = NAMES
 STRATEGY_KEYS = ("strategy", "sampler")

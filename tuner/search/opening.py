@@ -11,7 +11,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.trial import Trial, TrialState
 
 from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
-from tuner.errors import Naming, TunerError, option_name
+from tuner.errors import Naming, TunerError, did_you_mean, option_name
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
     AXES_ATTR,
@@ -33,7 +33,6 @@ from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
 from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
 from tuner.strategies.user_samplers import copies_of, pristine_copy
-from tuner.suggestion import did_you_mean
 
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
