@@ -91,3 +91,11 @@ def test_which_instruction_a_tensor_ceiling_came_from():
     assert not short_of_tensor_rate(newer, "bfloat16")
     a100 = Environment.from_dict({**sm90, "device": {"compute_capability": "8.0"}})
     assert not short_of_tensor_rate(a100, "bfloat16")  # mma.sync is its full tensor rate
+
+
+def test_the_wgmma_dtypes_the_labels_know_are_those_the_ceilings_measure():
+    from tuner.gpu.tensor_ceilings import WGMMA_ARCH, WGMMA_K
+    from tuner.peaks import WGMMA_DTYPES
+
+    assert {capability: set(dtypes) for capability, dtypes in WGMMA_DTYPES.items()} == {
+        capability: set(WGMMA_K) for capability in WGMMA_ARCH}

@@ -1,5 +1,5 @@
 """What a run's measured arithmetic peak of a dtype is the rate of, in words: the CPU's cores, the GPU's CUDA cores,
-or its tensor cores through ``mma.sync`` or ``wgmma`` (:mod:`tuner.gpu.tensor_ceilings`).
+or its tensor cores through ``mma.sync`` or ``wgmma`` (measured by :mod:`tuner.gpu.tensor_ceilings`).
 
 Ceilings recorded before the instruction was kept name none; they were all measured with ``mma.sync``. On sm_90
 that rate is below what the tensor cores reach through ``wgmma``, so a wgmma kernel's share of it can pass 100%
@@ -13,8 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from tuner.gpu.tensor_ceilings import MMA_SYNC, WGMMA_ARCH, WGMMA_K
-from tuner.peaks import unit_peaks
+from tuner.peaks import MMA_SYNC, WGMMA_DTYPES, unit_peaks
 from tuner.results.environment import Environment, environments_of
 
 
@@ -57,7 +56,7 @@ def short_of_tensor_rate(environment: Environment, dtype: str) -> bool:
     """Whether the dtype's peak is the tensor cores' mma.sync rate on a GPU whose tensor cores reach more through
     wgmma, which its ceilings did not measure."""
     capability = str(environment.device.get("compute_capability") or "")
-    return (not environment.on_cpu and capability in WGMMA_ARCH and dtype in WGMMA_K
+    return (not environment.on_cpu and dtype in WGMMA_DTYPES.get(capability, ())
             and peak_unit(environment, dtype) == "tensor" and tensor_instruction(environment, dtype) == MMA_SYNC)
 
 
