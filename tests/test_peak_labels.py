@@ -1,5 +1,6 @@
 """What the summary, the report's tables and the roofline say a run's arithmetic peak is: the CPU's cores, the
-GPU's CUDA cores, or its tensor cores through the instruction that measured them (mma.sync, wgmma)."""
+GPU's CUDA cores, or its tensor cores through the instruction that measured them (mma.sync, wgmma); and a CPU
+run's report speaks of no GPU tool."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from tuner.report.html import render_html  # noqa: E402
 from tuner.report.roofline import roofline_figure  # noqa: E402
 from tuner.report.run_folder import load_run  # noqa: E402
 from tuner.report.tables import best_per_problem  # noqa: E402
@@ -79,6 +81,9 @@ def test_a_cpu_run_speaks_of_its_cores_not_of_cuda_cores_or_mma_sync(tmp_path):
     labels = [line.get_label() for ax in roofline_figure(load_run(folder)).axes for line in ax.get_lines()]
     ceilings = [label for label in labels if ", measured:" in label or ", theoretical:" in label]
     assert ceilings and all("GFLOP/s cores" in label and "CUDA" not in label for label in ceilings)
+    page = render_html(load_run(folder), {}, {})
+    assert "Nsight Compute counted" not in page and "reaches on this GPU" not in page
+    assert "measured C kernels on the CPU" in page
 
 
 def test_which_instruction_a_tensor_ceiling_came_from():
