@@ -104,3 +104,21 @@ def test_the_wgmma_dtypes_the_labels_know_are_those_the_ceilings_measure():
 
     assert {capability: set(dtypes) for capability, dtypes in WGMMA_DTYPES.items()} == {
         capability: set(WGMMA_K) for capability in WGMMA_ARCH}
+
+
+def test_a_recording_of_an_unknown_device_is_named_neither_cublas_nor_gpu(tmp_path):
+    import io
+
+    import tuner
+    from tuner.tuning.result_display import print_summary
+
+    result = tuner.run(ROOT / "experiments/recorded_gemm_a100.yaml", backend="replay", trials=3,
+                       out=tmp_path / "run", quiet=True, report=False)
+    assert (results.baseline_library(result.metadata), results.measuring_device(result.metadata)) == (
+        "baseline", "device")
+    shown = io.StringIO()
+    print_summary(result, shown, 120)
+    text = shown.getvalue()
+    assert "cuBLAS" not in text and "GPU busy" not in text and "device busy" in text
+    on_cpu = {"environments": {"a": {"backend": "cpu"}, "b": {"backend": "recorded"}}}
+    assert (results.baseline_library(on_cpu), results.measuring_device(on_cpu)) == ("BLAS", "CPU")
