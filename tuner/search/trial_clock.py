@@ -5,7 +5,8 @@ clock when it is asked: its duration and its bar on optuna-dashboard's timeline 
 Where a search is alone in its study, the trial's clock is started again as the device starts on it, through the
 storage's own state change (WAITING and back to RUNNING, which every Optuna storage stamps with the time), so that
 ``datetime_start`` is the measurement's start and ``datetime_complete``, set when the search tells the result, its
-end. A shared study keeps the time of the ask: there a WAITING trial could be taken by another worker's ask.
+end. A shared study (several workers, or a run's measuring threads on several GPUs) keeps the time of the ask:
+there a WAITING trial could be taken by another worker's ask.
 """
 
 from __future__ import annotations
