@@ -87,3 +87,21 @@ def test_a_parameter_of_many_names_shows_its_best_values(tmp_path):
     assert len(shown) <= MAX_TICKS and shown[0] == "order06"  # the rates rise with the index: 6 to 29 are shown
     heights = [p.get_height() for c in ax.containers for p in c if p.get_height() > 0]
     assert len(heights) == MAX_BARS and min(heights) > 100.0 + 800.0 * 5 / 29
+
+
+def test_a_parameter_of_one_value_gets_a_bar_of_a_third_of_its_panel(tmp_path):
+    import shutil
+
+    from tuner.report.parameters import MIN_SLOTS
+
+    folder = tmp_path / "one_value"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "experiments/data/fermi_like_h100", folder)
+    df = pd.read_parquet(folder / results.RESULTS_PARQUET)
+    df = df[(df["family"] != "tiled") | (df["p_TILE_WIDTH"] == 16)]
+    df.to_parquet(folder / results.RESULTS_PARQUET)
+    fig = parameter_figure(load_run(folder), "tiled")
+    (ax,) = fig.axes
+    low, high = ax.get_xlim()
+    bars = [patch for patch in ax.patches if patch.get_gid() == "bars"]
+    assert bars and high - low >= MIN_SLOTS - 1e-9
+    assert all(patch.get_width() / (high - low) <= 1 / MIN_SLOTS for patch in bars)

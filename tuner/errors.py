@@ -1,4 +1,5 @@
-"""Errors a user can fix: the CLI prints them as one paragraph and exits with status 2.
+"""Errors a user can fix: the CLI prints them as one paragraph and exits with status 2; a misspelt name in one gets
+the closest known name (:func:`did_you_mean`).
 
 An error names a setting as its caller does: :func:`parameter_name` for ``tuner.run``'s parameters (``trials``,
 ``backend='replay'``), :func:`option_name` for the command line's options (``--trials``, ``--backend replay``).
@@ -10,7 +11,9 @@ otherwise the command line prints :func:`interrupted_text`.
 
 from __future__ import annotations
 
-from typing import Protocol
+import difflib
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 
 class Naming(Protocol):
@@ -69,3 +72,18 @@ def interrupted_text(command: str | None, folder: str | None = None) -> str:
         "device": "the ceilings measured so far are lost and nothing was cached; run the same command again",
     }
     return f"interrupted: {texts.get(command or '', 'run the same command again')}"
+
+
+SUGGESTION_CUTOFF = 0.6
+"""How alike (difflib's ratio) a known name must be to a misspelt one to be suggested."""
+
+
+def did_you_mean(given: Any, known: Iterable[str]) -> str:
+    """" (did you mean 'TILE_WIDTH'?)" for the known name closest to ``given``, or "" where none is close (or
+    ``given`` is not text); the case of the letters counts for little."""
+    if not isinstance(given, str) or not given:
+        return ""
+    names = [str(name) for name in known]
+    by_case = {name.casefold(): name for name in names}
+    close = difflib.get_close_matches(given.casefold(), list(by_case), n=1, cutoff=SUGGESTION_CUTOFF)
+    return f" (did you mean '{by_case[close[0]]}'?)" if close and by_case[close[0]] != given else ""

@@ -63,6 +63,13 @@ TRANSFER_ATTR = "transferred_from"
 """The study a queued trial's configuration was transferred from (tuner.search.transfer)."""
 ABANDONED_ATTR = "abandoned"
 """Why a trial was given up without a measurement."""
+STATUS_ATTR = "status"
+"""An evaluation's outcome (ok, invalid, compile_error, wrong, crashed), beside its record
+(tuner.search.trial_attrs)."""
+TIME_ATTR = "time_ms"
+"""An evaluation's median time (ms), where it ran."""
+PERFORMANCE_ATTR = "performance"
+"""An evaluation's GFLOP/s (GB/s for a kernel without arithmetic), where it ran."""
 
 # --- trial system attributes --------------------------------------------------------------------------------------
 

@@ -15,6 +15,11 @@ from typing import Any
 TENSOR_DTYPES = ("float64", "tf32", "bfloat16", "float16")
 """The dtypes an sm_80 or later GPU's tensor cores multiply (mma.sync)."""
 UNITS = {"cuda": "CUDA-core multiply-add", "tensor": "tensor-core (mma.sync or wgmma)"}
+MMA_SYNC = "mma.sync"
+"""The instruction every sm_80 or later GPU's tensor ceilings are measured with (a ceiling names none: this one)."""
+WGMMA_DTYPES = {"9.0": ("tf32", "bfloat16", "float16")}
+"""Per compute capability whose tensor cores reach their full rate only through wgmma, the dtypes wgmma multiplies
+(:mod:`tuner.gpu.tensor_ceilings` measures them)."""
 
 
 def key(dtype: str, unit: str = "cuda") -> str:

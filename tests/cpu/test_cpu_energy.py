@@ -46,3 +46,19 @@ def test_an_energy_objective_without_rapl_is_refused_before_anything_is_written(
     err = capsys.readouterr().err
     assert "needs energy per launch, but RAPL energy is not available here" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_energy_objective_without_rapl_is_refused_before_the_cpus_ceilings_are_measured(cpu_cache, tmp_path,
+                                                                                           monkeypatch, capfd):
+    if CpuEnergy().unavailable is None:
+        pytest.skip("this machine exposes RAPL: the refusal cannot happen here")
+    fresh = tmp_path / "cache"
+    fresh.mkdir()
+    monkeypatch.setenv("TUNER_CACHE_DIR", str(fresh))  # no ceilings cached: a run would measure them first
+    experiment = tmp_path / "cpu.yaml"
+    experiment.write_text("name: cpu\nproblems: [{M: 64, N: 48, K: 80}]\n"
+                          "kernels: [{template: cpu_reorder, parameters: {PARALLEL: [0], dtype: [float64]}}]\n")
+    assert cli.main(["run", str(experiment), "--objective", "energy", "--out", str(tmp_path / "run")]) == 2
+    err = capfd.readouterr().err  # the measuring process's words too
+    assert "needs energy per launch, but RAPL energy is not available here" in err
+    assert "measuring" not in err and "ceilings" not in err

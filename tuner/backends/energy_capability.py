@@ -20,6 +20,14 @@ def environment_refusal(environment: Mapping[str, Any]) -> str | None:
     return str(energy.get("reason") or "energy is not available here")
 
 
+def cpu_energy_refusal() -> str | None:
+    """Why this machine's CPU has no energy counters (RAPL) to read, found without starting a measuring process or
+    measuring the CPU's ceilings; None where it has them."""
+    from tuner.energy.cpu import CpuEnergy
+
+    return CpuEnergy().unavailable
+
+
 def check_energy(backends: Sequence[Evaluates], objective: Objective) -> None:
     """TunerError, before anything is written, when the objective needs energy that a backend cannot give."""
     if not needs_energy(objective):

@@ -24,6 +24,7 @@ from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family, template_hash
 from tuner.measure.measurement import Measurement, Status, Timing
 from tuner.recorded import RecordedSpace, load_recorded_once
+from tuner.results.environment import RECORDED_BACKEND
 from tuner.results.metadata import metadata_id, python_versions
 from tuner.space.entry_space import Entries, KernelSpec
 
@@ -88,7 +89,7 @@ def _environment(space: RecordedSpace, family: str, recording: Path) -> dict[str
     created = datetime.fromtimestamp(recording.stat().st_mtime, UTC).isoformat(timespec="seconds")
     none = {"float32_gflops": None, "float64_gflops": None, "int32_gflops": None, "bandwidth_gbs": None}
     return {
-        "backend": "recorded",
+        "backend": RECORDED_BACKEND,
         "device": {"name": space.device},
         "peaks": {"theoretical": dict(none), "measured": dict(none)},
         "versions": python_versions(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,16 @@ def chosen(df: pd.DataFrame, setting: str, best: int = COUNTERS_BEST, keys: Coll
     return ok.drop_duplicates("config_key").drop(columns="_score")
 
 
+def _not_countable(df: pd.DataFrame) -> tuple[str, ...]:
+    """Why successful rows were not countable (none where the run has no successful configuration)."""
+    ok = df[(df["status"] == "ok") & (df["family"] != results.BASELINE_FAMILY)] if not df.empty else df
+    if ok.empty:
+        return ()
+    families = ", ".join(sorted(ok["family"].astype(str).unique()))
+    return (f"none of its {len(ok)} successful evaluations ({families}) is of a CUDA kernel, and counters are read "
+            "for CUDA kernels only (not for C kernels measured on the CPU, nor for recorded spaces)",)
+
+
 def count_configurations(df: pd.DataFrame, folder: str | Path, source: CounterSource | None, setting: str,
                          say: Callable[[str], None] | None = None, unable: str = "",
                          best: int = COUNTERS_BEST, keys: Collection[str] = ()) -> CountersNote:
@@ -117,7 +127,7 @@ def count_configurations(df: pd.DataFrame, folder: str | Path, source: CounterSo
         return CountersNote(setting, len(rows), 0, note.before, (unable or "this backend reads no counters",),
                             best=best)
     if todo.empty:
-        return note
+        return replace(note, reasons=_not_countable(df)) if rows.empty else note
     if say is not None:
         say(f"counters: reading the counters of {len(todo)} configuration{'s' if len(todo) != 1 else ''} "
             f"({note.scope}), outside the timed samples")

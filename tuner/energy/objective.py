@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tuner.errors import did_you_mean
 from tuner.optuna_attrs import OBJECTIVE_ATTR
 
 TIME, ENERGY, EDP = "time", "energy", "edp"
@@ -59,7 +60,7 @@ def parse_objective(value: Any) -> Objective:
         raise ObjectiveError(f"expected {ALLOWED}, found {value!r}")
     for name in names:
         if name not in NAMES:
-            raise ObjectiveError(f"unknown objective {name!r}; expected {ALLOWED}")
+            raise ObjectiveError(f"unknown objective {name!r}{did_you_mean(name, NAMES)}; expected {ALLOWED}")
     if len(names) == 1:
         return (str(names[0]),)
     if len(names) == 2 and set(names) == set(PAIR):

@@ -15,7 +15,7 @@ from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
-from tuner.errors import ExperimentError, TunerError
+from tuner.errors import ExperimentError, TunerError, did_you_mean
 from tuner.experiment.family_trial import family_mistake
 from tuner.experiment.run_settings import COUNTERS, SEARCH, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.yaml_document import Document, FieldPath, read_document
@@ -81,7 +81,8 @@ class _Validator:
         allowed = required + optional
         for key in value:
             if key not in allowed:
-                raise self.r.error((*path, key), f"unknown key '{key}'; allowed here: {', '.join(allowed)}")
+                raise self.r.error((*path, key), f"unknown key '{key}'{did_you_mean(key, allowed)}; allowed here: "
+                                                 f"{', '.join(allowed)}")
         for key in required:
             if key not in value:
                 raise self.r.error(path, f"missing required key '{key}'")
@@ -117,7 +118,8 @@ class _Validator:
 
     def choice(self, value: Any, path: FieldPath, choices: tuple[str, ...]) -> str:
         if value not in choices:
-            raise self.r.error(path, f"expected one of {', '.join(choices)}, found {_describe(value)}")
+            raise self.r.error(path, f"expected one of {', '.join(choices)}, found {_describe(value)}"
+                                     f"{did_you_mean(value, choices)}")
         return value
 
     def values(self, value: Any, path: FieldPath, check: Callable[[Any, FieldPath], Any]) -> tuple:
@@ -161,7 +163,8 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
     known = families()
     name = v.text(m["template"], (*path, "template"))
     if name not in known:
-        raise v.r.error((*path, "template"), f"unknown template '{name}'; known templates: {', '.join(known)} "
+        raise v.r.error((*path, "template"), f"unknown template '{name}'{did_you_mean(name, known)}; known "
+                                             f"templates: {', '.join(known)} "
                                              f"(more with template_dirs: or --templates DIR)")
     family = known[name]
     ppath = (*path, "parameters")
@@ -269,7 +272,8 @@ def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> A
 
 def _dtype(v: _Validator, value: Any, path: FieldPath, supported: tuple[str, ...]) -> str:
     if value not in DTYPES:
-        raise v.r.error(path, f"unknown dtype {_describe(value)}; expected one of {', '.join(DTYPES)}")
+        raise v.r.error(path, f"unknown dtype {_describe(value)}{did_you_mean(value, DTYPES)}; expected one of "
+                              f"{', '.join(DTYPES)}")
     if value not in supported:
         raise v.r.error(path, f"dtype '{value}' is not supported by this template (it supports {', '.join(supported)})")
     return value
@@ -536,12 +540,14 @@ def check_experiment(experiment: Experiment) -> None:
     known = families()
     for i, spec in enumerate(experiment.kernels):
         if spec.family not in known:
-            raise fail(f"kernels[{i}].template", f"unknown template '{spec.family}'; known templates: "
+            raise fail(f"kernels[{i}].template", f"unknown template '{spec.family}'"
+                                                 f"{did_you_mean(spec.family, known)}; known templates: "
                                                  f"{', '.join(known)}")
         family = known[spec.family]
         for name, values in spec.values.items():
             if name not in family.parameter_names:
-                raise fail(f"kernels[{i}].parameters.{name}", f"'{spec.family}' has no parameter '{name}'; its "
+                raise fail(f"kernels[{i}].parameters.{name}", f"'{spec.family}' has no parameter '{name}'"
+                                                              f"{did_you_mean(name, family.parameter_names)}; its "
                                                               f"parameters: {', '.join(family.parameter_names)}")
             if not values:
                 raise fail(f"kernels[{i}].parameters.{name}", "list at least one value")
@@ -577,7 +583,8 @@ def check_experiment(experiment: Experiment) -> None:
         if mistake is not None:
             raise fail(f"kernels[{i}].template", mistake)
     if experiment.search.strategy not in STRATEGIES:
-        raise fail("search.strategy", f"unknown strategy '{experiment.search.strategy}'; choose one of "
+        raise fail("search.strategy", f"unknown strategy '{experiment.search.strategy}'"
+                                      f"{did_you_mean(experiment.search.strategy, STRATEGIES)}; choose one of "
                                       f"{', '.join(STRATEGIES)}")
     for name, rule in SEARCH.items():
         value = getattr(experiment.search, name)

@@ -17,6 +17,7 @@ import tuner.report.traffic as traffic
 from tuner.report.pareto import front_tables
 from tuner.report.run_folder import Run
 from tuner.report.source import best_sources
+from tuner.results import table as results
 
 TEMPLATE = "report.html.j2"
 
@@ -64,6 +65,7 @@ def render_html(run: Run, images: dict[str, list[Image]], notes: dict[str, list[
         "traffic": traffic.traffic_tables(run),
         "landing": traffic.landing_text(run),
         "counter_notes": traffic.counters_notes(run),
+        "on_cpu": results.measuring_device(run.metadata) == "CPU",
         "top": tables.top_configurations(run),
         "fronts": front_tables(run),
         "statuses": tables.status_counts(run),

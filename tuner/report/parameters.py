@@ -38,6 +38,8 @@ MAX_BARS = 24
 BAR_LABELS_MAX = 48
 """Bars (values × problems) in one panel up to which each bar has its number written on it."""
 NOT_RUN = "not run"
+MIN_SLOTS = 3
+"""The fewest bar widths a bar panel spans: one or two values get bars of a third of it, not all of it."""
 
 
 def parameter_names(run: Run, family: str) -> list[str]:
@@ -157,6 +159,8 @@ def _bars(ax: Axes, slices: list[tuple[str, pd.DataFrame]], name: str, dtype_lab
                 ax.plot([x], [0], marker="x", color="#aa0000", markersize=4, gid="never-ok")
     ticks = _ticks(len(values))
     ax.set_xticks(list(ticks), [str(values[i]) for i in ticks])
+    room = max(0.0, (MIN_SLOTS - len(values)) / 2)
+    ax.set_xlim(-0.5 - room, len(values) - 0.5 + room)
     ax.set_xlabel(label)
     _rate_axis(ax, top, dtype_label)
 
@@ -226,7 +230,7 @@ def parameter_figure(run: Run, family: str) -> Figure:
             _bars(ax, labelled, name, dtype_label)
         # One legend for all panels, beside them, where it covers no bar.
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+        fig.legend(handles, labels, loc="outside right center", fontsize=8)
         for ax in axes[len(varying):]:
             ax.set_axis_off()
         if fixed:

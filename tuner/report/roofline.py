@@ -22,6 +22,7 @@ from tuner.report.bounds import ClassBound, class_bounds
 from tuner.report.formatting import number, rate_unit
 from tuner.report.groups import Group, group_colors, sorted_groups
 from tuner.report.run_folder import Ceiling, Draw, Run
+from tuner.results.peak_source import unit_words
 
 INTENSITY_LABEL = "arithmetic intensity (FLOP/byte of global memory, analytical no-cache model)"
 DEVICE_STYLES: dict[str, dict[str, Any]] = {"measured": {"color": "#1a1a1a", "linestyle": "-", "linewidth": 2.0},
@@ -68,16 +69,16 @@ def _limits(values: list[float], low_pad: float, high_pad: float) -> tuple[float
     return min(finite) / low_pad, max(finite) * high_pad
 
 
-def _draw_ceiling(ax: Axes, xs: np.ndarray, ceiling: Ceiling, device: str, handles: list,
+def _draw_ceiling(ax: Axes, xs: np.ndarray, ceiling: Ceiling, device: str, units: str, handles: list,
                   lower: bool = False) -> None:
     """One device roof; ``lower``: a second, lower compute roof of the same kind (the CUDA cores' under the tensor
-    cores'), drawn lighter."""
+    cores'), drawn lighter; ``units``: what its compute peak is the rate of, in words."""
     style = {**DEVICE_STYLES[ceiling.kind], **({"alpha": 0.55} if lower else {})}
     tensor = ceiling.unit == "tensor"
     ys = np.array([ceiling.bound_gflops(x) for x in xs], dtype=float)
     parts = []
     if ceiling.gflops is not None:
-        parts.append(f"{number(ceiling.gflops)} GFLOP/s {'tensor cores' if tensor else 'CUDA cores'}")
+        parts.append(f"{number(ceiling.gflops)} GFLOP/s {units}")
     if ceiling.bandwidth_gbs is not None:
         parts.append(f"{number(ceiling.bandwidth_gbs)} GB/s")
     if ceiling.ridge_point is not None:
@@ -238,7 +239,8 @@ def draw_roofline(ax: Axes, run: Run, dtype: str, problems: list[str]) -> None:
     handles: list = []
     for i, ceiling in enumerate(ceilings):
         lower = any(c.kind == ceiling.kind for c in ceilings[:i])
-        _draw_ceiling(ax, xs, ceiling, run.device_name(kernels[in_slice]), handles, lower)
+        units = unit_words(run.environment(kernels[in_slice]), dtype, ceiling.unit, ceiling.kind == "measured")
+        _draw_ceiling(ax, xs, ceiling, run.device_name(kernels[in_slice]), units, handles, lower)
     _draw_models(ax, run, dtype, xs, ylim, handles)
     colors = group_colors(kernels["group"].dropna())
     _draw_evaluations(ax, ok, sorted_groups(kernels.loc[in_slice, "group"].dropna()), colors, problems, handles)

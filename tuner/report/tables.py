@@ -13,6 +13,7 @@ from tuner.report.bounds import class_bounds, fraction
 from tuner.report.formatting import fixed, integer, number, params_text, percent, performance_unit
 from tuner.report.run_folder import Run
 from tuner.results import table as results
+from tuner.results.peak_source import environment_of, short_of_tensor_rate
 
 TOP = 10
 STATUSES = ("ok", "invalid", "compile_error", "wrong", "crashed")
@@ -40,6 +41,8 @@ FLAGS = {
     "*": "* measured while other processes used the device (under load)",
     "!": "! above the measured compute ceiling, which no kernel can be: that ceiling was measured too low",
     "?": "? of ceilings measured under load",
+    "^": "^ of the tensor cores' mma.sync rate, below what this GPU's tensor cores reach through wgmma, which its "
+         "ceilings did not measure: a share above 100% is no error",
 }
 
 
@@ -49,10 +52,12 @@ def _loaded(row: pd.Series | None) -> bool:
 
 
 def _compute_share(run: Run, row: pd.Series) -> str:
-    """The row's share of the measured compute ceiling, flagged ! above 100% and ? of ceilings under load."""
+    """The row's share of the measured compute ceiling, flagged ! above 100%, ^ of the tensor cores' mma.sync rate
+    where wgmma reaches more, and ? of ceilings under load."""
     share = row.get("pct_flops_ceiling")
     above = share is not None and not pd.isna(share) and float(share) > 100
-    return percent(share) + ("!" if above else "") + (
+    short = short_of_tensor_rate(environment_of(run.metadata, row.get("metadata_id")), str(row.get("dtype")))
+    return percent(share) + ("^" if short else "!" if above else "") + (
         "?" if results.ceilings_under_load(run.metadata, row.get("metadata_id")) else "")
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 CPU_BACKEND = "cpu"
 """The backend name of the environments measured on the CPU."""
+RECORDED_BACKEND = "recorded"
+"""The backend name of the environments of a recording replayed from a file (tuner.backends.recorded)."""
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -115,9 +117,23 @@ def on_cpu(environment: Mapping[str, Any] | None) -> bool:
     return isinstance(environment, Mapping) and Environment.from_dict(environment).on_cpu
 
 
+def _measured_on(metadata: Mapping[str, Any]) -> set[str]:
+    """The kinds of device ("CPU", "GPU") the run's environments measured on; a recording replayed from a file
+    that does not say (a Kernel Tuner cache, T4 results) adds none."""
+    kinds = set()
+    for env in environments_of(metadata).values():
+        if env.on_cpu:
+            kinds.add("CPU")
+        elif env.backend != RECORDED_BACKEND:
+            kinds.add("GPU")
+    return kinds
+
+
 def baseline_library(metadata: Mapping[str, Any]) -> str:
-    """What the baseline rows measured: numpy's BLAS where the run measured on the CPU, else cuBLAS."""
-    return "BLAS" if any(env.on_cpu for env in environments_of(metadata).values()) else "cuBLAS"
+    """What the baseline rows measured: numpy's BLAS where the run measured on the CPU, cuBLAS on a GPU, and
+    "baseline" where only a recording of an unknown device was replayed."""
+    kinds = _measured_on(metadata)
+    return "BLAS" if "CPU" in kinds else "cuBLAS" if kinds or not environments_of(metadata) else "baseline"
 
 
 def ceilings_under_load(metadata: Mapping[str, Any] | None, metadata_id: Any) -> bool:
@@ -128,5 +144,6 @@ def ceilings_under_load(metadata: Mapping[str, Any] | None, metadata_id: Any) ->
 
 
 def measuring_device(metadata: Mapping[str, Any]) -> str:
-    """"CPU" where the run measured on the CPU, else "GPU"."""
-    return "CPU" if baseline_library(metadata) == "BLAS" else "GPU"
+    """"CPU" where the run measured on the CPU, "GPU" on a GPU, and "device" where only a recording of an unknown
+    device was replayed."""
+    return {"BLAS": "CPU", "cuBLAS": "GPU"}.get(baseline_library(metadata), "device")

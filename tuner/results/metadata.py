@@ -109,7 +109,7 @@ def environment(backend: str, device_summary: dict[str, Any] | None, measure: Me
         device=summary.get("device") or {},
         peaks=peaks,
         ceilings={"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc"),
-                  "load": ceilings.get("load")},
+                  "load": ceilings.get("load"), "tensor_instructions": ceilings.get("tensor_instructions") or {}},
         versions=versions,
         git=git_state(),
         measure={**asdict(measure), "method": describe_method(measure)},

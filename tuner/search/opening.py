@@ -11,7 +11,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from optuna.trial import Trial, TrialState
 
 from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
-from tuner.errors import Naming, TunerError, option_name
+from tuner.errors import Naming, TunerError, did_you_mean, option_name
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
     AXES_ATTR,
@@ -57,7 +57,8 @@ def check_choice(choice: Choice, name: Naming = option_name) -> None:
     (:mod:`tuner.errors`)."""
     if isinstance(choice, str):
         if choice not in catalog.NAMES:
-            raise TunerError(f"unknown strategy '{choice}'; choose one of {', '.join(catalog.NAMES)}")
+            raise TunerError(f"unknown strategy '{choice}'{did_you_mean(choice, catalog.NAMES)}; choose one of "
+                             f"{', '.join(catalog.NAMES)}")
         if choice in catalog.OPTUNA:
             sampler_maker(choice, name)
     elif isinstance(choice, optuna.samplers.BaseSampler):

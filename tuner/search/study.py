@@ -66,6 +66,8 @@ from tuner.search.opening import (
 )
 from tuner.search.storage import open_storage
 from tuner.search.study_space import FAMILY_PARAM, StudySpace, stored_space, study_spaces
+from tuner.search.trial_attrs import scalar_attrs, stored_record
+from tuner.search.trial_clock import restart_clock
 from tuner.search.worker_policy import Entry, WorkerPolicy, policy_for
 from tuner.strategies.sampler import DomainSampler
 
@@ -347,6 +349,8 @@ class StudySearch:
         try:
             if start is not None:
                 search, (trial, config, asked) = start
+                if not search.policy.shared:
+                    restart_clock(search.study, trial)
                 busy = self.backend.busy_seconds
                 self.flight = Flight(trial, config, asked, start_evaluation(self.backend, config), busy, search)
         finally:  # what came back is kept, even when the next one fails to start
@@ -401,10 +405,12 @@ class StudySearch:
         source = self.transferred.pop(trial.number, None)
         if source is not None:
             record = replace(record, transferred_from=source)
-        trial.set_user_attr(RECORD_ATTR, record.attrs())
+        trial.set_user_attr(RECORD_ATTR, stored_record(record))
+        value = objective_of(config, measurement)
+        for key, item in scalar_attrs(record, value).items():
+            trial.set_user_attr(key, item)
         values = reported(self.objective, config, measurement)
         self.study.tell(trial, values)
-        value = objective_of(config, measurement)
         self._remember(config.key, values[0], value, config)
         self.new += 1
         self.recorder.add(record)

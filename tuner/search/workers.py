@@ -2,7 +2,9 @@
 
 Every run process that works in a shared storage (a PostgreSQL database, a journal file: several processes on
 one host or several hosts) registers as a worker: a trial of the study ``<experiment>/workers``, RUNNING while
-it works, whose user attribute ``worker`` holds the worker's id (``host/pid/start``). A thread beats for it:
+it works, whose user attribute ``worker`` holds the worker's id (``host/pid/start``). That study lives in a storage
+beside the studies' (:mod:`tuner.search.workers_storage`), so that Optuna's tools list the studies alone. A thread
+beats for it:
 
 * in a database, through Optuna's own heartbeats: the registry's ``RDBStorage`` is opened with
   ``heartbeat_interval`` and ``grace_period`` (``GRACE_PERIODS`` intervals), the thread calls
@@ -36,6 +38,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tuner.optuna_attrs import BEAT_ATTR, WORKER_ATTR
 from tuner.search.claims import HostWorkers
 from tuner.search.storage import GRACE_PERIODS, HEARTBEAT_INTERVAL_S, close_storage, journal_path, open_storage
+from tuner.search.workers_storage import prepare_registry, registry_url
 
 
 def workers_study_name(experiment: str) -> str:
@@ -49,8 +52,10 @@ class WorkerRegistry:
         self.worker = worker
         self.interval = heartbeat_s
         self.grace = heartbeat_s * GRACE_PERIODS
-        self.journal = journal_path(url) is not None
-        self.storage = open_storage(url, None if self.journal else heartbeat_s)
+        prepare_registry(url)
+        registry = registry_url(url)
+        self.journal = journal_path(registry) is not None
+        self.storage = open_storage(registry, None if self.journal else heartbeat_s)
         logger = optuna.logging.get_logger("optuna")
         level = logger.level
         logger.setLevel(logging.WARNING)  # not "a new study created", which is no news of the run's

@@ -22,6 +22,7 @@ from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Status
 from tuner.results.environment import ceilings_under_load
 from tuner.results.objective import best_rows
+from tuner.results.peak_source import environment_of, peak_columns, peaks_text
 from tuner.results.record import row_params
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped
@@ -158,7 +159,7 @@ def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT,
     for (problem, dtype), _ in tuned.groupby(["problem", "dtype"], sort=False):
         key = (problem, dtype)
         row: dict[str, Any] = {"problem": problem, "dtype": dtype, "best_under_load": False,
-                               "ceilings_under_load": False}
+                               "ceilings_under_load": False, "peak_of": None, "peak_short": False}
         if key in best.index:
             b = best.loc[key]
             values = " ".join(f"{name}={value}" for name, value in row_params(b).items())
@@ -170,6 +171,7 @@ def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT,
                 "% DRAM BW": _rounded(b["pct_bandwidth_ceiling"]),
                 "best_under_load": _true(b.get("under_load")),
                 "ceilings_under_load": ceilings_under_load(metadata, b.get("metadata_id")),
+                **peak_columns(environment_of(metadata, b.get("metadata_id")), dtype),
             })
         else:
             row.update({"best": NOTHING_OK, "GFLOP/s": None, "% peak": None, "% DRAM BW": None})
@@ -191,9 +193,8 @@ def _rounded(value: Any) -> float | None:
 
 SUMMARY_NOTES = (
     "GFLOP/s: the best configuration at its median time (GB/s of one read and one write of each element for a "
-    "kernel without arithmetic). % peak: of the device's measured arithmetic peak for the dtype (the higher of its "
-    "CUDA cores' multiply-add rate and its tensor cores' mma.sync rate). % DRAM: the no-cache model's bytes (every "
-    "operand read counted as DRAM traffic) over that time, of the "
+    "kernel without arithmetic). % peak: of the device's measured arithmetic peak for the dtype ({peaks}). "
+    "% DRAM: the no-cache model's bytes (every operand read counted as DRAM traffic) over that time, of the "
     "measured DRAM bandwidth, so caches can push it past 100%. {library}: the library's GFLOP/s on the same problem. "
     "ok, invalid, ...: distinct configurations evaluated, by outcome."
 )
@@ -202,6 +203,8 @@ MARK_NOTES = {
     "!": "! above the measured arithmetic peak, which no kernel can be: the peak was measured too low (under load, "
          "say); measure it again on an idle machine ({remeasure}).",
     "?": "? of ceilings measured under load, which read low: measure them again on an idle machine ({remeasure}).",
+    "^": "^ of the tensor cores' mma.sync rate, below what this GPU's tensor cores reach through wgmma, which its "
+         "ceilings did not measure: a share above 100% is no error ({remeasure} measures both).",
 }
 REMEASURE = {"CPU": "python -m tuner device --cpu --remeasure", "GPU": "python -m tuner device --remeasure"}
 
@@ -214,8 +217,9 @@ def _marks(row: Mapping[str, Any]) -> dict[str, str]:
     """The mark of each number of a summary row: * under load, ! above a ceiling, ? of ceilings under load."""
     share = row["% peak"]
     doubt = "?" if row.get("ceilings_under_load") else ""
+    above = "^" if row.get("peak_short") else "!" if share is not None and not pd.isna(share) and share > 100 else ""
     return {"GFLOP/s": "*" if row.get("best_under_load") else "",
-            "% peak": ("!" if share is not None and not pd.isna(share) and share > 100 else "") + doubt,
+            "% peak": above + doubt,
             "% DRAM BW": doubt,
             "cuBLAS GFLOP/s": "*" if row.get("baseline_under_load") else ""}
 
@@ -246,4 +250,5 @@ def summary_text(table: pd.DataFrame, width: int, library: str = "cuBLAS", devic
     used = {symbol for mark in marks for text_mark in mark.values() for symbol in text_mark}
     flags = [wrapped(note.format(device=device, remeasure=REMEASURE.get(device, REMEASURE["GPU"])), width, hanging="")
              for symbol, note in MARK_NOTES.items() if symbol in used]
-    return "\n".join([text, *legend, wrapped(SUMMARY_NOTES.format(library=library), width, hanging=""), *flags])
+    notes = SUMMARY_NOTES.format(library=library, peaks=peaks_text(table))
+    return "\n".join([text, *legend, wrapped(notes, width, hanging=""), *flags])

@@ -40,6 +40,7 @@ from tuner.search.study import (
 from tuner.search.transfer import transfer_best
 from tuner.search.workers import WorkerRegistry
 from tuner.tuning.baseline import measure_again_if_load_changed, measure_baseline
+from tuner.tuning.compile_failures import compile_failure_warning
 from tuner.tuning.folder import Ledger, Previous, Table, iso, now, reseed
 from tuner.tuning.options import RunOptions, RunSettings
 from tuner.tuning.parallel import search_on_each
@@ -294,4 +295,7 @@ class Run:
             raise Interrupted
         if self.settings.summary:
             print_summary(result)
+        warning = compile_failure_warning(df, self.place.out)
+        if warning:
+            print(warning, file=sys.stderr)
         return result

@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from tuner.backends.compile_ahead import CompileAheadBackend
+from tuner.backends.energy_capability import cpu_energy_refusal
 from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.compile.cc import compile_source, find_cc, flags
 from tuner.compile.pool import CompilePool
@@ -75,6 +76,10 @@ class CpuBackend(CompileAheadBackend):
         super().__init__(measure_settings or MeasureSettings(), settings, compiler, "CPU", overlap=idle > 0,
                          progress=progress)
         self.channel.live()  # fail now, in one paragraph, when the measuring process cannot start
+
+    def energy_unavailable(self) -> str | None:
+        """Why there is no energy here: this machine's lack of RAPL is known before the CPU's ceilings are measured."""
+        return cpu_energy_refusal() or super().energy_unavailable()
 
     # --- the Backend protocol ----------------------------------------------------------------------------
 
