@@ -79,7 +79,7 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
 
 
 def convergence_figure(run: Run) -> Figure:
-    """One row of two panels (by trial, by wall time) per dtype and problem; one line per study and sampler."""
+    """One row of two panels (by trial, by time) per dtype and problem; one line per study and sampler."""
     searched = run.kernels[run.kernels["trial"].notna() & (run.kernels["trial"] >= 0)]
     searched = searched.assign(study=searched["study"].fillna("?").astype(str),
                                sampler=searched["sampler"].fillna("?").astype(str))
