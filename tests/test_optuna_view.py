@@ -131,6 +131,8 @@ def _dashboard(storage: Path) -> tuple[int, subprocess.Popen]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = Path(sys.executable).with_name("optuna-dashboard")
+    if not command.is_file():
+        pytest.skip("optuna-dashboard is not installed beside this Python (it comes with the 'test' extra)")
     return port, subprocess.Popen([str(command), str(storage), "--host", "127.0.0.1", "--port", str(port)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
