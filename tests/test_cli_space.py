@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.patience import patient
+
 ROOT = Path(__file__).resolve().parents[1]
 FERMI = "experiments/fermi_like.yaml"
 PROBLEMS = ("4096x4096x4096", "1024x1024x1024", "1000x777x333")
@@ -22,7 +24,7 @@ def space(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[
     if cache is not None:
         env["TUNER_CACHE_DIR"] = str(cache)
     return subprocess.run([sys.executable, "-m", "tuner", "space", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, encoding="utf-8", timeout=300, check=False)
+                          capture_output=True, text=True, encoding="utf-8", timeout=patient(300), check=False)
 
 
 def rows_starting_with(text: str, first: str) -> list[list[str]]:
