@@ -66,11 +66,6 @@ class LiveLine:
         self._last_plain = 0.0
         self._text = ""
 
-    @property
-    def rewritten(self) -> bool:
-        """Whether the line is rewritten in place (a terminal or Jupyter), rather than printed now and then."""
-        return self._bar_class is not None
-
     def width(self) -> int | None:
         """The columns a line may take on a terminal (one short of its width, so that it never wraps: a wrapped
         line would leave a cut-off copy per update); None where lines are not rewritten or not on a terminal."""
@@ -84,9 +79,10 @@ class LiveLine:
         self._last_plain = 0.0
         if self._bar_class is not None:
             width = self.width()  # tqdm would trim to the size a terminal reports, 0 for some pseudo-terminals
+            size = {"ncols": UNTRIMMED if width is None else width + 1, "nrows": UNTRIMMED} \
+                if self._bar_class is tqdm else {}  # the widget's ncols would be its width in pixels
             self._bar = self._bar_class(total=total, initial=done, file=self.stream, bar_format="{desc}",
-                                        leave=True, ncols=UNTRIMMED if width is None else width + 1,
-                                        nrows=UNTRIMMED, mininterval=0.0)
+                                        leave=True, mininterval=0.0, **size)
 
     def show(self, text: str, done: int, force: bool = False) -> None:
         """The line now reads ``text``, with ``done`` steps done (printed where lines are not rewritten when the
