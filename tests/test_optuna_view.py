@@ -74,6 +74,7 @@ def test_the_storage_holds_the_studies_alone_each_trial_with_its_familys_values(
         close_storage(storage)
 
 
+@pytest.mark.slow  # a server of its own
 def test_optuna_dashboard_serves_the_real_study(replayed, tmp_path):
     out, result = replayed
     port, server = _dashboard(out / "study.log")
