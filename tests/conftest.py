@@ -38,11 +38,14 @@ def root() -> Path:
 
 
 def run_cli(*args: str, cwd: Path = ROOT, timeout: float = 600):
-    """Run ``python -m tuner ARGS`` in a subprocess; returns the CompletedProcess."""
+    """Run ``python -m tuner ARGS`` in a subprocess; returns the CompletedProcess. ``timeout``: what it may take on
+    an idle machine, stretched by the machine's load (tests/patience.py)."""
     import subprocess
 
+    from tests.patience import patient
+
     return subprocess.run([sys.executable, "-m", "tuner", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=patient(timeout))
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.patience import patient
+
 UNPRIVILEGED = "nobody"
 USER = "tuner"
 
@@ -79,7 +81,7 @@ def running_server() -> Iterator[Server]:
     data, log = folder / "data", folder / "server.log"
 
     def run(*args: str) -> None:
-        subprocess.run(_as_server_user(list(args)), check=True, capture_output=True, text=True, timeout=120)
+        subprocess.run(_as_server_user(list(args)), check=True, capture_output=True, text=True, timeout=patient(120))
 
     try:
         run(str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", USER, "--no-sync", "-E", "UTF8")

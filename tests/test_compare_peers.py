@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
+from tests.patience import patient
 from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.command import run_comparison
 from tuner.compare.comparison import compare, strategy_factories
@@ -40,7 +41,7 @@ def test_without_kernel_tuner_a_peer_is_refused_in_one_line(monkeypatch, tmp_pat
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "blocked"), str(ROOT)])}
     done = subprocess.run([sys.executable, "-m", "tuner", "compare", str(SMALL), "--peers", "kernel_tuner", "--out",
                            str(tmp_path / "cli")], cwd=ROOT, capture_output=True, text=True, env=environment,
-                          timeout=300)
+                          timeout=patient(300))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: Kernel Tuner is not installed") and done.stderr.count("\n") == 1
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from space_listing import valid_configs
 
+from tests.patience import patient
 from tuner.compile import nvcc as nvcc_compile
 from tuner.compile.nvcc import compile_configs, compile_source, find_nvcc, parse_ptxas_report
 from tuner.compile.pool import CompilePool
@@ -219,7 +220,7 @@ def test_the_pool_says_what_is_compiling_and_waits_for_the_first_to_end() -> Non
     released = {"a": threading.Event(), "b": threading.Event()}
 
     def compile_one(source: str) -> CompileResult:
-        released[source].wait(10)
+        released[source].wait(patient(10))
         return CompileResult(True, source.encode(), Resources(), "", 0.0, False)
 
     pool = CompilePool(compile_one, workers=2)
@@ -229,7 +230,7 @@ def test_the_pool_says_what_is_compiling_and_waits_for_the_first_to_end() -> Non
         assert pool.compiling("a") and pool.compiling("b") and not pool.compiling("c")
         assert not pool.wait_any(["a", "b"], timeout=0.05)
         released["b"].set()
-        assert pool.wait_any(["a", "b"], timeout=5) and pool.compiling("a") and not pool.compiling("b")
+        assert pool.wait_any(["a", "b"], timeout=patient(5)) and pool.compiling("a") and not pool.compiling("b")
         assert pool.wait_any(["a", "c"], timeout=0)  # one that is not compiling: nothing to wait for
         released["a"].set()
         assert pool.result("a").binary == b"a" and not pool.compiling("a")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.patience import patient
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "tuner"
 
@@ -93,7 +95,8 @@ def test_settings_import_nothing_of_the_project():
 
 STAGES = (
     ("foundation", ("tuner.errors", "tuner.config", "tuner.precision", "tuner.settings", "tuner.lifetime",
-                    "tuner.atomic_file", "tuner.input_file", "tuner.peaks", "tuner.text_table", "tuner.optuna_attrs")),
+                    "tuner.atomic_file", "tuner.input_file", "tuner.peaks", "tuner.text_table", "tuner.optuna_attrs",
+                    "tuner.console")),
     ("energy", ("tuner.energy",)),
     ("measure", ("tuner.measure",)),
     ("kernels", ("tuner.kernels",)),
@@ -147,6 +150,6 @@ def test_the_experiment_parser_loads_no_scipy():
     """The command line reads an experiment before anything else (each of its errors costs a process start): the
     strategies that need SciPy are imported when a search asks for them."""
     probe = "import sys, tuner.experiment.schema, tuner.cli; print(sorted({m.split('.')[0] for m in sys.modules}))"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=patient(120),
                           check=True)
     assert "'scipy'" not in done.stdout

@@ -4,12 +4,10 @@ tensor-core, ldmatrix and cp.async instructions it is written for."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests.machine_code import sass_or_skip
 from tests.test_mma_family import FLAGSHIPS
 from tuner.compile.nvcc import compile_source
 from tuner.config import Config, Problem
@@ -52,19 +50,10 @@ def test_compiles_without_spilling_within_the_register_budget(compiled, index):
     assert resources.registers is not None and resources.registers <= target("sm_90").max_registers_per_thread
 
 
-def sass(binary: bytes, folder: Path) -> str:
-    tool = shutil.which("cuobjdump")
-    if tool is None:
-        pytest.skip("cuobjdump is not installed here, so the machine code cannot be read")
-    cubin = folder / "kernel.cubin"
-    cubin.write_bytes(binary)
-    return subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-
-
 @pytest.mark.parametrize("index", range(len(CONFIGS)), ids=lambda i: f"{CONFIGS[i][0]}-{i}")
-def test_the_machine_code_uses_tensor_cores_and_asynchronous_copies(compiled, index, tmp_path):
+def test_the_machine_code_uses_tensor_cores_and_asynchronous_copies(compiled, index):
     dtype = CONFIGS[index][0]
-    code = sass(compiled[index].binary, tmp_path)
+    code = sass_or_skip(compiled[index].binary)
     operations = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", code)
     assert any(op.startswith(MMA_SASS[dtype]) for op in operations)
     assert any(op.startswith("LDGSTS") for op in operations)

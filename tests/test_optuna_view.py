@@ -23,6 +23,7 @@ import pytest
 from scripted_backend import ScriptedBackend
 
 import tuner
+from tests.patience import patient
 from tuner import cli
 from tuner.errors import TunerError
 from tuner.results import table as results
@@ -73,6 +74,7 @@ def test_the_storage_holds_the_studies_alone_each_trial_with_its_familys_values(
         close_storage(storage)
 
 
+@pytest.mark.slow  # a server of its own
 def test_optuna_dashboard_serves_the_real_study(replayed, tmp_path):
     out, result = replayed
     port, server = _dashboard(out / "study.log")
@@ -109,7 +111,7 @@ def test_optuna_dashboard_follows_a_run_while_it_goes(tmp_path):
 
     def look(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if study.study_name == STUDIES[0]:  # the dashboard reads a small study again after 2 s
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + patient(10)
             while (count := complete_trials()) < trial.number + 1 and time.monotonic() < deadline:
                 time.sleep(0.25)
             seen.append(count)
@@ -130,16 +132,18 @@ def _dashboard(storage: Path) -> tuple[int, subprocess.Popen]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = Path(sys.executable).with_name("optuna-dashboard")
+    if not command.is_file():
+        pytest.skip("optuna-dashboard is not installed beside this Python (it comes with the 'test' extra)")
     return port, subprocess.Popen([str(command), str(storage), "--host", "127.0.0.1", "--port", str(port)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def _get(port: int, path: str, server: subprocess.Popen) -> Any:
     """The dashboard's JSON answer, waiting (a bounded time) for the server to start."""
-    deadline = time.monotonic() + DASHBOARD_START_S
+    deadline = time.monotonic() + patient(DASHBOARD_START_S)
     while True:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=patient(10)) as answer:
                 return json.loads(answer.read())
         except (urllib.error.URLError, ConnectionError) as exc:
             if server.poll() is not None or time.monotonic() > deadline:

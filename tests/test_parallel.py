@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from scripted_backend import ScriptedBackend
 
+from tests.patience import patient
 from tuner.experiment.schema import load_experiment
 from tuner.search.study_space import study_spaces
 from tuner.tuning.parallel import search_on_each
@@ -27,7 +28,7 @@ def test_one_search_failing_stops_the_others(failure):
     others_started = threading.Barrier(3)
 
     def search(index, backend):
-        others_started.wait(timeout=10)
+        others_started.wait(timeout=patient(10))
         for config in configs() * 1000:
             if index == 0 and evaluated[0] == 2:
                 while not (evaluated[1] and evaluated[2]):  # the others are measuring

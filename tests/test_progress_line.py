@@ -1,15 +1,15 @@
-"""The progress line on a terminal: one line rewritten in place, fitted to the terminal's width so that it never
-wraps (a wrapped line leaves a cut-off copy per update), the best configuration's description shortened first."""
+"""The progress line on a terminal: one line rewritten in place (tqdm), fitted to the terminal's width so that it
+never wraps (a wrapped line leaves a cut-off copy per update), the best configuration's description shortened first;
+in a log file whole lines without carriage returns; nothing when quiet; no time left promised before a pace."""
 
 from __future__ import annotations
 
 import io
-import re
 
 import pytest
 
 from tuner.config import Config, Problem
-from tuner.tuning.progress import Progress, fitted_line
+from tuner.tuning.progress import Progress, fitted_line, time_left
 
 LONG_NAME = "an_experiment_with_a_long_name/4096x4096x4096/float32"
 
@@ -34,16 +34,39 @@ def test_every_update_fits_the_terminal_on_one_line(monkeypatch, columns):
         progress.evaluated(done, done, (12345.6 * done, best))
     progress.study_finished("budget of 400 trials spent")
     text = stream.getvalue()
-    text, reason = text.split("\x1b[K\n  [budget of 400 trials spent]") if columns == 80 else (text, "")
-    assert text.count("\n") == (0 if columns == 80 else 1) and "\n" not in reason.rstrip("\n")
-    updates = [re.sub(r"\x1b\[K\n?$", "", part) for part in text.split("\r") if part]
-    assert len(updates) == 6  # one line, rewritten in place
+    line, reason = text.split("\n  [budget of 400 trials spent]") if columns == 80 else (text, "")
+    assert line.count("\n") == (0 if columns == 80 else 1) and reason in ("", "\n")  # one line, then the reason
+    updates = [part.rstrip(" \n") for part in line.split("\r") if part.strip()]
+    assert len(updates) >= 6
     assert all(0 < len(update) <= columns - 1 for update in updates), [len(u) for u in updates]
     assert all("/4096x4096x4096/float32  " in update for update in updates)  # the study's problem and dtype
-    assert all(f"{done}/400  best {12345.6 * done:.1f} GFLOP/s" in updates[done - 1] for done in range(1, 6))
+    shown = [update for update in updates if "best -" not in update]
+    assert all(any(f"{done}/400  best {12345.6 * done:.1f} GFLOP/s" in u for u in shown) for done in range(1, 6))
     assert all("elapsed 0:00" in update for update in updates)
     if columns == 120:
         assert updates[-1].endswith("elapsed 0:00  [budget of 400 trials spent]")
+
+
+def test_no_time_left_is_promised_before_the_first_evaluation_gives_a_pace():
+    stream = io.StringIO()
+    progress = Progress(stream=stream)
+    progress.study_started("replayed/1x1x1/float32", 30, 120.0)
+    progress.evaluated(0, 0, None)
+    assert "left" not in stream.getvalue()
+    assert time_left(30, 0, 0.5, 120.0) is None
+    assert time_left(20, 10, 2.0, 120.0) == pytest.approx(4.0)  # the pace of the new evaluations
+    assert time_left(20, 10, 100.0, 120.0) == pytest.approx(20.0)  # at most what the time budget leaves
+    assert time_left(0, 0, 1.0, None) == 0.0
+
+
+def test_quiet_shows_nothing(monkeypatch):
+    stream = Terminal()
+    progress = Progress(quiet=True, stream=stream)
+    progress.study_started(LONG_NAME, 4, None)
+    progress.evaluated(1, 1, None)
+    progress.note("a note")
+    progress.study_finished("done")
+    assert stream.getvalue() == ""
 
 
 def test_a_wide_terminal_shows_the_line_whole():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from test_report import build_run_folder
 
+from tests.patience import patient
 from tuner.report import write_report
 from tuner.report.roofline import CUBLAS_COLOR, MODEL_STYLES
 
@@ -35,7 +36,7 @@ def _browse(page: Path, profile: Path, *args: str) -> subprocess.CompletedProces
     command = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync",
                f"--user-data-dir={profile}", f"--window-size={WIDTH},{HEIGHT}", *args, page.as_uri()]
-    return subprocess.run(command, capture_output=True, text=True, timeout=180)
+    return subprocess.run(command, capture_output=True, text=True, timeout=patient(180))
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 
 import tuner
 from tests.conftest import ROOT, run_cli
+from tests.patience import patient
 from tuner.backends.cpu.backend import default_threads
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
@@ -294,7 +295,7 @@ def test_the_cli_refuses_omp_num_threads_of_zero(tmp_path):
 
     done = subprocess.run([sys.executable, "-m", "tuner", "run", str(ROOT / "experiments" / "cpu_blocking.yaml"),
                            "--out", str(tmp_path / "out"), "--quiet"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "0"})
+                          timeout=patient(120), env={**os.environ, "OMP_NUM_THREADS": "0"})
     assert done.returncode == 2
     assert "OMP_NUM_THREADS='0'" in _one_paragraph(done.stderr)
     assert not (tmp_path / "out").exists()

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from benchmarks.kernel_anatomy import disassemble
+from tests.machine_code import sass_or_skip
 from tests.test_memory_ceilings import H100
 from tuner.compile.nvcc import compile_source
 from tuner.gpu import device, tensor_ceilings
@@ -79,7 +79,7 @@ def test_the_wgmma_ceiling_kernel_is_a_loop_of_wgmma_without_spills(nvcc, dtype,
     # WGMMA_BLOCKS_PER_SM warpgroups share the SM's registers (allocated in multiples of 8 per thread)
     assert r.registers <= 65536 // (tensor_ceilings.WGMMA_BLOCKS_PER_SM * tensor_ceilings.WGMMA_THREADS) // 8 * 8
     assert "serializ" not in result.log, "ptxas serialised the wgmma"
-    sass = disassemble(result.binary)
+    sass = sass_or_skip(result.binary)
     assert WGMMA_SASS[dtype] in sass
     # Between two waits for the groups in flight: one group of KSTEPS wgmma and no memory access
     between = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;(.*?)WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;", sass, re.S)

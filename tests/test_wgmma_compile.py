@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from benchmarks.kernel_anatomy import disassemble
+from tests.machine_code import sass_or_skip
 from tests.wgmma_configs import GPU_PARAMETERS
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
@@ -53,7 +53,7 @@ def test_compiles_to_wgmma_and_tma_without_spills(compiled, config):
     r = result.resources
     assert (r.local_bytes, r.spill_store_bytes, r.spill_load_bytes) == (0, 0, 0), result.log
     assert "C7508" not in result.log, "ptxas ignored setmaxnreg"
-    sass = disassemble(result.binary)
+    sass = sass_or_skip(result.binary)
     params = config.param_dict
     assert "HGMMA.64x" in sass and ("TF32" in sass) == (config.dtype == "tf32")
     assert "UTMALDG.2D" in sass

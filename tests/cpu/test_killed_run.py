@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.patience import patient
 from tests.test_lifetime import ROOT, command_line, processes_with, wait_until_gone
 from tuner.search.storage import open_storage, own_storage_url
 from tuner.tuning.folder import stored_records
@@ -79,7 +80,7 @@ def test_a_killed_run_leaves_nothing_running_and_its_rerun_loses_and_repeats_not
     assert wait_until_gone(marker) == []
     before = stored_keys(folder)
 
-    rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(300))
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     table = pd.read_parquet(folder / "results.parquet")
     evaluations = table[table["trial"] >= 0]

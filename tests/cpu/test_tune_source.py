@@ -3,6 +3,8 @@ float64 reference, timed, stored, reported), its restrictions applied."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cpu.conftest import QUICK
 from tuner.kernels.discovery import template_text_hash
 from tuner.results import table as results
@@ -23,6 +25,7 @@ void matmul(const real_t* A, const real_t* B, real_t* C, int M, int N, int K) {
 """
 
 
+@pytest.mark.slow  # a whole run on the CPU, with its report
 def test_a_c_kernel_given_as_source_is_tuned_verified_and_reported(quick_ceilings, tmp_path):
     import tuner
 

@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.harness import BestSoFar, Convention, simulate, statistics
+from tuner.compare.run_progress import RunProgress
 from tuner.recorded import RecordedSpace
 from tuner.strategies.protocol import StrategyFactory
 
@@ -91,12 +92,16 @@ def expected_evaluations(chosen: RunSet, space: RecordedSpace) -> float:
     return float(min(chosen.time_limit_s / statistics(space).time_per_draw_s, len(space)))
 
 
+def weights(sets: list[RunSet], spaces: dict[str, RecordedSpace]) -> list[float]:
+    """Each set's expected evaluations per run (Kernel Tuner's with the cost of its start added)."""
+    return [expected_evaluations(s, spaces[s.space]) + (KERNEL_TUNER_START_S * 1000 if s.peer else 0.0)
+            for s in sets]
+
+
 def order(sets: list[RunSet], spaces: dict[str, RecordedSpace]) -> list[tuple[int, int]]:
-    """Every (set, run), the runs of the sets with the most expected evaluations first (Kernel Tuner's with the
-    cost of its start added)."""
-    weight = {i: expected_evaluations(s, spaces[s.space]) + (KERNEL_TUNER_START_S * 1000 if s.peer else 0.0)
-              for i, s in enumerate(sets)}
-    return [(i, r) for i in sorted(weight, key=lambda i: -weight[i]) for r in range(sets[i].runs)]
+    """Every (set, run), the runs of the sets with the most expected evaluations first."""
+    weight = weights(sets, spaces)
+    return [(i, r) for i in sorted(range(len(sets)), key=lambda i: -weight[i]) for r in range(sets[i].runs)]
 
 
 @contextlib.contextmanager
@@ -151,14 +156,19 @@ def run_sets(sets: list[RunSet], spaces: dict[str, RecordedSpace], jobs: int | N
     found = _Found(sets, kept)
     units = [(index, run) for index, run in order(sets, spaces) if found.missing[index]]
     workers = min(jobs or os.cpu_count() or 1, max(len(units), 1))
-    with cache_files(spaces, [s for s, missing in zip(sets, found.missing, strict=True) if missing]) as paths:
+    weight = weights(sets, spaces)
+    with cache_files(spaces, [s for s, missing in zip(sets, found.missing, strict=True) if missing]) as paths, \
+            contextlib.closing(RunProgress([(sets[i].strategy, weight[i]) for i, _ in units], progress)) as shown:
         shared = _Shared(spaces, paths, sets)
-        report = _Reporter(len(units), progress)
+
+        def report(index: int, cpu_s: float) -> None:
+            shown(sets[index].strategy, sets[index].space, weight[index], cpu_s)
+
         if workers <= 1:
             for index, run in units:
                 started = time.process_time()
                 found.add(index, run, run_one(shared, index, run))
-                report(sets[index], time.process_time() - started)
+                report(index, time.process_time() - started)
         else:
             with ProcessPoolExecutor(max_workers=workers, initializer=_set_shared, initargs=(shared,)) as pool:
                 try:
@@ -170,7 +180,7 @@ def run_sets(sets: list[RunSet], spaces: dict[str, RecordedSpace], jobs: int | N
 
 
 def _run_in_pool(pool: ProcessPoolExecutor, units: list[tuple[int, int]], ahead: int, found: _Found,
-                 report: _Reporter) -> None:
+                 report: Callable[[int, float], None]) -> None:
     pending: set[Future[tuple[int, int, BestSoFar, float]]] = set()
     queue = iter(units)
     for index, run in queue:  # a few units ahead per process, the rest handed out as they finish
@@ -182,31 +192,7 @@ def _run_in_pool(pool: ProcessPoolExecutor, units: list[tuple[int, int]], ahead:
         for future in done:
             index, run, made, seconds = future.result()
             found.add(index, run, made)
-            report(found.sets[index], seconds)
+            report(index, seconds)
             following = next(queue, None)
             if following is not None:
                 pending.add(pool.submit(_unit, *following))
-
-
-class _Reporter:
-    """A line on stderr every few seconds: runs done, of how many, and the CPU time they took; at the end, the CPU
-    time of each strategy's runs."""
-
-    def __init__(self, total: int, progress: Progress | None, every_s: float = 10.0) -> None:
-        self.total, self.progress, self.every_s = total, progress, every_s
-        self.done, self.busy_s = 0, 0.0
-        self.by_strategy: dict[str, float] = {}
-        self.started = self.last = time.monotonic()
-
-    def __call__(self, chosen: RunSet, seconds: float) -> None:
-        self.done += 1
-        self.busy_s += seconds
-        self.by_strategy[chosen.strategy] = self.by_strategy.get(chosen.strategy, 0.0) + seconds
-        now = time.monotonic()
-        if self.progress is not None and (now - self.last >= self.every_s or self.done == self.total):
-            self.last = now
-            self.progress(f"runs: {self.done:,} of {self.total:,} done in {now - self.started:.0f} s "
-                          f"({self.busy_s:.0f} s of CPU time; last {chosen.strategy} on {chosen.space})")
-        if self.progress is not None and self.done == self.total:
-            slowest = sorted(self.by_strategy.items(), key=lambda item: -item[1])
-            self.progress("CPU time by strategy: " + ", ".join(f"{name} {s:.0f} s" for name, s in slowest))

@@ -110,7 +110,8 @@ def _caption(name: str) -> tuple[str, str]:
                 "class's bound from its traffic model; ring = best.")
     if name == "convergence.png":
         return ("Best so far", "Best performance (GFLOP/s, or GB/s for a kernel without arithmetic) found so far per "
-                "study, by trial number (left) and by wall time since the run started (right); faint points are the "
+                "study, by trial number (left) and by wall time since the run started (right; for a replayed run, "
+                "the recording's device time of the configurations replayed so far); faint points are the "
                 "individual successful trials.")
     if name.startswith("pareto_"):
         scope = name.removeprefix("pareto_").removesuffix(".png").replace("_", ", ")

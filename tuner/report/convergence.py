@@ -1,5 +1,6 @@
-"""Convergence: the best GFLOP/s found so far against trial number and against wall time, per study, one line
-per sampler (a study continued with another sampler gets a line for each)."""
+"""Convergence: the best GFLOP/s found so far against trial number and against time (wall time, or a replay's
+recorded device time: :mod:`tuner.report.search_time`), per study, one line per sampler (a study continued with
+another sampler gets a line for each)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from matplotlib.ticker import Formatter, MaxNLocator
 
 from tuner.report.formatting import number, performance_unit
 from tuner.report.run_folder import Run
+from tuner.report.search_time import RECORDED_LABEL, TIME_COLUMN, with_search_time
 
 BASELINE_SCALE = 2.0
 """A cuBLAS line more than this many times the best trial is named in the corner instead of squashing the curves."""
@@ -20,9 +22,9 @@ SAMPLER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c
 
 
 def best_so_far(rows: pd.DataFrame, by: str = "trial") -> pd.DataFrame:
-    """One sampler's evaluations in a study, ordered by ``by`` (``trial``, or ``wall_offset_s``: trials asked
-    ahead finish out of trial order), with ``evaluation`` (1 for its first) and ``best`` (the best ok GFLOP/s up to
-    each one; NaN before the first success)."""
+    """One sampler's evaluations in a study, ordered by ``by`` (``trial``, or a time such as ``wall_offset_s``:
+    trials asked ahead finish out of trial order), with ``evaluation`` (1 for its first) and ``best`` (the best ok
+    GFLOP/s up to each one; NaN before the first success)."""
     rows = rows.sort_values([by, "trial" if by != "trial" else "wall_offset_s"]).copy()
     rows["evaluation"] = range(1, len(rows) + 1)
     rows["best"] = rows["performance"].where(rows["status"] == "ok").cummax().ffill()
@@ -51,7 +53,9 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
     several_studies = len({study for study, _, _ in lines}) > 1
     for study, sampler, line_rows in lines:
         label = f"{sampler} ({study})" if several_studies else sampler
-        for ax, x, by in ((ax_trial, "evaluation", "trial"), (ax_wall, "wall_offset_s", "wall_offset_s")):
+        if line_rows["replayed"].all() and not rows["replayed"].all():
+            label += " (replayed)"
+        for ax, x, by in ((ax_trial, "evaluation", "trial"), (ax_wall, TIME_COLUMN, TIME_COLUMN)):
             progress = best_so_far(line_rows, by)
             ok = progress[progress["status"] == "ok"]
             if progress[x].notna().any():
@@ -75,10 +79,11 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
 
 
 def convergence_figure(run: Run) -> Figure:
-    """One row of two panels (by trial, by wall time) per dtype and problem; one line per study and sampler."""
+    """One row of two panels (by trial, by time) per dtype and problem; one line per study and sampler."""
     searched = run.kernels[run.kernels["trial"].notna() & (run.kernels["trial"] >= 0)]
     searched = searched.assign(study=searched["study"].fillna("?").astype(str),
                                sampler=searched["sampler"].fillna("?").astype(str))
+    searched, time_label = with_search_time(searched, run.metadata.get("runs") or [])
     slices = [(d, p) for d, p in run.slices() if ((searched["dtype"] == d) & (searched["problem"] == p)).any()]
     fig = Figure(figsize=(11, 1.2 + 3.1 * max(1, len(slices))), layout="constrained")
     if not slices:
@@ -96,10 +101,11 @@ def convergence_figure(run: Run) -> Figure:
         _draw_panel(ax_trial, ax_wall, by_slice[(dtype, problem)], colors,
                     float(base["gflops"].max()) if base is not None else None, run.library)
         ax_trial.set_title(f"{problem}, {dtype}: best so far by trial", fontsize=10)
-        ax_wall.set_title(f"{problem}, {dtype}: best so far by wall time", fontsize=10)
+        ax_wall.set_title(f"{problem}, {dtype}: best so far by "
+                          f"{'recorded device time' if time_label == RECORDED_LABEL else 'wall time'}", fontsize=10)
         ax_trial.set_ylabel(f"best {performance_unit(by_slice[(dtype, problem)], dtype)}")
     # Every row's axes mean the same: their names once, under the last row (each text costs drawing time).
     axes[-1][0].set_xlabel(TRIAL_LABEL)
-    axes[-1][1].set_xlabel("wall time since the run started (s)")
+    axes[-1][1].set_xlabel(time_label)
     fig.suptitle(f"Convergence of the search: {run.experiment_name}", fontsize=12)
     return fig

@@ -1,15 +1,13 @@
 """What a person sees of a run: one progress line per study on stderr, and the summary table on stdout.
 
-On a terminal the line of the running study is rewritten in place, fitted to the terminal's width (one column
-short of it, so that it never wraps: a wrapped line would leave one cut-off copy per update), the best
-configuration's description shortened first; elsewhere (a log file, CI) a plain line is printed every few seconds
-and when the study ends. ``quiet`` silences the progress, not the summary.
+The line shows the evaluations done, the best so far, the time elapsed and the time left (once the pace is known).
+On a terminal it is rewritten in place (tqdm), fitted to the terminal's width, the best configuration's description
+shortened first; in Jupyter it is tqdm's widget; elsewhere (a log file, CI) a plain line is printed every few
+seconds and when the study ends (:mod:`tuner.console.live_line`). ``quiet`` silences the progress, not the summary.
 """
 
 from __future__ import annotations
 
-import shutil
-import sys
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -17,6 +15,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from tuner.config import Config
+from tuner.console.live_line import LiveLine, duration
 from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Status
@@ -27,9 +26,6 @@ from tuner.results.record import row_params
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped
 
-PLAIN_INTERVAL_S = 5.0
-NARROWEST = 20
-"""The fewest columns a progress line is fitted to, whatever the terminal says."""
 NOTHING_OK = "(nothing ok)"
 
 
@@ -44,49 +40,49 @@ def unit_of_config(config: Config) -> str:
     return "GB/s" if get_family(config.family).flops(config.problem) == 0 else "GFLOP/s"
 
 
-def duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+def time_left(remaining: int, new: int, elapsed: float, timeout_s: float | None) -> float | None:
+    """The time a study is expected to take still: ``remaining`` evaluations at the pace of the ``new`` ones made
+    in ``elapsed`` seconds, at most what is left of ``timeout_s``; None before the first new evaluation (no pace
+    yet: a replayed study of a few seconds would otherwise start by promising its whole time budget)."""
+    if not remaining:
+        return 0.0
+    if not new:
+        return None
+    estimate = elapsed / new * remaining
+    return estimate if timeout_s is None else min(estimate, max(0.0, timeout_s - elapsed))
 
 
 class Progress:
-    """The progress line of the study being searched."""
+    """The progress line of the study being searched (:class:`tuner.console.live_line.LiveLine`)."""
 
     def __init__(self, quiet: bool = False, stream: TextIO | None = None):
-        self.quiet = quiet
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.line = LiveLine(quiet, stream)
         self._name = ""
         self._budget = 0
         self._timeout: float | None = None
         self._started = time.monotonic()
-        self._last_plain = 0.0
-        self._line = ""
         self._parts: tuple[list[str], str, str, list[str]] = ([], "", "", [])
+
+    @property
+    def quiet(self) -> bool:
+        return self.line.quiet
 
     def study_started(self, name: str, budget: int, timeout_s: float | None) -> None:
         self._name, self._budget, self._timeout = name, budget, timeout_s
         self._started = time.monotonic()
-        self._last_plain = 0.0
         self._parts = ([name, f"0/{budget}"], "best -", "", [])
+        self.line.start(budget)
 
     def evaluated(self, done: int, new: int, best: tuple[float, Config] | None) -> None:
         elapsed = time.monotonic() - self._started
         tail = [f"elapsed {duration(elapsed)}"]
-        left = self._time_left(done, new, elapsed)
+        left = time_left(max(0, self._budget - done), new, elapsed, self._timeout)
         if left is not None:
             tail.append(f"~{duration(left)} left")
         self._parts = ([self._name, f"{done}/{self._budget}"],
                        f"best {best[0]:.1f} {unit_of_config(best[1])}" if best else "best -",
                        config_label(best[1]) if best else "", tail)
-        self._line = self._fitted()
-        if self.tty:
-            self._write(f"\r{self._line}\x1b[K")
-        elif time.monotonic() - self._last_plain >= PLAIN_INTERVAL_S:
-            self._last_plain = time.monotonic()
-            self._write(f"{self._line}\n")
+        self.line.show(self._fitted(), done)
 
     def _fitted(self, end: str = "") -> str:
         """The progress line (and ``end``, with no time left), within the terminal's width where the stream is
@@ -94,35 +90,20 @@ class Progress:
         head, best, description, tail = self._parts
         if end:
             tail = [*(part for part in tail if not part.endswith(" left")), end]
-        return fitted_line(head, best, description, tail,
-                           self._width() if self.tty else None)
-
-    def _width(self) -> int:
-        return max(NARROWEST, shutil.get_terminal_size((80, 24)).columns - 1)
-
-    def _time_left(self, done: int, new: int, elapsed: float) -> float | None:
-        remaining = max(0, self._budget - done)
-        estimate = elapsed / new * remaining if new else None
-        if self._timeout is not None:
-            budget_left = max(0.0, self._timeout - elapsed)
-            estimate = budget_left if estimate is None else min(estimate, budget_left)
-        return estimate if remaining else 0.0
+        return fitted_line(head, best, description, tail, self.line.width())
 
     def study_finished(self, reason: str) -> None:
         end = f"[{reason}]"
         line = self._fitted(end)
-        if self.tty and not line.endswith(end):  # the reason on a line of its own rather than cut off
-            line = f"{self._fitted()}\x1b[K\n  {end}"
-        self._write(f"\r{line}\x1b[K\n" if self.tty else f"{line}\n")
+        if self.line.width() is not None and not line.endswith(end):  # the reason on a line of its own
+            self.line.close(self._fitted())
+            self.line.note(f"  {end}")
+        else:
+            self.line.close(line)
 
     def note(self, text: str) -> None:
         """A line of its own (e.g. a baseline measured, a warning)."""
-        self._write(f"{text}\n")
-
-    def _write(self, text: str) -> None:
-        if not self.quiet:
-            self.stream.write(text)
-            self.stream.flush()
+        self.line.note(text)
 
 
 def fitted_line(head: list[str], best: str, description: str, tail: list[str], width: int | None) -> str:

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from tuner.console.live_line import duration
 from tuner.energy.objective import recorded_objective
 from tuner.measure.measurement import Status
 from tuner.results.environment import baseline_library, measuring_device
@@ -19,7 +20,7 @@ from tuner.results.record import config_of_row
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import terminal_width, wrapped
 from tuner.tuning.energy_summary import energy_summary
-from tuner.tuning.progress import config_label, duration, summary_table, summary_text, unit_of_config
+from tuner.tuning.progress import config_label, summary_table, summary_text, unit_of_config
 
 
 @dataclass(frozen=True, repr=False)

@@ -4,12 +4,12 @@ report for every valid configuration."""
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from tuner.config import Config
+from tuner.console.live_line import LiveLine
 from tuner.experiment.schema import Experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import launch
@@ -75,29 +75,24 @@ def _entries(rows: list[tuple], problems: int, width: int) -> list[str]:
 
 
 class _ProgressLine:
-    """``compiling 12/33 ...`` on stderr: rewritten in place on a terminal, one line each otherwise."""
+    """``compiling 12/33 ...`` on stderr (:class:`tuner.console.live_line.LiveLine`)."""
 
-    def __init__(self, stream: TextIO, quiet: bool):
-        self.stream, self.quiet = stream, quiet
-        self.in_place = stream.isatty()
-        self.width = 0
+    def __init__(self, quiet: bool):
+        self.line = LiveLine(quiet)
+        self.started = False
 
     def __call__(self, done: int, total: int, config: Config) -> None:
-        if self.quiet:
-            return
+        if not self.started:
+            self.line.start(total)
+            self.started = True
         values = ",".join(f"{k}={v}" for k, v in config.params)
         text = f"compiling {done}/{total} {config.family} {config.dtype} {values}"
-        if self.in_place:
-            self.stream.write("\r" + text.ljust(self.width))
-            self.width = len(text)
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        width = self.line.width()
+        self.line.show(text if width is None or len(text) <= width else text[:width - 1] + "…", done,
+                       force=done == total)
 
     def close(self) -> None:
-        if self.in_place and self.width and not self.quiet:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
+        self.line.close_bar()
 
 
 def _params(config: Config, omit: frozenset[str] = frozenset()) -> str:
@@ -176,7 +171,7 @@ def _nvcc_section(experiment: Experiment, kernels: list[Config], arch: str, quie
 
     settings = experiment.compile
     workers = settings.workers or os.cpu_count() or 1
-    progress = _ProgressLine(sys.stderr, quiet)
+    progress = _ProgressLine(quiet)
     try:
         results = compile_configs(kernels, arch=arch, options=settings.options, workers=workers, progress=progress)
     finally:
@@ -198,7 +193,7 @@ def _cc_section(experiment: Experiment, kernels: list[Config], quiet: bool) -> s
     workers = experiment.compile.workers or os.cpu_count() or 1
     sources = {config: render(config) for config in kernels}
     first = {source: config for config, source in reversed(sources.items())}
-    progress = _ProgressLine(sys.stderr, quiet)
+    progress = _ProgressLine(quiet)
     try:
         compiled = compile_all(sources.values(), compile_source, workers,
                                lambda done, total, source: progress(done, total, first[source]))
