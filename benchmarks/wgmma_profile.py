@@ -139,7 +139,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
     """WARMUPS launches, then one inside the profiler range; the kernel's configuration or cuBLAS."""
     import pycuda.driver as cuda
 
-    from tuner.gpu.device import require_gpu
+    from tuner.backends.pycuda.device import require_gpu
 
     require_gpu()
     problem = Problem(size, size, size)
@@ -175,7 +175,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
 
 def device_ceilings(out: Path) -> None:
     """Print the device's ceilings as ``tuner device`` does and keep the summary in ``out/device.json``."""
-    from tuner.gpu.device import format_summary, summary
+    from tuner.backends.pycuda.device import format_summary, summary
 
     info = summary(progress=True)
     print(format_summary(info), flush=True)

@@ -104,7 +104,6 @@ STAGES = (
     ("recorded", ("tuner.recorded",)),
     ("experiment", ("tuner.experiment",)),
     ("cpu", ("tuner.cpu",)),
-    ("gpu", ("tuner.gpu",)),
     ("counters", ("tuner.counters",)),
     ("backends", ("tuner.backends",)),
     ("search", ("tuner.search",)),

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuner.gpu.device import theoretical_peaks
+from tuner.backends.pycuda.device import theoretical_peaks
 from tuner.measure.method import StoppingRule, ThrottleCounter, describe_method, relative_noise, summarize
 from tuner.results.metadata import environment, git_state, metadata_id
 from tuner.settings import CompileSettings, MeasureSettings

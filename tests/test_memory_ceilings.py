@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.gpu import device, memory_ceilings
+from tuner.backends.pycuda import device, memory_ceilings
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci_bus_id": "0000:19:00.0", "compute_capability": "9.0",
         "arch": "sm_90", "multiprocessors": 132, "sm_clock_mhz": 1980.0, "memory_clock_mhz": 2619.0,

@@ -9,9 +9,9 @@ import pytest
 
 from benchmarks.kernel_anatomy import disassemble
 from tests.test_memory_ceilings import H100
+from tuner.backends.pycuda import device, tensor_ceilings
+from tuner.backends.pycuda.tensor_ceilings import MMA_SYNC, WGMMA, pick
 from tuner.compile.nvcc import compile_source
-from tuner.gpu import device, tensor_ceilings
-from tuner.gpu.tensor_ceilings import MMA_SYNC, WGMMA, pick
 
 MMA_RATES = {"float64": 66_400.0, "tf32": 311_000.0, "bfloat16": 622_000.0, "float16": 622_000.0}
 WGMMA_SASS = {"tf32": "HGMMA.64x256x8.F32.TF32", "bfloat16": "HGMMA.64x256x16.F32.BF16",

@@ -2,7 +2,7 @@
 
 A device has a peak per dtype for its CUDA cores (``float32_gflops``: multiply-add chains) and, for the dtypes its
 tensor cores multiply, one for them (``bfloat16_tensor_gflops``: ``mma.sync`` chains, on sm_90 or ``wgmma``
-where it is faster: :mod:`tuner.gpu.tensor_ceilings`). A kernel of a dtype is
+where it is faster: :mod:`tuner.backends.pycuda.tensor_ceilings`). A kernel of a dtype is
 bounded by the higher of the two: a float64 kernel on the CUDA cores reaches at most half of what the FP64
 tensor cores do, and says so as a share of the device's float64 peak.
 """

@@ -25,9 +25,9 @@ SPINNER = """
 import sys, time
 import numpy as np
 import pycuda.driver as cuda
-from tuner.gpu.modules import compiled_function
-from tuner.gpu.device import describe, require_gpu
-from tuner.gpu.timing import _HOLD_SOURCE
+from tuner.backends.pycuda.modules import compiled_function
+from tuner.backends.pycuda.device import describe, require_gpu
+from tuner.backends.pycuda.timing import _HOLD_SOURCE
 
 require_gpu()
 hold = compiled_function(_HOLD_SOURCE, describe()["arch"], "hold")

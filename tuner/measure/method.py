@@ -11,7 +11,7 @@ the standard error of the mean falls under ``target_noise`` of the mean (after `
 right after the warm-up count as throttled.
 
 The pure parts (stopping rule, statistics, throttle count) need no GPU and are here; the GPU side, ``Timer``
-(:mod:`tuner.gpu.timing`), needs PyCUDA and a context.
+(:mod:`tuner.backends.pycuda.timing`), needs PyCUDA and a context.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
+from tuner.backends.pycuda.memory_ceilings import LEVEL_LABELS
 from tuner.config import PLAIN_DTYPES
-from tuner.gpu.memory_ceilings import LEVEL_LABELS
 from tuner.measure.machine_load import Load
 from tuner.peaks import TENSOR_DTYPES
 from tuner.peaks import key as peak_key

@@ -1,7 +1,7 @@
 """The backends of a run: one by name (the GPU through PyCUDA, or a recording replayed), or one per GPU.
 
-With ``gpus`` (``--gpus all|0,1,…``, :mod:`tuner.gpu.selection`) a run measures with one backend per GPU: PyCUDA
-backends each own a measuring process on their GPU and share the first one's compile pool; replay
+With ``gpus`` (``--gpus all|0,1,…``, :mod:`tuner.backends.pycuda.selection`) a run measures with one backend per
+GPU: PyCUDA backends each own a measuring process on their GPU and share the first one's compile pool; replay
 backends stand for GPUs by index (``all``: one), each answering from the same recording, whose rows carry the
 recorded GPU.
 """
@@ -15,11 +15,11 @@ from pathlib import Path
 
 from tuner.backends.catalog import NAMES
 from tuner.backends.protocol import Backend, wait_until_ready
+from tuner.backends.pycuda.selection import parse_gpus, visible_gpus
 from tuner.backends.recorded import RecordedBackend, is_recorded
 from tuner.backends.replay import ReplayBackend, default_recording
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.schema import Experiment
-from tuner.gpu.selection import parse_gpus, visible_gpus
 from tuner.kernels.discovery import get_family
 
 

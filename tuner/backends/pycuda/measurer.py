@@ -44,7 +44,7 @@ from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
 
 if TYPE_CHECKING:
-    from tuner.gpu.range_profiler import RangeProfiler
+    from tuner.backends.pycuda.range_profiler import RangeProfiler
 
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
@@ -214,9 +214,9 @@ class GpuMeasurer:
                  family_dirs: tuple[Path, ...]):
         import pycuda.driver as cuda
 
+        from tuner.backends.pycuda.device import describe, nvml_handle, require_gpu
+        from tuner.backends.pycuda.timing import SmClock, Timer
         from tuner.energy.gpu import GpuEnergy
-        from tuner.gpu.device import describe, nvml_handle, require_gpu
-        from tuner.gpu.timing import SmClock, Timer
 
         use_family_dirs(family_dirs)
         require_gpu()
@@ -264,7 +264,7 @@ class GpuMeasurer:
         """The hardware counters of one launch of each kernel, read by CUPTI's range profiler in this process, in
         one session (:mod:`tuner.backends.pycuda.in_process_counters`): before each launch its outputs poisoned and
         the L2 flushed, after it the output verified."""
-        from tuner.gpu.range_profiler import ProfilerUnavailable
+        from tuner.backends.pycuda.range_profiler import ProfilerUnavailable
 
         try:
             profiler = self._profiler(request.metrics)  # before loading: a new profiler closes what was loaded
@@ -308,7 +308,7 @@ class GpuMeasurer:
         self.timer.flush_l2()
 
     def _profiler(self, metrics: tuple[str, ...]) -> RangeProfiler:
-        from tuner.gpu.range_profiler import RangeProfiler
+        from tuner.backends.pycuda.range_profiler import RangeProfiler
 
         if self.counting is None or self.counting_metrics != metrics:
             self._stop_counting()
@@ -408,7 +408,7 @@ class GpuMeasurer:
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
-        from tuner.gpu.device import summary
+        from tuner.backends.pycuda.device import summary
 
         remeasure, progress = request
         self._stop_counting()

@@ -11,13 +11,14 @@ Theoretical peaks:
 
 - tensor cores: SMs × dense operations per SM per clock (``TENSOR_FLOPS_PER_SM_CLOCK``) × SM clock.
 - the L1 cache and shared memory: SMs × 128 bytes per clock × SM clock; the L2: unknown
-  (:mod:`tuner.gpu.memory_ceilings`).
+  (:mod:`tuner.backends.pycuda.memory_ceilings`).
 
 Measured ceilings (``tuner/ceiling_kernels``): a streaming copy for bandwidth (bytes read + written per
 median time), multiply-add chains per dtype for the CUDA cores' operations per second, and mma.sync chains on
 register fragments per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), on sm_90
-beside back-to-back wgmma from shared memory, the higher of the two kept (:mod:`tuner.gpu.tensor_ceilings`), and 16-byte
-loads from working sets the L2, the L1 and shared memory hold (:mod:`tuner.memory_ceilings`), each timed by
+beside back-to-back wgmma from shared memory, the higher of the two kept (:mod:`tuner.backends.pycuda.tensor_ceilings`),
+and 16-byte loads from working sets the L2, the L1 and shared memory hold
+(:mod:`tuner.backends.pycuda.memory_ceilings`), each timed by
 ``tuner.measure``.
 They are cached per device (name + UUID + driver) and version of the ceiling kernels (a digest of their sources) as
 JSON under ``$TUNER_CACHE_DIR`` or ``~/.cache/tuner``.
@@ -32,9 +33,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tuner.backends.pycuda import memory_ceilings, tensor_ceilings
 from tuner.config import DTYPE_CTYPE
 from tuner.errors import TunerError
-from tuner.gpu import memory_ceilings, tensor_ceilings
 from tuner.measure.ceilings_cache import read_cached, write_cached
 from tuner.measure.machine_load import LoadMeter, NvmlProcesses
 from tuner.peaks import TENSOR_DTYPES
@@ -42,7 +43,7 @@ from tuner.peaks import key as peak_key
 from tuner.settings import MeasureSettings, cache_root
 
 if TYPE_CHECKING:
-    from tuner.gpu.timing import Timer
+    from tuner.backends.pycuda.timing import Timer
     from tuner.measure.measurement import Timing
 
 LANES_PER_SM: dict[str, dict[str, int]] = {
@@ -77,7 +78,7 @@ FMA_BLOCKS_PER_SM = 16
 FMA_THREADS = 256
 COPY_BYTES = 2**30
 """Size of each of the copy's two buffers (less on a GPU with under 8 GiB)."""
-KERNEL_DIR = Path(__file__).parent.parent / "ceiling_kernels"
+KERNEL_DIR = Path(__file__).parents[2] / "ceiling_kernels"
 CEILINGS_METHOD = (
     f"copy: two {COPY_BYTES // 2**20} MiB buffers, 16 B per thread, (bytes read + written) / median time; "
     f"fma: {FMA_BLOCKS_PER_SM} blocks of {FMA_THREADS} threads per SM, {FMA_CHAINS} independent chains × "
@@ -251,7 +252,7 @@ def software_versions() -> dict[str, str | None]:
 
 
 def _kernel(name: str, prefix: str, function: str, arch: str) -> Any:
-    from tuner.gpu.modules import compiled_function
+    from tuner.backends.pycuda.modules import compiled_function
 
     return compiled_function(prefix + (KERNEL_DIR / name).read_text(), arch, function)
 
@@ -397,7 +398,7 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
         return {**cached, "device": device, "versions": versions, "cache_file": str(path)}
     own_timer = timer is None
     if timer is None:
-        from tuner.gpu.timing import SmClock, Timer
+        from tuner.backends.pycuda.timing import SmClock, Timer
 
         handle = nvml_handle(device["pci_bus_id"])
         timer = Timer(device["l2_bytes"] or 0, SmClock(handle) if handle else None, device["arch"])

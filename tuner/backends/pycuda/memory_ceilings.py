@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tuner.settings import MeasureSettings
 
 if TYPE_CHECKING:
-    from tuner.gpu.timing import Timer
+    from tuner.backends.pycuda.timing import Timer
 
 LEVEL_KEYS = {"l2": "l2_bandwidth_gbs", "l1": "l1_bandwidth_gbs", "shared": "shared_bandwidth_gbs"}
 LEVEL_LABELS = {"l2_bandwidth_gbs": "L2 bandwidth", "l1_bandwidth_gbs": "L1 bandwidth (global loads, hits)",

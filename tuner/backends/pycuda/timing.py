@@ -51,7 +51,7 @@ class Timer:
         import numpy as np
         import pycuda.driver as cuda
 
-        from tuner.gpu.modules import compiled_function
+        from tuner.backends.pycuda.modules import compiled_function
 
         self._cuda = cuda
         self._np = np
