@@ -103,7 +103,6 @@ STAGES = (
     ("strategies", ("tuner.strategies",)),
     ("recorded", ("tuner.recorded",)),
     ("experiment", ("tuner.experiment",)),
-    ("cpu", ("tuner.cpu",)),
     ("counters", ("tuner.counters",)),
     ("backends", ("tuner.backends",)),
     ("search", ("tuner.search",)),

@@ -24,11 +24,11 @@ from dataclasses import replace
 from typing import Any
 
 from tuner.backends.compile_ahead import CompileAheadBackend
+from tuner.backends.cpu.info import usable_cpus
 from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.compile.cc import compile_source, find_cc, flags
 from tuner.compile.pool import CompilePool
 from tuner.config import Config, Problem
-from tuner.cpu.info import usable_cpus
 from tuner.errors import TunerError
 from tuner.kernels.discovery import family_dirs, get_family
 from tuner.kernels.render import render
@@ -104,7 +104,7 @@ class CpuBackend(CompileAheadBackend):
         return self.channel.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
-        from tuner.cpu.environment import cpu_environment
+        from tuner.backends.cpu.environment import cpu_environment
 
         return cpu_environment(device, self.threads, self.measure)
 

@@ -10,7 +10,7 @@ the peak is left unknown, as is the DRAM bandwidth (the memory's speed is not vi
 Measured (``tuner/ceiling_kernels/*.c``): STREAM's copy and triad loops over arrays of ``STREAM_FACTOR`` × the
 last-level cache each (STREAM's rule), counting bytes as STREAM does (copy: 2 × 8 bytes per element, read +
 written; triad 3 × 8), and ``fma.c``'s independent chains of vector multiply-adds, per dtype; each timed hot by
-``tuner.cpu.timing`` with ``CEILING_SETTINGS`` (median). Cached as JSON under ``$TUNER_CACHE_DIR`` (default
+``tuner.backends.cpu.timing`` with ``CEILING_SETTINGS`` (median). Cached as JSON under ``$TUNER_CACHE_DIR`` (default
 ``~/.cache/tuner``) per machine: host, CPU model, CPU count, compiler and flags.
 """
 
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from tuner.backends.cpu.info import describe, llc_bytes, usable_cpus
+from tuner.backends.cpu.timing import CpuTimer
 from tuner.compile.cc import compiler_identity, find_cc, flags, openmp_works, own_kernel
 from tuner.config import DTYPE_CTYPE
-from tuner.cpu.info import describe, llc_bytes, usable_cpus
-from tuner.cpu.timing import CpuTimer
 from tuner.measure.ceilings_cache import read_cached, write_cached
 from tuner.measure.machine_load import Load, LoadMeter
 from tuner.measure.measurement import Timing
