@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from tuner.backends.pycuda.device import theoretical_peaks
-from tuner.measure.method import StoppingRule, ThrottleCounter, describe_method, relative_noise, summarize
-from tuner.results.metadata import environment, git_state, metadata_id
+from tuner.backends.pycuda.environment import gpu_environment as environment
+from tuner.backends.pycuda.timing import describe_method
+from tuner.measure.method import StoppingRule, ThrottleCounter, relative_noise, summarize
+from tuner.results.metadata import git_state, metadata_id
 from tuner.settings import CompileSettings, MeasureSettings
 
 RULE = StoppingRule(min_samples=10, max_samples=100, max_time_s=2.0, target_noise=0.005)

@@ -20,6 +20,7 @@ from tuner.backends.abilities import Ability
 from tuner.backends.compile_ahead import CompileAheadBackend
 from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.backends.protocol import LOOKAHEAD, Done, Pending
+from tuner.backends.pycuda.environment import gpu_environment
 from tuner.compile.nvcc import compile_source, find_nvcc
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
@@ -29,7 +30,6 @@ from tuner.kernels.discovery import family_dirs
 from tuner.kernels.render import Launch, render
 from tuner.kernels.render import launch as launch_geometry
 from tuner.measure.measurement import Measurement, Status
-from tuner.results.metadata import environment
 from tuner.settings import CompileSettings, MeasureSettings
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class PycudaBackend(CompileAheadBackend):
                              START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(MEASURER_BLAS_THREADS)), wait=False)
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
-        return environment(self.name, device, self.measure, self.compile)
+        return gpu_environment(self.name, device, self.measure, self.compile)
 
     # --- the Backend protocol and the declared abilities -----------------------------------------------------
 
