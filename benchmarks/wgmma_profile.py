@@ -175,7 +175,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
 
 def device_ceilings(out: Path) -> None:
     """Print the device's ceilings as ``tuner device`` does and keep the summary in ``out/device.json``."""
-    from tuner.backends.pycuda.device import format_summary, summary
+    from tuner.backends.pycuda.summary import format_summary, summary
 
     info = summary(progress=True)
     print(format_summary(info), flush=True)

@@ -87,7 +87,7 @@ def _device(args: argparse.Namespace) -> int:
 
         print_cpu(remeasure=args.remeasure)
         return 0
-    from tuner.backends.pycuda.device import print_device
+    from tuner.backends.pycuda.summary import print_device
 
     print_device(remeasure=args.remeasure)
     return 0

@@ -408,7 +408,7 @@ class GpuMeasurer:
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
-        from tuner.backends.pycuda.device import summary
+        from tuner.backends.pycuda.summary import summary
 
         remeasure, progress = request
         self._stop_counting()
