@@ -45,9 +45,9 @@ from tuner.backends.cpu.ceilings import (  # noqa: E402
     CEILING_SETTINGS,
     measure_bandwidth,
     stream_array_bytes,
-    summary,
     thread_counts,
 )
+from tuner.backends.cpu.summary import summary  # noqa: E402
 from tuner.backends.cpu.timing import CpuTimer  # noqa: E402
 from tuner.compile.cc import find_cc  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402

@@ -83,7 +83,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _device(args: argparse.Namespace) -> int:
     if args.cpu:
-        from tuner.backends.cpu.ceilings import print_cpu
+        from tuner.backends.cpu.summary import print_cpu
 
         print_cpu(remeasure=args.remeasure)
         return 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cpu.conftest import QUICK_CEILINGS
-from tuner.backends.cpu.ceilings import format_summary, summary
+from tuner.backends.cpu.summary import format_summary, summary
 from tuner.backends.cpu.timing import CpuTimer
 from tuner.compile.cc import cache_dir, compile_source
 from tuner.measure.method import StoppingRule, relative_noise

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from tuner.backends.cpu.ceilings import peaks_at
+from tuner.backends.cpu.summary import peaks_at
 from tuner.backends.cpu.timing import describe_method
 from tuner.results.environment import CPU_BACKEND, Environment
 from tuner.results.metadata import family_fields, git_state, python_versions

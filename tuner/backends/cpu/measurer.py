@@ -122,7 +122,7 @@ class CpuMeasurer:
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The CPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
-        from tuner.backends.cpu.ceilings import summary
+        from tuner.backends.cpu.summary import summary
 
         remeasure, progress = request
         self.workspace = None  # the STREAM arrays want the memory
