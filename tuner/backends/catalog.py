@@ -1,8 +1,8 @@
 """The backends by name: what ``--backend`` takes, each in one line, and the abilities each declares.
 
 This module imports no backend, so that the command line can list the names; :func:`backend_class` loads one.
-A run on a kernel entry that is itself a recording is replayed by :class:`tuner.backends.recorded.RecordedBackend`,
-which ``--backend replay`` stands for there.
+A run on a kernel entry that is itself a recording is replayed by
+:class:`tuner.backends.replay.recorded.RecordedBackend`, which ``--backend replay`` stands for there.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
     "cpu": ("tuner.backends.cpu.backend:CpuBackend",
             "this machine's CPU: C kernels compiled by the system compiler, verified and timed in a worker process, "
             "numpy's BLAS as the baseline"),
-    "replay": ("tuner.backends.replay:ReplayBackend",
+    "replay": ("tuner.backends.replay.backend:ReplayBackend",
                "a recorded run's answers (its results table), with the environments they were measured in"),
 }
 NAMES: tuple[str, ...] = tuple(BACKENDS)

@@ -3,8 +3,8 @@
 The family's parameters and their values are the recording's, in its order. Its one static rule holds for the
 configurations the recording holds: a combination it lacks broke the space's restrictions when it was recorded,
 so it is ``invalid`` and never proposed. A recorded configuration that failed keeps its recorded outcome
-(:mod:`tuner.backends.recorded`). The family describes a matrix multiplication (its GFLOP/s count 2·M·N·K), has no
-vendor baseline and no source: it is only replayed.
+(:mod:`tuner.backends.replay.recorded`). The family describes a matrix multiplication (its GFLOP/s count
+2·M·N·K), has no vendor baseline and no source: it is only replayed.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from pathlib import Path
 from tuner.backends.catalog import NAMES
 from tuner.backends.protocol import Backend, wait_until_ready
 from tuner.backends.pycuda.selection import parse_gpus, visible_gpus
-from tuner.backends.recorded import RecordedBackend, is_recorded
-from tuner.backends.replay import ReplayBackend, default_recording
+from tuner.backends.replay.backend import ReplayBackend, default_recording
+from tuner.backends.replay.recorded import RecordedBackend, is_recorded
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.schema import Experiment
 from tuner.kernels.discovery import get_family

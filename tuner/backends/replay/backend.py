@@ -40,7 +40,7 @@ from tuner.errors import TunerError
 from tuner.measure.measurement import Measurement
 from tuner.results import table as results
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_RECORDINGS: dict[str, Path] = {
     "fermi_like": PROJECT_ROOT / "experiments" / "data" / "fermi_like_h100",
 }
