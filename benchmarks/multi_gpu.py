@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 
 import tuner  # noqa: E402
 from benchmarks.reporting import DEFAULT_OUT, finish, gpu_slug  # noqa: E402
-from tuner.backends.pycuda.selection import parse_gpus, visible_gpus  # noqa: E402
+from tuner.backends.gpus import parse_gpus, visible_gpus  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 
 

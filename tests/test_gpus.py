@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.backends.pycuda.selection import parse_gpus, visible_gpus
+from tuner.backends.gpus import parse_gpus, visible_gpus
 from tuner.errors import TunerError
 
 

@@ -1,6 +1,6 @@
 """The backends of a run: one by name (the GPU through PyCUDA, or a recording replayed), or one per GPU.
 
-With ``gpus`` (``--gpus all|0,1,…``, :mod:`tuner.backends.pycuda.selection`) a run measures with one backend per
+With ``gpus`` (``--gpus all|0,1,…``, :mod:`tuner.backends.gpus`) a run measures with one backend per
 GPU: PyCUDA backends each own a measuring process on their GPU and share the first one's compile pool; replay
 backends stand for GPUs by index (``all``: one), each answering from the same recording, whose rows carry the
 recorded GPU.
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tuner.backends.catalog import NAMES
+from tuner.backends.gpus import parse_gpus, visible_gpus
 from tuner.backends.protocol import Backend, wait_until_ready
-from tuner.backends.pycuda.selection import parse_gpus, visible_gpus
 from tuner.backends.replay.backend import ReplayBackend, default_recording
 from tuner.backends.replay.recorded import RecordedBackend, is_recorded
 from tuner.errors import Naming, TunerError, option_name
