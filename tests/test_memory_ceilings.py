@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.backends.pycuda import ceilings, device, memory_ceilings, summary
+from tuner.peaks import LEVEL_KEYS
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci_bus_id": "0000:19:00.0", "compute_capability": "9.0",
         "arch": "sm_90", "multiprocessors": 132, "sm_clock_mhz": 1980.0, "memory_clock_mhz": 2619.0,
@@ -47,13 +48,13 @@ def test_tuner_device_shows_each_level_beside_dram():
 def test_ceilings_cached_without_a_level_are_measured_again_and_complete_ones_reused(monkeypatch, tmp_path):
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(device, "require_gpu", lambda: None)
-    monkeypatch.setattr(device, "describe", lambda: dict(H100))
+    monkeypatch.setattr(summary, "describe", lambda: dict(H100))
     monkeypatch.setattr(device, "software_versions", lambda: {"driver": "580"})
     measured = []
 
     def measure(dev, timer, progress=False):
         measured.append(dev["name"])
-        names = [f"{d}_gflops" for d in device.CEILING_DTYPES] + ["bandwidth_gbs", *memory_ceilings.LEVEL_KEYS.values()]
+        names = [f"{d}_gflops" for d in device.CEILING_DTYPES] + ["bandwidth_gbs", *LEVEL_KEYS.values()]
         names += [f"{d}_tensor_gflops" for d in ("float64", "tf32", "bfloat16", "float16")]
         return {"measured": dict.fromkeys(names, 1.0), "details": {}}
 

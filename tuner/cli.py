@@ -82,14 +82,10 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _device(args: argparse.Namespace) -> int:
-    if args.cpu:
-        from tuner.backends.cpu.summary import print_cpu
+    from tuner.backends.catalog import device
 
-        print_cpu(remeasure=args.remeasure)
-        return 0
-    from tuner.backends.pycuda.summary import print_device
-
-    print_device(remeasure=args.remeasure)
+    found = device("cpu" if args.cpu else "pycuda")
+    print(found.format_summary(found.summary(remeasure=args.remeasure, progress=True)))
     return 0
 
 
@@ -100,6 +96,7 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tuner.backends.catalog import NAMES as BACKENDS
     from tuner.experiment.schema import STRATEGIES
     from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
     from tuner.strategies.catalog import DEFAULT
@@ -122,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
     run.add_argument("experiment", help="experiment YAML file")
     _templates_option(run)
-    run.add_argument("--backend", choices=("pycuda", "cpu", "replay"),
+    run.add_argument("--backend", choices=BACKENDS,
                      help="measure on the GPU (pycuda), measure C kernels on this CPU (cpu; OMP_NUM_THREADS threads, "
                           "else every core) or replay a recorded run (replay); default: replay with --replay, cpu "
                           "when every family of the experiment is C, else pycuda")

@@ -15,6 +15,10 @@ from typing import Any
 TENSOR_DTYPES = ("float64", "tf32", "bfloat16", "float16")
 """The dtypes an sm_80 or later GPU's tensor cores multiply (mma.sync)."""
 UNITS = {"cuda": "CUDA-core multiply-add", "tensor": "tensor-core (mma.sync or wgmma)"}
+LEVEL_KEYS = {"l2": "l2_bandwidth_gbs", "l1": "l1_bandwidth_gbs", "shared": "shared_bandwidth_gbs"}
+"""The bandwidth peaks of the memory levels above DRAM (whose peak is ``bandwidth_gbs``), by level."""
+LEVEL_LABELS = {"l2_bandwidth_gbs": "L2 bandwidth", "l1_bandwidth_gbs": "L1 bandwidth (global loads, hits)",
+                "shared_bandwidth_gbs": "shared-memory bandwidth"}
 
 
 def key(dtype: str, unit: str = "cuda") -> str:

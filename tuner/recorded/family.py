@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from tuner.config import ParamValue, Problem
 from tuner.kernels import matmul
+from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Parameter
 from tuner.recorded.space import RecordedSpace
+
+if TYPE_CHECKING:
+    from tuner.space.entry_space import Entries
 
 
 def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> Family:
@@ -59,3 +63,8 @@ def recording_name(path: Path) -> str:
     for suffix in (".gz", ".json", ".parquet"):
         name = name.removesuffix(suffix)
     return name
+
+
+def is_recorded(experiment: Entries) -> bool:
+    """Whether any kernel entry of the experiment is a recording."""
+    return any(get_family(spec.family).recording is not None for spec in experiment.kernels)

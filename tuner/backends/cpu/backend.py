@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.backends.compile_ahead import CompileAheadBackend
 from tuner.backends.cpu.info import usable_cpus
@@ -35,6 +35,11 @@ from tuner.kernels.render import render
 from tuner.measure.measurement import Measurement, Status
 from tuner.settings import CompileSettings, MeasureSettings
 from tuner.space.entry_space import violations
+
+if TYPE_CHECKING:
+    from tuner.backends.device import Device
+    from tuner.backends.protocol import Opening
+    from tuner.experiment.schema import Experiment
 
 START_TIMEOUT_S = 120.0
 """Starting a measuring process: Python, numpy, the eviction kernel and its buffer."""
@@ -75,6 +80,21 @@ class CpuBackend(CompileAheadBackend):
         super().__init__(measure_settings or MeasureSettings(), settings, compiler, "CPU", overlap=idle > 0,
                          progress=progress)
         self.channel.live()  # fail now, in one paragraph, when the measuring process cannot start
+
+    @classmethod
+    def serves(cls, experiment: Experiment) -> bool:
+        """The default of an experiment whose kernel families are all C."""
+        return {get_family(spec.family).target for spec in experiment.kernels} == {"c"}
+
+    @classmethod
+    def open(cls, experiment: Experiment, opening: Opening) -> CpuBackend:
+        return cls(experiment.measure, experiment.compile, progress=opening.progress)
+
+    @classmethod
+    def local_device(cls) -> Device:
+        from tuner.backends.cpu import summary
+
+        return summary
 
     # --- the Backend protocol ----------------------------------------------------------------------------
 

@@ -180,8 +180,3 @@ def _fitted(line: str) -> str:
     hanging = len(labelled.group(0)) if labelled and len(labelled.group(0)) < TEXT_WIDTH // 2 else \
         len(line) - len(line.lstrip()) + 2
     return textwrap.fill(line, TEXT_WIDTH, subsequent_indent=" " * hanging, break_on_hyphens=False)
-
-
-def print_cpu(remeasure: bool = False) -> None:
-    """``python -m tuner device --cpu``: describe the CPU and print its theoretical and measured ceilings."""
-    print(format_summary(summary(remeasure=remeasure, progress=True)))

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from tuner.backends.pycuda import ceilings as gpu_ceilings
 from tuner.backends.pycuda import device as gpu_device
 from tuner.backends.pycuda import memory_ceilings, tensor_ceilings
-from tuner.backends.pycuda.device import CEILING_DTYPES, LANES_PER_SM, TENSOR_FLOPS_PER_SM_CLOCK
+from tuner.backends.pycuda.device import CEILING_DTYPES, LANES_PER_SM, TENSOR_FLOPS_PER_SM_CLOCK, describe
 from tuner.measure.ceilings_cache import read_cached, write_cached
 from tuner.measure.machine_load import LoadMeter, NvmlProcesses
-from tuner.peaks import TENSOR_DTYPES
+from tuner.peaks import LEVEL_KEYS, LEVEL_LABELS, TENSOR_DTYPES
 from tuner.peaks import key as peak_key
 from tuner.settings import cache_root
 
@@ -33,7 +33,7 @@ PUBLISHED_BANDWIDTH_GBS = {"NVIDIA H100 80GB HBM3": 3350.0, "NVIDIA H200": 4800.
 
 def _complete(cached: dict[str, Any], device: dict[str, Any]) -> bool:
     measured = (cached.get("peaks") or {}).get("measured") or {}
-    wanted = [f"{d}_gflops" for d in CEILING_DTYPES] + ["bandwidth_gbs", *memory_ceilings.LEVEL_KEYS.values()]
+    wanted = [f"{d}_gflops" for d in CEILING_DTYPES] + ["bandwidth_gbs", *LEVEL_KEYS.values()]
     if device.get("compute_capability") in TENSOR_FLOPS_PER_SM_CLOCK:
         wanted += [peak_key(d, "tensor") for d in TENSOR_DTYPES]
     return all(k in measured for k in wanted)
@@ -57,7 +57,7 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
     used the GPU are not cached, and a warning says so.
     """
     gpu_device.require_gpu()
-    device = gpu_device.describe()
+    device = describe()
     versions = gpu_device.software_versions()
     path = _cache_file(device, versions)
     cached = None if remeasure else read_cached(path, device["name"])
@@ -142,7 +142,7 @@ def format_summary(info: dict[str, Any]) -> str:
     ]
     rows = [("float32 multiply-add", "float32_gflops", "FLOP/s"), ("float64 multiply-add", "float64_gflops", "FLOP/s"),
             ("int32 multiply-add", "int32_gflops", "OP/s"), ("DRAM bandwidth", "bandwidth_gbs", "B/s")]
-    rows += [(label.split(" (")[0], key, "B/s") for key, label in memory_ceilings.LEVEL_LABELS.items()
+    rows += [(label.split(" (")[0], key, "B/s") for key, label in LEVEL_LABELS.items()
              if key in measured or theoretical.get(key)]
     instructions = info["ceilings"].get("tensor_instructions", {})
     rows += [(f"{dtype} tensor ({instructions.get(dtype, tensor_ceilings.MMA_SYNC)})", peak_key(dtype, "tensor"),
@@ -184,8 +184,3 @@ def format_summary(info: dict[str, Any]) -> str:
     lines.append(f"ceilings measured {ceilings['measured_utc']} ({ceilings['method']})")
     lines.append(f"cached in {info['cache_file']} (python -m tuner device --remeasure to measure again)")
     return "\n".join(lines)
-
-
-def print_device(remeasure: bool = False) -> None:
-    """``python -m tuner device``: describe the GPU and print its theoretical and measured ceilings."""
-    print(format_summary(summary(remeasure=remeasure, progress=True)))
