@@ -115,14 +115,14 @@ def test_an_experiment_names_its_objective_and_two_objectives_default_to_nsga2()
     assert energy.search.objective == ("energy",) and energy.measure.energy
     pair = parse_experiment(EXPERIMENT + "search: {objective: [time, energy]}\n", "x.yaml")
     assert (pair.search.objective, pair.search.strategy) == (("time", "energy"), "nsga2")
-    tpe = parse_experiment(EXPERIMENT + "search: {objective: [time, energy], sampler: tpe}\n", "x.yaml")
+    tpe = parse_experiment(EXPERIMENT + "search: {objective: [time, energy], strategy: tpe}\n", "x.yaml")
     assert tpe.search.strategy == "tpe"
 
 
 @pytest.mark.parametrize(("search", "field", "message"), [
     ("{objective: speed}", "search.objective", "unknown objective 'speed'"),
     ("{objective: [time, edp]}", "search.objective", "only as [time, energy]"),
-    ("{objective: [time, energy], sampler: ils}", "search.sampler", "'ils' searches for one value"),
+    ("{objective: [time, energy], strategy: ils}", "search.strategy", "'ils' searches for one value"),
 ])
 def test_a_wrong_objective_names_its_field_and_line(search, field, message):
     with pytest.raises(ExperimentError, match=message.replace("[", r"\[").replace("]", r"\]")) as caught:

@@ -93,14 +93,9 @@ def test_method_description_names_the_flush_and_the_rule():
     assert "0.005" in describe_method(MeasureSettings())
 
 
-def test_flush_l2_is_still_taken_as_cold_caches_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="flush_l2 is deprecated, it is called cold_caches now"):
-        hot = MeasureSettings(flush_l2=False, warmup=3)
-    assert hot == MeasureSettings(cold_caches=False, warmup=3)
-    with pytest.raises(TypeError, match="both cold_caches and flush_l2"):
-        MeasureSettings(cold_caches=True, flush_l2=False)
-    with pytest.raises(TypeError, match="both cold_caches and flush_l2"):
-        MeasureSettings(False, flush_l2=False)
+def test_flush_l2_is_refused_naming_cold_caches():
+    with pytest.raises(TypeError, match=r"^MeasureSettings\(\): flush_l2 is called cold_caches now$"):
+        MeasureSettings(flush_l2=False, warmup=3)
 
 
 # --- peaks and metadata ------------------------------------------------------------------------

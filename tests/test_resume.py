@@ -77,7 +77,7 @@ def evaluations(out: Path) -> pd.DataFrame:
 
 @pytest.mark.parametrize(("experiment", "options", "kills"), [
     (SGEMM, ("--replay", str(SGEMM_RECORDING), "--trials", "6"), (3, 14, 15)),
-    (FERMI, ("--sampler", "ils", "--trials", "9"), (2, 10, 20)),
+    (FERMI, ("--strategy", "ils", "--trials", "9"), (2, 10, 20)),
 ], ids=["h100_sgemm-tpe", "fermi_like-ils"])
 def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(tmp_path, experiment, options, kills):
     whole = tmp_path / "whole"

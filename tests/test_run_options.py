@@ -89,19 +89,9 @@ def test_the_resume_command_names_the_options_given():
     assert option_name("replay_pace") == "--replay-pace" and parameter_name("replay_pace") == "replay_pace"
 
 
-def test_sampler_is_still_taken_as_the_strategy_with_a_warning(tmp_path):
-    with pytest.warns(DeprecationWarning, match="sampler is deprecated, it is called strategy now"):
-        result = tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="random", trials=2,
-                           out=tmp_path / "run", quiet=True, report=False)
-    assert set(result.df.loc[result.df["family"] != "baseline", "sampler"]) == {"random"}
-    with pytest.warns(DeprecationWarning, match="sampler is deprecated"):
-        assert RunOptions(sampler="grid") == RunOptions(strategy="grid")
-
-
-def test_the_strategy_by_both_its_names_is_refused_naming_both(tmp_path):
-    with pytest.raises(TypeError, match="run\\(\\) got both strategy and sampler"):
-        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), strategy="grid", sampler="random",
-                  out=tmp_path / "run")
-    with pytest.raises(TypeError, match="RunOptions\\(\\) got both strategy and sampler"):
-        RunOptions(strategy="grid", sampler="random")
+def test_the_strategys_former_name_is_refused_naming_it(tmp_path):
+    with pytest.raises(TypeError, match="^run\\(\\): sampler is called strategy now$"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="random", out=tmp_path / "run")
+    with pytest.raises(TypeError, match="^RunOptions\\(\\): sampler is called strategy now$"):
+        RunOptions(sampler="grid")
     assert not (tmp_path / "run").exists()

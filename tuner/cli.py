@@ -89,6 +89,14 @@ def _device(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Renamed(argparse.Action):
+    """An option's former name, refused with the name it has now (its ``dest``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is called --{self.dest} now")
+
+
 def _templates_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--templates", metavar="DIR", action="append", default=[],
                         help="a folder of kernel families (<name>.py beside <name>.cu.j2 or <name>.c.j2); may be "
@@ -126,9 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
     run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
-    run.add_argument("--strategy", "--sampler", dest="strategy", choices=STRATEGIES, metavar="NAME",
-                     help=f"search strategy: {', '.join(STRATEGIES)} (default: the experiment's, else {DEFAULT}); "
-                          f"--sampler is its former name, still accepted but deprecated")
+    run.add_argument("--strategy", choices=STRATEGIES, metavar="NAME",
+                     help=f"search strategy: {', '.join(STRATEGIES)} (default: the experiment's, else {DEFAULT})")
+    run.add_argument("--sampler", dest="strategy", action=_Renamed, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     run.add_argument("--objective", metavar="time|energy|edp|time,energy",
                      help="what the search pursues: the shortest time, the least energy per launch, the least "
                      "energy-delay product, or time and energy at once (a Pareto front; NSGA-II unless --strategy "
@@ -138,8 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
                      "of the problems of its dtype before it (default: the experiment's search.transfer)")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
-                     "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder; "
-                     "a folder that holds an earlier version's study.db goes on with it)")
+                     "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
                      "measuring process each (indices in CUDA_VISIBLE_DEVICES order)")
     run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "

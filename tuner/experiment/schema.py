@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -31,8 +31,8 @@ from tuner.space.restriction_rules import restriction_refusal
 from tuner.strategies.catalog import NAMES
 
 STRATEGIES = NAMES
-STRATEGY_KEYS = ("strategy", "sampler")
-"""The keys of ``search`` that name its strategy: ``strategy``, and ``sampler``, its former name (still read)."""
+RENAMED = {"sampler": "strategy", "flush_l2": "cold_caches"}
+"""Settings' keys by their former names, refused with the name they have now."""
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
 MAX_EXPERIMENT_BYTES = 16 * 2**20
@@ -288,19 +288,14 @@ def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
     )
 
 
-def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable],
-              fields: Mapping[str, str] | None = None) -> Any:
-    """The settings ``cls`` of a mapping whose keys ``checks`` validates; ``fields`` names the field of a key that
-    is not named as its field (a former name), and a field given under two keys is an error."""
+def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable]) -> Any:
+    """The settings ``cls`` of a mapping whose keys ``checks`` validates (a key's former name is refused with the
+    name it has now)."""
+    former = [key for key in value or () if isinstance(value, dict) and RENAMED.get(key) in checks]
+    if former:
+        raise v.r.error((*path, former[0]), f"'{former[0]}' is called '{RENAMED[former[0]]}' now")
     m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
-    given: dict[str, Any] = {}
-    for key, x in m.items():
-        field = (fields or {}).get(key, key)
-        if field in given:
-            former = " and ".join(k for k in m if k != field and (fields or {}).get(k) == field)
-            raise v.r.error((*path, key), f"{former} is the former name of {field}: give one of them")
-        given[field] = checks[key](x, (*path, key))
-    return cls(**given)
+    return cls(**{key: checks[key](x, (*path, key)) for key, x in m.items()})
 
 
 def _optional(check: Callable) -> Callable:
@@ -338,17 +333,16 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     v.unique((m.name for m in machine_models), ("machine_models",),
              lambda name: f"the machine model '{name}' is defined twice", within=("name",))
     search = _settings(v, top.get("search"), ("search",), SearchSettings, {
-        **{key: lambda x, p: v.choice(x, p, STRATEGIES) for key in STRATEGY_KEYS},
+        "strategy": lambda x, p: v.choice(x, p, STRATEGIES),
         "trials": lambda x, p: v.ruled(x, p, TRIALS),
         "timeout_s": _optional(lambda x, p: float(v.ruled(x, p, TIMEOUT))),
         "seed": lambda x, p: v.ruled(x, p, SEED),
         "transfer": lambda x, p: v.ruled(x, p, TRANSFER),
         "objective": lambda x, p: _objective(v, x, p),
-    }, {key: "strategy" for key in STRATEGY_KEYS})
+    })
     search = _pair_strategy(v, search, top.get("search"))
     measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
         "cold_caches": v.boolean,
-        "flush_l2": v.boolean,
         "warmup": lambda x, p: v.integer(x, p, minimum=0),
         "min_samples": v.integer,
         "max_samples": v.integer,
@@ -359,7 +353,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
         "input_seed": lambda x, p: v.integer(x, p, minimum=0),
         "energy": v.boolean,
         "counters": lambda x, p: v.ruled(x, p, COUNTERS),
-    }, {"flush_l2": "cold_caches"})
+    })
     if measure.max_samples < measure.min_samples:
         raise document.error(("measure", "max_samples"),
                              f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
@@ -412,11 +406,10 @@ def _pair_strategy(v: _Validator, search: SearchSettings, given: Any) -> SearchS
     """Two objectives search with NSGA-II unless the file names a strategy that handles several objectives."""
     if not is_pair(search.objective):
         return search
-    named = [key for key in STRATEGY_KEYS if isinstance(given, dict) and key in given]
-    if not named:
+    if not (isinstance(given, dict) and "strategy" in given):
         return dataclasses.replace(search, strategy=PAIR_SAMPLER)
     if search.strategy not in PAIR_SAMPLERS:
-        raise v.r.error(("search", named[0]), pair_refusal(search.strategy))
+        raise v.r.error(("search", "strategy"), pair_refusal(search.strategy))
     return search
 
 

@@ -29,15 +29,14 @@ from tuner.experiment.schema import Experiment
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_choice
-from tuner.settings import former_keyword
+from tuner.settings import renamed_keyword
 from tuner.tuning.energy_objective import resolve_objective
 
 
-@former_keyword("sampler", "strategy")
+@renamed_keyword("sampler", "strategy")
 @dataclass(frozen=True)
 class RunOptions:
-    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`); ``sampler`` is
-    ``strategy``'s former name, still accepted but deprecated."""
+    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`)."""
 
     backend: str | Backend | None = None
     replay: str | os.PathLike[str] | None = None

@@ -64,7 +64,7 @@ from tuner.search.storage import (
 )
 from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
-from tuner.settings import STORAGE_FILE, former_keyword
+from tuner.settings import STORAGE_FILE, renamed_keyword
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import RunOptions, RunSettings, resolve
@@ -74,7 +74,7 @@ from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 __all__ = ["WORKER_SEED_STEP", "RunOptions", "lock_folder", "run", "run_with", "worker_seed"]
 
 
-@former_keyword("sampler", "strategy")
+@renamed_keyword("sampler", "strategy")
 def run(
     experiment: Experiment | str | os.PathLike[str],
     backend: str | Backend | None = None,
@@ -105,7 +105,7 @@ def run(
     ``strategy``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``strategy`` is a
     strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a
     callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of
-    :mod:`tuner.strategies`); ``sampler``, its former name, is still accepted but deprecated.
+    :mod:`tuner.strategies`).
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
