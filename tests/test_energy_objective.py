@@ -9,11 +9,11 @@ from energy_stand_in import EFFICIENT, FASTEST, FRONT, KNEE, PROBLEM, stand_in
 
 from tuner.config import Config
 from tuner.energy.front import knee, pareto_front, study_fronts
-from tuner.energy.objective import ObjectiveError, parse_objective, recorded_objective
 from tuner.errors import ExperimentError
 from tuner.experiment.schema import check_experiment, parse_experiment
 from tuner.measure.measurement import Measurement, Status
 from tuner.results import table as results
+from tuner.results.objectives import ObjectiveError, parse_objective, recorded_objective
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.search.energy_values import missing_energy, per_joule, reported
 from tuner.settings import SearchSettings

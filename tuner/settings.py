@@ -57,7 +57,7 @@ class SearchSettings:
     """Configurations measured fastest on the run's earlier problems tried first on each next one of the same
     dtype and kernels (tuner.search.transfer); 0: none."""
     objective: tuple[str, ...] = ("time",)
-    """What the search pursues (tuner.energy.objective): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
+    """What the search pursues (tuner.results.objectives): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
 
 
 @renamed_keyword("flush_l2", "cold_caches")

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuner.backends.protocol import Evaluates, energy_refusal
-from tuner.energy.objective import Objective, label, needs_energy
 from tuner.errors import TunerError
+from tuner.results.objectives import Objective, label, needs_energy
 
 
 def environment_refusal(environment: Mapping[str, Any]) -> str | None:

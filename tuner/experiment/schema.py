@@ -14,7 +14,6 @@ from typing import Any
 from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
-from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.errors import ExperimentError, TunerError
 from tuner.experiment.family_trial import family_mistake
 from tuner.experiment.run_settings import COUNTERS, SEARCH, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
@@ -25,6 +24,7 @@ from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
+from tuner.results.objectives import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
 from tuner.space.restriction_rules import restriction_refusal

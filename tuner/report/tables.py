@@ -6,13 +6,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tuner.energy.front import objective_score
-from tuner.energy.objective import MEANING, TIME
 from tuner.kernels.model import cost
 from tuner.report.bounds import class_bounds, fraction
 from tuner.report.formatting import fixed, integer, number, params_text, percent, performance_unit
 from tuner.report.run_folder import Run
 from tuner.results import table as results
+from tuner.results.objectives import MEANING, TIME, objective_score
 
 TOP = 10
 STATUSES = ("ok", "invalid", "compile_error", "wrong", "crashed")

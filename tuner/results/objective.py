@@ -6,11 +6,10 @@ from __future__ import annotations
 import pandas as pd
 
 from tuner.config import Config
-from tuner.energy.front import objective_score
-from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.model import Cost
 from tuner.measure.measurement import Measurement, Status
 from tuner.results.analytics import config_cost
+from tuner.results.objectives import DEFAULT, Objective, objective_score
 from tuner.results.schema import BASELINE_FAMILY
 
 
@@ -53,7 +52,7 @@ def unit_of(df: pd.DataFrame) -> str:
 
 def best_rows(df: pd.DataFrame, objective: Objective = DEFAULT) -> pd.DataFrame:
     """The best ``ok`` tuned configuration (baseline rows aside) of each problem and dtype: the fastest, or by the
-    objective's first name (tuner.energy.objective) the one with the least energy or energy-delay product."""
+    objective's first name (tuner.results.objectives) the one with the least energy or energy-delay product."""
     score = objective_score(df, objective[0], performance(df))
     ok = df[(df["status"] == Status.OK.value) & (df["family"] != BASELINE_FAMILY) & score.notna()]
     if ok.empty:

@@ -13,10 +13,10 @@ needs but which was not measured (:func:`missing_energy` tells those apart).
 from __future__ import annotations
 
 from tuner.config import Config
-from tuner.energy.objective import EDP, ENERGY, TIME, Objective
 from tuner.measure.measurement import Measurement, Status
 from tuner.results.analytics import config_cost
 from tuner.results.objective import objective_of
+from tuner.results.objectives import EDP, ENERGY, TIME, Objective
 
 
 def per_joule(config: Config, measurement: Measurement) -> float | None:

@@ -10,7 +10,6 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import Trial, TrialState
 
-from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
 from tuner.errors import Naming, TunerError, option_name
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
@@ -25,6 +24,7 @@ from tuner.optuna_attrs import (
     STRATEGY_ATTR,
     WORKER_ATTR,
 )
+from tuner.results.objectives import DEFAULT, Objective, label, metric_names, study_objective
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.energy_values import reported
 from tuner.search.study_space import VALUES, StudySpace, stored_space

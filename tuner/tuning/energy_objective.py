@@ -8,7 +8,9 @@ import sys
 from collections.abc import Sequence
 from typing import TypeVar
 
-from tuner.energy.objective import (
+from tuner.errors import Naming, TunerError
+from tuner.experiment.schema import Experiment, pair_refusal
+from tuner.results.objectives import (
     PAIR_SAMPLER,
     PAIR_SAMPLERS,
     Objective,
@@ -17,8 +19,6 @@ from tuner.energy.objective import (
     needs_energy,
     parse_objective,
 )
-from tuner.errors import Naming, TunerError
-from tuner.experiment.schema import Experiment, pair_refusal
 
 Choice = TypeVar("Choice")
 

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from tuner.energy.front import measured, study_fronts
-from tuner.energy.objective import MEANING, TIME, Objective, is_pair, label, needs_energy
+from tuner.results.objectives import MEANING, TIME, Objective, is_pair, label, needs_energy
 from tuner.results.record import row_params
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped

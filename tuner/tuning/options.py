@@ -22,10 +22,10 @@ from typing import Any
 import optuna
 
 from tuner.backends.protocol import Backend
-from tuner.energy.objective import Objective
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.run_settings import COUNTERS, HEARTBEAT, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.schema import Experiment
+from tuner.results.objectives import Objective
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_choice

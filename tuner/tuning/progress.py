@@ -17,11 +17,11 @@ from typing import Any, TextIO
 import pandas as pd
 
 from tuner.config import Config
-from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Status
 from tuner.results.environment import ceilings_under_load
 from tuner.results.objective import best_rows
+from tuner.results.objectives import DEFAULT, Objective
 from tuner.results.record import row_params
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped

@@ -117,7 +117,7 @@ def run(
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
     slows the replay backend to its recorded device times times the factor. ``objective`` ("time", "energy",
     "edp", or ("time", "energy")) overrides the experiment's ``search.objective``
-    (:mod:`tuner.energy.objective`); an objective with energy measures it, on a backend that can. ``counters``
+    (:mod:`tuner.results.objectives`); an objective with energy measures it, on a backend that can. ``counters``
     ("none", "best", "all") overrides ``measure.counters``: the hardware counters read after the search
     (tuner.counters).
     ``quiet`` silences the progress on stderr; ``summary`` prints the summary table on stdout (by default unless

@@ -6,7 +6,6 @@ a multi-objective Optuna study (two values per trial, both maximised): its strat
 one that handles several objectives is named, every evaluation is recorded with both, and the summary and the
 report name the Pareto front's fastest point, its most efficient one and its knee.
 
-This module imports nothing of the project: the experiment parser, the settings and the results table use it.
 """
 
 from __future__ import annotations
@@ -14,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pandas as pd
+
+from tuner.energy.front import ENERGY_COLUMN, TIME_COLUMN
 from tuner.optuna_attrs import OBJECTIVE_ATTR
 
 TIME, ENERGY, EDP = "time", "energy", "edp"
@@ -99,3 +101,18 @@ def study_objective(user_attrs: Mapping[str, Any]) -> Objective:
         return parse_objective(user_attrs.get(OBJECTIVE_ATTR, list(DEFAULT)))
     except ObjectiveError:
         return DEFAULT
+
+
+def objective_score(df: pd.DataFrame, name: str, speed: pd.Series) -> pd.Series:
+    """Each row's score under one objective, higher better (NaN where it has none); ``speed``: the rows'
+    performance (GFLOP/s), the score of ``time``."""
+    if name == TIME:
+        return speed
+    if ENERGY_COLUMN not in df:
+        return pd.Series(float("nan"), index=df.index)
+    joules = pd.to_numeric(df[ENERGY_COLUMN], errors="coerce").where(lambda j: j > 0)
+    if name == ENERGY:
+        return 1.0 / joules
+    assert name == EDP, name
+    seconds = pd.to_numeric(df[TIME_COLUMN], errors="coerce").where(lambda t: t > 0) * 1e-3
+    return 1.0 / (joules * seconds)
