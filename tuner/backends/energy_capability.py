@@ -7,7 +7,7 @@ from typing import Any
 
 from tuner.backends.protocol import Evaluates, energy_refusal
 from tuner.errors import TunerError
-from tuner.results.objectives import Objective, label, needs_energy
+from tuner.results.objectives import Objectives, label, needs_energy
 
 
 def environment_refusal(environment: Mapping[str, Any]) -> str | None:
@@ -20,7 +20,7 @@ def environment_refusal(environment: Mapping[str, Any]) -> str | None:
     return str(energy.get("reason") or "energy is not available here")
 
 
-def check_energy(backends: Sequence[Evaluates], objective: Objective) -> None:
+def check_energy(backends: Sequence[Evaluates], objective: Objectives) -> None:
     """TunerError, before anything is written, when the objective needs energy that a backend cannot give."""
     if not needs_energy(objective):
         return

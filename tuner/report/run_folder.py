@@ -29,7 +29,7 @@ from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
 from tuner.results import table as results
 from tuner.results.environment import Environment
-from tuner.results.objectives import Objective, recorded_objective
+from tuner.results.objectives import Objectives, recorded_objective
 from tuner.results.schema import BASELINE_FAMILY
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class Run:
         return list(zip(pairs["dtype"], pairs["problem"], strict=True))
 
     @property
-    def objective(self) -> Objective:
+    def objective(self) -> Objectives:
         """What the run's last search pursued (time for runs recorded before objectives)."""
         return recorded_objective(self.metadata)
 

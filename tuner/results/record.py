@@ -23,7 +23,7 @@ from tuner.optuna_attrs import RECORD_ATTR
 from tuner.peaks import compute_peak
 from tuner.results.analytics import Analytics
 from tuner.results.environment import Environment
-from tuner.results.objective import median_seconds, performance_of
+from tuner.results.objectives import median_seconds, performance_of
 from tuner.results.schema import BASELINE_FAMILY, LEGACY_BASELINE_FAMILY
 
 

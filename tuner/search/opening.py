@@ -24,7 +24,7 @@ from tuner.optuna_attrs import (
     STRATEGY_ATTR,
     WORKER_ATTR,
 )
-from tuner.results.objectives import DEFAULT, Objective, label, metric_names, study_objective
+from tuner.results.objectives import DEFAULT, Objectives, label, metric_names, study_objective
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.energy_values import reported
 from tuner.search.study_space import VALUES, StudySpace, stored_space
@@ -82,7 +82,7 @@ def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
 
 
 def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
-               liveness: Liveness | None = None, objective: Objective = DEFAULT) -> optuna.Study:
+               liveness: Liveness | None = None, objective: Objectives = DEFAULT) -> optuna.Study:
     """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
     but did not finish completed from its record. ``objective``: one value per name, each maximised."""
     study = optuna.create_study(storage=storage, study_name=space.name, directions=["maximize"] * len(objective),

@@ -25,7 +25,7 @@ from tuner.backends.protocol import Backend
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.run_settings import COUNTERS, HEARTBEAT, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.schema import Experiment
-from tuner.results.objectives import Objective
+from tuner.results.objectives import Objectives
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_choice
@@ -57,7 +57,7 @@ class RunOptions:
     objective: str | Sequence[str] | None = None
     counters: str | None = None
 
-    def resume_command(self, experiment: Experiment, out: Path, objective: Objective,
+    def resume_command(self, experiment: Experiment, out: Path, objective: Objectives,
                        backend: str | Backend) -> str:
         """The command that continues this run on ``backend`` (the one given, or the default chosen): the same
         options, as the command line names them."""
@@ -84,7 +84,7 @@ class RunSettings:
     experiment: Experiment
     """The experiment as the run searches it: its objective, transfer and counters set."""
     choice: Choice
-    objective: Objective
+    objective: Objectives
     budget: Budget
     seed: int
     heartbeat_s: int
