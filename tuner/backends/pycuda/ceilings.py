@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,22 +63,31 @@ def _kernel(name: str, prefix: str, function: str, arch: str) -> Any:
 
 def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = False) -> dict[str, Any]:
     """Bandwidth and multiply-add rates measured with the project's kernels, with the raw timings."""
-    import numpy as np
-    import pycuda.driver as cuda
-
-    from tuner.kernels.verify import NUMPY_DTYPES
-
     arch = device["arch"]
     say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda text: None)
     measured: dict[str, float] = {}
     details: dict[str, Any] = {}
-
     say("measuring the DRAM bandwidth (streaming copy)…")
+    _copy_bandwidth(device, timer, measured, details)
+    _fma_rates(device, timer, say, measured, details)
+    instructions = _tensor_rates(device, timer, say, measured, details)
+    levels, level_details = memory_ceilings.measure(device, timer, CEILING_SETTINGS,
+                                                    lambda file, prefix, name: _kernel(file, prefix, name, arch),
+                                                    progress)
+    measured.update(levels)
+    details.update(level_details)
+    return {"measured": measured, "details": details, "tensor_instructions": instructions}
+
+
+def _copy_bandwidth(device: dict[str, Any], timer: Timer, measured: dict[str, float], details: dict[str, Any]) -> None:
+    import numpy as np
+    import pycuda.driver as cuda
+
     size = min(COPY_BYTES, device["memory_bytes"] // 8) // 4096 * 4096
     src, dst = cuda.mem_alloc(size), cuda.mem_alloc(size)
     try:
         cuda.memset_d32(src, 0x3F800000, size // 4)
-        copy = _kernel("copy.cu", "", "copy", arch)
+        copy = _kernel("copy.cu", "", "copy", device["arch"])
         copy.prepare("PPQ")
         elements = size // 16
         grid = ((elements + 255) // 256, 1, 1)
@@ -89,13 +99,21 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = Fals
     measured["bandwidth_gbs"] = 2 * size / (timing.median_ms * 1e-3) / 1e9
     details["copy"] = {"bytes": 2 * size, **_timing_details(timing)}
 
+
+def _fma_rates(device: dict[str, Any], timer: Timer, say: Callable[[str], None], measured: dict[str, float],
+               details: dict[str, Any]) -> None:
+    import numpy as np
+    import pycuda.driver as cuda
+
+    from tuner.kernels.verify import NUMPY_DTYPES
+
     blocks = device["multiprocessors"] * FMA_BLOCKS_PER_SM
     threads = blocks * FMA_THREADS
     for dtype in CEILING_DTYPES:
         say(f"measuring the {dtype} multiply-add rate…")
         nptype = NUMPY_DTYPES[dtype]
         prefix = f"typedef {DTYPE_CTYPE[dtype]} real_t;\n#define CHAINS {FMA_CHAINS}\n"
-        fma = _kernel("fma.cu", prefix, "fma_chains", arch)
+        fma = _kernel("fma.cu", prefix, "fma_chains", device["arch"])
         fma.prepare([np.intp, nptype, nptype, np.int32])
         b, c = (nptype(1), nptype(1)) if dtype == "int32" else (nptype(0.999), nptype(0.001))
         out = cuda.mem_alloc(threads * np.dtype(nptype).itemsize)
@@ -107,29 +125,31 @@ def measure_ceilings(device: dict[str, Any], timer: Timer, progress: bool = Fals
         operations = 2 * threads * FMA_CHAINS * FMA_ITERATIONS
         measured[f"{dtype}_gflops"] = operations / (timing.median_ms * 1e-3) / 1e9
         details[f"fma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+
+
+def _tensor_rates(device: dict[str, Any], timer: Timer, say: Callable[[str], None], measured: dict[str, float],
+                  details: dict[str, Any]) -> dict[str, str]:
+    """The tensor cores' rates (mma.sync, and wgmma where the GPU has it, the higher kept); the instruction each
+    dtype's rate came from."""
     instructions: dict[str, str] = {}
-    if device["compute_capability"] in TENSOR_FLOPS_PER_SM_CLOCK:
-        rates: dict[str, dict[str, float]] = {tensor_ceilings.MMA_SYNC: {}, tensor_ceilings.WGMMA: {}}
-        for dtype in TENSOR_DTYPES:
-            say(f"measuring the {dtype} tensor-core (mma.sync) rate…")
-            operations, timing = _mma_ceiling(device, dtype, timer)
-            rates[tensor_ceilings.MMA_SYNC][dtype] = operations / (timing.median_ms * 1e-3) / 1e9
-            details[f"mma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
-        if tensor_ceilings.wgmma_arch(device["compute_capability"]):
-            for dtype in tensor_ceilings.WGMMA_K:
-                say(f"measuring the {dtype} tensor-core (wgmma) rate…")
-                operations, timing = tensor_ceilings.measure_wgmma(device, dtype, timer, CEILING_SETTINGS, _kernel)
-                rates[tensor_ceilings.WGMMA][dtype] = operations / (timing.median_ms * 1e-3) / 1e9
-                details[f"wgmma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
-        for dtype, (rate, instruction) in tensor_ceilings.pick(rates).items():
-            measured[peak_key(dtype, "tensor")] = rate
-            instructions[dtype] = instruction
-    levels, level_details = memory_ceilings.measure(device, timer, CEILING_SETTINGS,
-                                                    lambda file, prefix, name: _kernel(file, prefix, name, arch),
-                                                    progress)
-    measured.update(levels)
-    details.update(level_details)
-    return {"measured": measured, "details": details, "tensor_instructions": instructions}
+    if device["compute_capability"] not in TENSOR_FLOPS_PER_SM_CLOCK:
+        return instructions
+    rates: dict[str, dict[str, float]] = {tensor_ceilings.MMA_SYNC: {}, tensor_ceilings.WGMMA: {}}
+    for dtype in TENSOR_DTYPES:
+        say(f"measuring the {dtype} tensor-core (mma.sync) rate…")
+        operations, timing = _mma_ceiling(device, dtype, timer)
+        rates[tensor_ceilings.MMA_SYNC][dtype] = operations / (timing.median_ms * 1e-3) / 1e9
+        details[f"mma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+    if tensor_ceilings.wgmma_arch(device["compute_capability"]):
+        for dtype in tensor_ceilings.WGMMA_K:
+            say(f"measuring the {dtype} tensor-core (wgmma) rate…")
+            operations, timing = tensor_ceilings.measure_wgmma(device, dtype, timer, CEILING_SETTINGS, _kernel)
+            rates[tensor_ceilings.WGMMA][dtype] = operations / (timing.median_ms * 1e-3) / 1e9
+            details[f"wgmma_{dtype}"] = {"operations": operations, **_timing_details(timing)}
+    for dtype, (rate, instruction) in tensor_ceilings.pick(rates).items():
+        measured[peak_key(dtype, "tensor")] = rate
+        instructions[dtype] = instruction
+    return instructions
 
 
 def _mma_ceiling(device: dict[str, Any], dtype: str, timer: Timer) -> tuple[int, Timing]:

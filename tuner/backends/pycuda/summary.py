@@ -119,27 +119,10 @@ def _rate(value: float | None, unit: str) -> str:
     return "?" if value is None else f"{value / 1e3:.2f} T{unit}"
 
 
-def format_summary(info: dict[str, Any]) -> str:
-    d, v = info["device"], info["versions"]
+def _peak_lines(info: dict[str, Any]) -> list[str]:
+    """The peaks' table: each theoretical peak, the measured ceiling and the share of it."""
     theoretical, measured = info["peaks"]["theoretical"], info["peaks"]["measured"]
-    lines = [
-        f"{d['name']}  (compute capability {d['compute_capability']}, {d['arch']})",
-        f"  UUID                      {d.get('uuid') or '?'}  (PCI {d['pci_bus_id']})",
-        f"  multiprocessors           {d['multiprocessors']}",
-        f"  SM clock (max)            {d['sm_clock_mhz']:.0f} MHz",
-        f"  memory clock (max)        {d['memory_clock_mhz']:.0f} MHz",
-        f"  memory                    {_size(d['memory_bytes'])}, {d['memory_bus_width_bits']}-bit bus",
-        f"  L2 cache                  {_size(d['l2_bytes'])}",
-        f"  shared memory per block   {_size(d['shared_per_block_bytes'])} "
-        f"(opt-in {_size(d['shared_per_block_optin_bytes'])}); per SM {_size(d['shared_per_sm_bytes'])}",
-        f"  registers per block       {d['registers_per_block']}; threads per block ≤ {d['max_threads_per_block']}",
-        "software",
-        f"  driver                    {v['driver'] or '?'} (CUDA {v['cuda_driver_api']} driver API)",
-        f"  CUDA (PyCUDA built for)   {v['cuda']}",
-        f"  nvcc                      {v['nvcc'] or 'not found'}",
-        f"  PyCUDA                    {v['pycuda']}",
-        "peaks                       theoretical      measured    % of theoretical",
-    ]
+    lines: list[str] = []
     rows = [("float32 multiply-add", "float32_gflops", "FLOP/s"), ("float64 multiply-add", "float64_gflops", "FLOP/s"),
             ("int32 multiply-add", "int32_gflops", "OP/s"), ("DRAM bandwidth", "bandwidth_gbs", "B/s")]
     rows += [(label.split(" (")[0], key, "B/s") for key, label in LEVEL_LABELS.items()
@@ -152,6 +135,12 @@ def format_summary(info: dict[str, Any]) -> str:
         peak, got = theoretical.get(key), measured.get(key)
         share = f"{100 * got / peak:.0f}%" if peak and got else "?"
         lines.append(f"  {label:<24}  {_rate(peak, unit):>14}  {_rate(got, unit):>12}  {share:>8}")
+    return lines
+
+
+def _formula_lines(d: dict[str, Any], theoretical: dict[str, Any]) -> list[str]:
+    """How the theoretical peaks were computed, beside NVIDIA's published figures."""
+    lines: list[str] = []
     tensor = TENSOR_FLOPS_PER_SM_CLOCK.get(d["compute_capability"])
     if tensor:
         rates = "/".join(str(tensor[dtype]) for dtype in TENSOR_DTYPES)
@@ -175,6 +164,31 @@ def format_summary(info: dict[str, Any]) -> str:
         lines.append(f"  (L1 and shared memory: {d['multiprocessors']} SMs × {memory_ceilings.bytes_per_sm_clock(d)} B "
                      f"per clock ({memory_ceilings.BANKS} banks × {memory_ceilings.BANK_BYTES} B) × "
                      f"{d['sm_clock_mhz']:.0f} MHz; NVIDIA publishes no L2 bandwidth)")
+    return lines
+
+
+def format_summary(info: dict[str, Any]) -> str:
+    d, v = info["device"], info["versions"]
+    lines = [
+        f"{d['name']}  (compute capability {d['compute_capability']}, {d['arch']})",
+        f"  UUID                      {d.get('uuid') or '?'}  (PCI {d['pci_bus_id']})",
+        f"  multiprocessors           {d['multiprocessors']}",
+        f"  SM clock (max)            {d['sm_clock_mhz']:.0f} MHz",
+        f"  memory clock (max)        {d['memory_clock_mhz']:.0f} MHz",
+        f"  memory                    {_size(d['memory_bytes'])}, {d['memory_bus_width_bits']}-bit bus",
+        f"  L2 cache                  {_size(d['l2_bytes'])}",
+        f"  shared memory per block   {_size(d['shared_per_block_bytes'])} "
+        f"(opt-in {_size(d['shared_per_block_optin_bytes'])}); per SM {_size(d['shared_per_sm_bytes'])}",
+        f"  registers per block       {d['registers_per_block']}; threads per block ≤ {d['max_threads_per_block']}",
+        "software",
+        f"  driver                    {v['driver'] or '?'} (CUDA {v['cuda_driver_api']} driver API)",
+        f"  CUDA (PyCUDA built for)   {v['cuda']}",
+        f"  nvcc                      {v['nvcc'] or 'not found'}",
+        f"  PyCUDA                    {v['pycuda']}",
+        "peaks                       theoretical      measured    % of theoretical",
+    ]
+    lines += _peak_lines(info)
+    lines += _formula_lines(d, info["peaks"]["theoretical"])
     ceilings = info["ceilings"]
     clocks = [f"{name.removeprefix('fma_')} {t['sm_clock_mhz_before']:.0f}→{t['sm_clock_mhz_after']:.0f}"
               for name, t in ceilings.get("details", {}).items()
