@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tuner.errors import TunerError
 
@@ -104,17 +105,19 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tuner.backends.catalog import NAMES as BACKENDS
-    from tuner.experiment.schema import STRATEGIES
-    from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
-    from tuner.strategies.catalog import DEFAULT
-
     parser = argparse.ArgumentParser(
         prog="python -m tuner",
         description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs and CPUs.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_space_command, _run_command, _report_command, _profile_command, _compare_command, _export_command,
+                _device_command):
+        add(commands)
+    return parser
 
+
+def _space_command(commands: Any) -> None:
+    """``space``: an experiment's search space."""
     space = commands.add_parser("space", help="list an experiment's search space, sizes before/after constraints")
     space.add_argument("experiment", help="experiment YAML file")
     _templates_option(space)
@@ -123,6 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     space.add_argument("--arch", help="GPU architecture for --compile (default: the experiment's, sm_90)")
     space.add_argument("--quiet", action="store_true", help="no progress line while compiling")
     space.set_defaults(handler=_space)
+
+
+def _run_command(commands: Any) -> None:
+    """``run``: tune an experiment."""
+    from tuner.backends.catalog import NAMES as BACKENDS
+    from tuner.experiment.schema import STRATEGIES
+    from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
+    from tuner.strategies.catalog import DEFAULT
 
     run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
     run.add_argument("experiment", help="experiment YAML file")
@@ -161,9 +172,17 @@ def build_parser() -> argparse.ArgumentParser:
                      "(python -m tuner report DIR writes them later)")
     run.set_defaults(handler=_run)
 
+
+def _report_command(commands: Any) -> None:
+    """``report``: a run folder's report again."""
     report = commands.add_parser("report", help="regenerate the report of a run folder (no GPU needed)")
     report.add_argument("run_dir", help="a run's output folder")
     report.set_defaults(handler=_report)
+
+
+def _profile_command(commands: Any) -> None:
+    """``profile``: hardware counters added to a run folder."""
+    from tuner.settings import COUNTERS_BEST
 
     profile = commands.add_parser("profile", help="add hardware counters (Nsight Compute) to a finished run folder")
     profile.add_argument("run_dir", help="a run's output folder")
@@ -178,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--quiet", action="store_true", help="no progress on stderr")
     profile.set_defaults(handler=_profile)
 
+
+def _compare_command(commands: Any) -> None:
+    """``compare``: strategies scored on recorded spaces."""
     compare = commands.add_parser("compare", help="score search strategies on recorded spaces (no GPU needed)")
     compare.add_argument("spaces", nargs="+", metavar="SPACE", help="a Kernel Tuner cache or T4 file, a run folder, "
                          "or an experiment whose kernels are recordings")
@@ -204,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--quiet", action="store_true", help="no progress on stderr")
     compare.set_defaults(handler=_compare)
 
+
+def _export_command(commands: Any) -> None:
+    """``export``: a run folder in Kernel Tuner's formats."""
     export = commands.add_parser("export", help="write a run folder's evaluations as Kernel Tuner cache files or T4 "
                                  "results (one file per study and family)")
     export.add_argument("run_dir", help="a run's output folder")
@@ -213,12 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", metavar="DIR", help="folder of the files (default: RUN_DIR/export)")
     export.set_defaults(handler=_export)
 
+
+def _device_command(commands: Any) -> None:
+    """``device``: the GPU's or the CPU's description and ceilings."""
     device = commands.add_parser("device", help="describe the GPU (or the CPU) and measure its ceilings")
     device.add_argument("--cpu", action="store_true", help="the CPU: cores, caches, vector extensions, compiler; "
                         "STREAM bandwidth and multiply-add rates on one core and on all cores")
     device.add_argument("--remeasure", action="store_true", help="measure the ceilings again, ignoring the cache")
     device.set_defaults(handler=_device)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
