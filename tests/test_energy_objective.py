@@ -10,7 +10,8 @@ from energy_stand_in import EFFICIENT, FASTEST, FRONT, KNEE, PROBLEM, stand_in
 from tuner.config import Config
 from tuner.energy.front import knee, pareto_front, study_fronts
 from tuner.errors import ExperimentError
-from tuner.experiment.schema import check_experiment, parse_experiment
+from tuner.experiment.python_experiment import check_experiment
+from tuner.experiment.schema import parse_experiment
 from tuner.measure.measurement import Measurement, Status
 from tuner.results import table as results
 from tuner.results.objectives import (

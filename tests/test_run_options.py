@@ -13,7 +13,8 @@ from test_study import TINY
 import tuner
 from tuner import cli
 from tuner.errors import ExperimentError, TunerError, option_name, parameter_name
-from tuner.experiment.schema import check_experiment, load_experiment, parse_experiment
+from tuner.experiment.python_experiment import check_experiment
+from tuner.experiment.schema import load_experiment, parse_experiment
 from tuner.strategies import optuna_samplers
 from tuner.tuning.options import RunOptions, resolve
 

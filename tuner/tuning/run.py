@@ -49,7 +49,8 @@ import optuna
 from tuner.backends.energy_capability import check_energy
 from tuner.backends.protocol import Backend
 from tuner.errors import Naming, TunerError, option_name, parameter_name
-from tuner.experiment.schema import Experiment, check_experiment, check_name, load_experiment
+from tuner.experiment.python_experiment import check_experiment, check_name
+from tuner.experiment.schema import Experiment, load_experiment
 from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
 from tuner.search.callbacks import Callback
