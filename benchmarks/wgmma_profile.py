@@ -108,7 +108,7 @@ def _profiler(start: bool) -> None:
 
 def _workspace(problem: Problem, dtype: str, seed: int) -> Any:
     """The tuner's matmul buffers with its random inputs (no reference: nothing is checked under the profiler)."""
-    from tuner.backends.pycuda.measurer import HostData, Workspace
+    from tuner.backends.pycuda.workspace import HostData, Workspace
     from tuner.kernels.arguments import Buffer
     from tuner.kernels.family import MATMUL
     from tuner.kernels.verify import random_inputs

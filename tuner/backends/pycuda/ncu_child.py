@@ -44,7 +44,7 @@ class Launcher:
         self.workspace: Any = None
 
     def _workspace(self, kernel: JobKernel) -> Any:
-        from tuner.backends.pycuda.measurer import Workspace, host_data
+        from tuner.backends.pycuda.workspace import Workspace, host_data
         from tuner.kernels.discovery import get_family
 
         config = kernel.config
