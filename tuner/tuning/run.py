@@ -17,7 +17,7 @@ saved every few seconds and at the end) and ``metadata.json``::
      "counters": {how the folder's counters.parquet was read (tuner.counters.store.conditions)}}
 
 The runs and environments live in the storage too (system attributes of the run's first study,
-:class:`tuner.folder.Ledger`), so the folder can always be rebuilt from it. ``wall_s`` is the wall time of the
+:class:`tuner.tuning.folder.Ledger`), so the folder can always be rebuilt from it. ``wall_s`` is the wall time of the
 search (after the backend has described its device) and ``gpu_busy_fraction`` the backend's device time over it;
 a replayed run has no fraction (its ``device_busy_s`` is the recorded device time of what it replayed). After the
 search the hardware counters that ``measure.counters`` asks for are read (:mod:`tuner.counters`); ``counters``
@@ -110,7 +110,7 @@ def run(
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
-    :class:`tuner.study.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
+    :class:`tuner.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
     (:mod:`tuner.search.callbacks`; from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as
     "0,1") measures on several GPUs of this host at once, one measuring process each (with the replay backend,
     indices stand for GPUs).

@@ -51,7 +51,7 @@ def summary(remeasure: bool = False, timer: Timer | None = None, progress: bool 
 
     Keys: device, versions, peaks ({"theoretical": …, "measured": …}), ceilings (method, measured_utc,
     details, tensor_instructions: the instruction each tensor ceiling came from, load: what other processes did on
-    the GPU meanwhile, :class:`tuner.machine_load.Load` as a dict),
+    the GPU meanwhile, :class:`tuner.measure.machine_load.Load` as a dict),
     cache_file. Needs a GPU; creates the primary context when there is none. ``load`` watches the GPU while the
     ceilings are measured (default: through NVML, where it is installed); ceilings measured while another process
     used the GPU are not cached, and a warning says so.
