@@ -51,7 +51,7 @@ def no_report(monkeypatch):
 
 def scripted_run(out: Path, trials: int) -> int:
     """``python -m tuner run`` in this process, measured by the scripted stand-in."""
-    return cli.main(["run", str(FERMI), "--sampler", "grid", "--trials", str(trials), "--out", str(out), "--quiet"])
+    return cli.main(["run", str(FERMI), "--strategy", "grid", "--trials", str(trials), "--out", str(out), "--quiet"])
 
 
 # --- the output folder ----------------------------------------------------------------------------------------
