@@ -75,7 +75,7 @@ def test_options_given_override_the_experiment_and_the_rest_come_from_it():
     settings = resolve(RunOptions(trials=3, transfer=2, counters="none", out="elsewhere"), experiment,
                        parameter_name)
     assert settings.budget.trials == 3 and settings.budget.timeout_s == experiment.search.timeout_s
-    assert settings.seed == experiment.search.seed and settings.choice == experiment.search.strategy
+    assert settings.seed == experiment.search.seed and settings.strategy == experiment.search.strategy
     assert settings.experiment.search.transfer == 2 and settings.experiment.measure.counters == "none"
     assert settings.out == Path("elsewhere") and settings.summary
     assert resolve(RunOptions(quiet=True), experiment, parameter_name).summary is False

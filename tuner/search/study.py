@@ -58,8 +58,8 @@ from tuner.search.energy_values import reported
 from tuner.search.opening import (
     Choice,
     ask_configuration,
-    check_choice,
     check_same_strategy,
+    check_strategy,
     open_study,
     strategy_name,
     suggest_configuration,
@@ -70,7 +70,7 @@ from tuner.search.worker_policy import Entry, WorkerPolicy, policy_for
 from tuner.strategies.sampler import DomainSampler
 
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Choice", "Evaluation", "StudySearch", "StudySpace",
-           "ask_configuration", "check_choice", "check_same_strategy", "open_storage", "open_study", "stored_space",
+           "ask_configuration", "check_strategy", "check_same_strategy", "open_storage", "open_study", "stored_space",
            "strategy_name", "study_spaces", "suggest_configuration"]
 
 READY_POLL_S = 1.0

@@ -28,7 +28,7 @@ from tuner.experiment.schema import Experiment
 from tuner.results.objectives import Objectives
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
-from tuner.search.study import Budget, Choice, check_choice
+from tuner.search.study import Budget, Choice, check_strategy
 from tuner.settings import renamed_keyword
 from tuner.tuning.energy_objective import resolve_objective
 
@@ -83,7 +83,7 @@ class RunSettings:
 
     experiment: Experiment
     """The experiment as the run searches it: its objective, transfer and counters set."""
-    choice: Choice
+    strategy: Choice
     objective: Objectives
     budget: Budget
     seed: int
@@ -103,8 +103,8 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
     experiment, strategy, goal = resolve_objective(experiment, options.objective, options.strategy, options.quiet,
                                                    name)
     search = experiment.search
-    choice = strategy if strategy is not None else search.strategy
-    check_choice(choice, name)
+    strategy = strategy if strategy is not None else search.strategy
+    check_strategy(strategy, name)
     trials = _setting(options.trials, TRIALS, name("trials"), search.trials, "search.trials")
     timeout = _setting(options.timeout, TIMEOUT, name("timeout"), search.timeout_s, "search.timeout_s")
     seed = _setting(options.seed, SEED, name("seed"), search.seed, "search.seed")
@@ -118,7 +118,7 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
         check_storage_url(options.storage, name)
     heartbeat = _setting(options.heartbeat, HEARTBEAT, name("heartbeat"), HEARTBEAT_INTERVAL_S, None)
     summary = not options.quiet if options.summary is None else options.summary
-    return RunSettings(experiment, choice, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)
+    return RunSettings(experiment, strategy, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)
 
 
 def _setting(given: Any, rule: Rule, name: str, default: Any, field: str | None) -> Any:
