@@ -157,11 +157,15 @@ def backend_folders() -> set[str]:
     return {path.partition(":")[0].rsplit(".", 1)[0] for path, _ in BACKENDS.values()}
 
 
+def module_file_exists(name: str) -> bool:
+    return ROOT.joinpath(*name.split(".")).with_suffix(".py").is_file()
+
+
 def test_the_catalog_is_the_only_door_to_a_backend():
     """No module outside a backend's folder imports it (in functions and under TYPE_CHECKING too): the run, the
     command line and the reports reach backends through :mod:`tuner.backends.catalog`, which imports none."""
     folders = backend_folders()
-    assert folders == {"tuner.backends.pycuda", "tuner.backends.cpu", "tuner.backends.replay"}
+    assert len(folders) >= 3 and all(module_file_exists(f"{folder}.__init__") for folder in folders)
 
     def folder_of(module: str) -> str | None:
         return next((f for f in folders if module == f or module.startswith(f"{f}.")), None)
