@@ -65,7 +65,7 @@ FALLBACK_TENSOR = ("sm__pipe_tensor_op_hmma_cycles_active" + PIPE_SUFFIX,)
 SECTIONS = ("SpeedOfLight", "WarpStateStats")
 """Nsight Compute sections collected beside the metrics (WarpStateStats: the stall reasons)."""
 DENSE_FLOPS_PER_SM_CLOCK = {"tf32": 2048, "bfloat16": 4096, "float16": 4096}
-"""sm_90's dense tensor-core operations per SM per clock (tuner.device.TENSOR_FLOPS_PER_SM_CLOCK)."""
+"""sm_90's dense tensor-core operations per SM per clock (tuner.backends.pycuda.device.TENSOR_FLOPS_PER_SM_CLOCK)."""
 TOP_STALLS = 4
 
 

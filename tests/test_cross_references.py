@@ -1,6 +1,6 @@
-"""The package's texts name modules that exist: every ``tuner.a.b`` (and ``tuner.a.b.name``) in its sources and the
-README resolves to a module of the package and a name defined or imported there, and every ``tuner/a/b.py``
-path to a file."""
+"""The package's texts name modules that exist: every ``tuner.a.b`` (and ``tuner.a.b.name``) in its sources, the
+benchmarks and the README resolves to a module of the package and a name defined or imported there, and every
+``tuner/a/b.py`` path of the package and the README to a file."""
 
 from __future__ import annotations
 
@@ -52,8 +52,10 @@ def unresolved(reference: str) -> bool:
     return bool(rest) and rest[0] not in defined_names(module_file(".".join(parts[:found])))
 
 
-def texts() -> list[Path]:
-    return [*sorted(PACKAGE.rglob("*.py")), ROOT / "README.md"]
+def texts(benchmarks: bool = True) -> list[Path]:
+    """The package's sources, the README and (unless told) the benchmarks, which may name files as they were."""
+    scripts = sorted((ROOT / "benchmarks").rglob("*.py")) if benchmarks else []
+    return [*sorted(PACKAGE.rglob("*.py")), *scripts, ROOT / "README.md"]
 
 
 def test_every_dotted_reference_names_a_module_and_a_name_of_it():
@@ -64,7 +66,7 @@ def test_every_dotted_reference_names_a_module_and_a_name_of_it():
 
 
 def test_every_path_reference_names_a_file():
-    stale = [f"{path.relative_to(ROOT)}:{number}: {match}" for path in texts()
+    stale = [f"{path.relative_to(ROOT)}:{number}: {match}" for path in texts(benchmarks=False)
              for number, line in enumerate(path.read_text().splitlines(), 1)
              for match in PATH.findall(line) if not (ROOT / match).is_file()]
     assert stale == []

@@ -126,7 +126,7 @@ def _record(config: Config, measurement: Measurement, study: str, sampler: str, 
 
 
 def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> None:
-    """The study as tuner.study keeps it: parameters ``family`` and the family's ``<family>.<PARAM>`` (by value),
+    """The study as tuner.search.study keeps it: parameters ``family`` and the family's ``<family>.<PARAM>`` (by value),
     the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
     ``record``."""
     distributions = space.distributions()
