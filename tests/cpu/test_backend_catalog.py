@@ -64,3 +64,10 @@ def test_the_devices_are_the_summaries_of_their_folders():
     assert catalog.device("pycuda").__name__ == "tuner.backends.pycuda.summary"
     with pytest.raises(TunerError, match="measures on no device"):
         catalog.device("replay")
+
+
+def test_a_backend_whose_module_cannot_be_imported_is_named_in_one_paragraph(monkeypatch):
+    monkeypatch.setitem(catalog.BACKENDS, "broken", ("tuner.backends.no_such_folder.backend:Broken", "missing"))
+    with pytest.raises(TunerError, match=r"^the broken backend cannot be loaded \(ModuleNotFoundError: .*\); "
+                                         r"reinstall the package"):
+        catalog.open_backend("broken", served("cpu"))

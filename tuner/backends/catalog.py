@@ -42,7 +42,11 @@ def backend_class(name: str) -> type[BackendBase]:
 def _known(name: str) -> type[BackendBase]:
     if name not in BACKENDS:
         raise TunerError(f"unknown backend '{name}'; choose one of {', '.join(NAMES)}")
-    return backend_class(name)
+    try:
+        return backend_class(name)
+    except ImportError as exc:  # an installation that lacks a module the backend's folder needs
+        raise TunerError(f"the {name} backend cannot be loaded ({type(exc).__name__}: {exc}); reinstall the "
+                         f"package (pip install -e . in the checkout)") from None
 
 
 def open_backend(name: str, experiment: Experiment, opening: Opening | None = None) -> Backend:
