@@ -5,7 +5,7 @@ and on all cores, and the measured bandwidth ceiling against a STREAM copy.
 
 1. STREAM reference: benchmarks/stream.c (STREAM's kernels and rules, see its text), built by the tuner's C
    compiler with -O3 -march=native -fopenmp, on one thread and on all cores, arrays of 4 × the last-level cache;
-   its best Copy rate against the tuner's bandwidth ceiling (tuner.cpu.ceilings.measure_bandwidth with the
+   its best Copy rate against the tuner's bandwidth ceiling (tuner.backends.cpu.ceilings.measure_bandwidth with the
    ceilings' settings: the median of a copy loop over arrays of the same size), the two alternating for
    ``--rounds`` rounds; the medians of the rounds are compared. Goal: within 10%.
 2. The optimisation ladder at 1024³ float64, on one thread and then the last rung on all cores, each rung with the
@@ -41,16 +41,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from tuner.backends.cpu.backend import CpuBackend  # noqa: E402
-from tuner.compile.cc import find_cc  # noqa: E402
-from tuner.config import Config, Problem  # noqa: E402
-from tuner.cpu.ceilings import (  # noqa: E402
+from tuner.backends.cpu.ceilings import (  # noqa: E402
     CEILING_SETTINGS,
     measure_bandwidth,
     stream_array_bytes,
-    summary,
     thread_counts,
 )
-from tuner.cpu.timing import CpuTimer  # noqa: E402
+from tuner.backends.cpu.summary import summary  # noqa: E402
+from tuner.backends.cpu.timing import CpuTimer  # noqa: E402
+from tuner.compile.cc import find_cc  # noqa: E402
+from tuner.config import Config, Problem  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.experiment.schema import load_experiment  # noqa: E402
 from tuner.kernels import matmul  # noqa: E402

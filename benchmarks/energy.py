@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
-from tuner.backends import PycudaBackend  # noqa: E402
+from tuner.backends.pycuda.backend import PycudaBackend  # noqa: E402
+from tuner.backends.pycuda.timing import describe_method  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.energy.front import measured  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.measure.measurement import Measurement, Status  # noqa: E402
-from tuner.measure.method import describe_method  # noqa: E402
 from tuner.results import table as results  # noqa: E402
 from tuner.settings import MeasureSettings  # noqa: E402
 from tuner.tuning.progress import config_label  # noqa: E402

@@ -41,7 +41,7 @@ timeout -s TERM 120 python -m pytest -m gpu -q -p no:cacheprovider tests/gpu/tes
 status "${PIPESTATUS[0]}"
 
 step "3. fermi_like recorded with energy (brute force, time and energy)"
-timeout -s TERM 130 python -m tuner run experiments/fermi_like.yaml --backend pycuda --sampler bruteforce \
+timeout -s TERM 130 python -m tuner run experiments/fermi_like.yaml --backend pycuda --strategy bruteforce \
     --trials 100 --objective time,energy --out "$work/fermi_like_h100" --no-report 2>&1 | tee "$work/fermi_like.txt"
 status "${PIPESTATUS[0]}"
 

@@ -239,7 +239,7 @@ def profile(config: Config, run_dir: Path, folder: Path) -> RawMetrics:
 
 def launch_one(run_dir: Path, key: str) -> int:
     """Inside Nsight Compute: evaluate one configuration (verified, two warm-ups, a few timed launches)."""
-    from tuner.backends import PycudaBackend
+    from tuner.backends.pycuda.backend import PycudaBackend
 
     configs, compile_settings = best_configs(run_dir)
     config = next((c for c in configs if c.key == key), None)
@@ -341,7 +341,7 @@ def recorded_environment(run_dir: Path) -> dict[str, Any]:
 def run(run_dir: Path, counters: bool, out: Path) -> Path:
     configs, compile_settings = best_configs(run_dir)
     if counters:
-        from tuner.backends import PycudaBackend
+        from tuner.backends.pycuda.backend import PycudaBackend
 
         try:
             with PycudaBackend(MeasureSettings(), compile_settings) as backend:

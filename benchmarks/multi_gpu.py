@@ -27,8 +27,8 @@ import pandas as pd  # noqa: E402
 
 import tuner  # noqa: E402
 from benchmarks.reporting import DEFAULT_OUT, finish, gpu_slug  # noqa: E402
+from tuner.backends.gpus import parse_gpus, visible_gpus  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.gpu.selection import parse_gpus, visible_gpus  # noqa: E402
 
 
 def throughput(result: tuner.RunResult) -> dict[str, Any]:

@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import best_configs  # noqa: E402
-from tuner.backends import PycudaBackend  # noqa: E402
+from tuner.backends.pycuda.backend import PycudaBackend  # noqa: E402
+from tuner.backends.pycuda.ceilings import FMA_BLOCKS_PER_SM, FMA_CHAINS, FMA_THREADS, KERNEL_DIR  # noqa: E402
 from tuner.compile.nvcc import compile_source  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
-from tuner.gpu.device import FMA_BLOCKS_PER_SM, FMA_CHAINS, FMA_THREADS, KERNEL_DIR  # noqa: E402
 from tuner.kernels import matmul
 from tuner.kernels.matmul import tolerance  # noqa: E402
 from tuner.kernels.render import launch, render  # noqa: E402

@@ -18,10 +18,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.reporting import DEFAULT_OUT, finish, tflops, write  # noqa: E402
-from tuner.backends import PycudaBackend  # noqa: E402
+from tuner.backends.pycuda.backend import PycudaBackend  # noqa: E402
+from tuner.backends.pycuda.timing import describe_method  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
 from tuner.measure.measurement import Measurement  # noqa: E402
-from tuner.measure.method import describe_method  # noqa: E402
 from tuner.results.metadata import metadata_id  # noqa: E402
 from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
 

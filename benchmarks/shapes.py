@@ -169,7 +169,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
 
 def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str | None, max_time_s: float,
             out: Path) -> Path:
-    from tuner.backends import PycudaBackend
+    from tuner.backends.pycuda.backend import PycudaBackend
 
     shapes, dtypes = selected(*load_suite(), only, dtype)
     tuned: dict[tuple[str, str], list[Config]] = {}

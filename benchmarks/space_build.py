@@ -67,7 +67,8 @@ def checked_one_by_one(spec: KernelSpec, family: Family) -> Iterator[tuple[str, 
 
 
 def count_one_by_one(spec: KernelSpec, family: Family) -> tuple[int, int, Counter]:
-    """(combinations, valid combinations, how many each rule rejected), as tuner.space.count_valid at BASELINE."""
+    """(combinations, valid combinations, how many each rule rejected), as tuner.space.entry_space.count_valid at
+    BASELINE."""
     total = valid = 0
     reasons: Counter = Counter()
     for _, _, broken in checked_one_by_one(spec, family):

@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--random-only", action="store_true", help="skip the structured cases")
     parser.add_argument("--launch-only", action="store_true", help="random inputs, one launch, no host reference")
     args = parser.parse_args(argv)
-    from tuner.gpu.device import require_gpu
+    from tuner.backends.pycuda.device import require_gpu
 
     require_gpu()
     M, N, K = (int(x) for x in args.shape.split(","))

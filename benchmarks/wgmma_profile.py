@@ -65,7 +65,7 @@ FALLBACK_TENSOR = ("sm__pipe_tensor_op_hmma_cycles_active" + PIPE_SUFFIX,)
 SECTIONS = ("SpeedOfLight", "WarpStateStats")
 """Nsight Compute sections collected beside the metrics (WarpStateStats: the stall reasons)."""
 DENSE_FLOPS_PER_SM_CLOCK = {"tf32": 2048, "bfloat16": 4096, "float16": 4096}
-"""sm_90's dense tensor-core operations per SM per clock (tuner.device.TENSOR_FLOPS_PER_SM_CLOCK)."""
+"""sm_90's dense tensor-core operations per SM per clock (tuner.backends.pycuda.device.TENSOR_FLOPS_PER_SM_CLOCK)."""
 TOP_STALLS = 4
 
 
@@ -108,7 +108,7 @@ def _profiler(start: bool) -> None:
 
 def _workspace(problem: Problem, dtype: str, seed: int) -> Any:
     """The tuner's matmul buffers with its random inputs (no reference: nothing is checked under the profiler)."""
-    from tuner.backends.pycuda.measurer import HostData, Workspace
+    from tuner.backends.pycuda.workspace import HostData, Workspace
     from tuner.kernels.arguments import Buffer
     from tuner.kernels.family import MATMUL
     from tuner.kernels.verify import random_inputs
@@ -139,7 +139,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
     """WARMUPS launches, then one inside the profiler range; the kernel's configuration or cuBLAS."""
     import pycuda.driver as cuda
 
-    from tuner.gpu.device import require_gpu
+    from tuner.backends.pycuda.device import require_gpu
 
     require_gpu()
     problem = Problem(size, size, size)
@@ -175,7 +175,7 @@ def launch(dtype: str, which: str, size: int, configs: Path, results: Path | Non
 
 def device_ceilings(out: Path) -> None:
     """Print the device's ceilings as ``tuner device`` does and keep the summary in ``out/device.json``."""
-    from tuner.gpu.device import format_summary, summary
+    from tuner.backends.pycuda.summary import format_summary, summary
 
     info = summary(progress=True)
     print(format_summary(info), flush=True)

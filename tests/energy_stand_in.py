@@ -26,7 +26,7 @@ kernels:
     parameters: {BLOCK_X: [16, 32], BLOCK_Y: [4, 8, 16], dtype: [float32]}
   - template: tiled
     parameters: {TILE_WIDTH: [8, 16, 32], dtype: [float32]}
-search: {sampler: grid, trials: 20}
+search: {strategy: grid, trials: 20}
 """
 PROBLEM = Problem(1024, 1024, 1024)
 

@@ -22,7 +22,7 @@ from tuner.backends.protocol import (
     start_evaluation,
     wait_until_ready,
 )
-from tuner.backends.recorded import RecordedBackend
+from tuner.backends.replay.recorded import RecordedBackend
 from tuner.config import Config, Problem
 
 DECLARED = {

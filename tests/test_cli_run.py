@@ -77,7 +77,7 @@ def test_replay_without_a_recording_exits_2(tmp_path):
 def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tuning, "open_backends", lambda *args, **options: [ScriptedBackend(interrupt_at=4)])
     out = tmp_path / "cli"
-    code = cli.main(["run", str(FERMI), "--sampler", "grid", "--out", str(out), "--quiet", "--no-report"])
+    code = cli.main(["run", str(FERMI), "--strategy", "grid", "--out", str(out), "--quiet", "--no-report"])
     assert code == 130
     err = capsys.readouterr().err
     assert f"python -m tuner run {FERMI} --backend pycuda --strategy grid --out {out}" in err
@@ -86,7 +86,9 @@ def test_ctrl_c_saves_and_exits_130_with_the_command_that_continues(tmp_path, mo
     assert len(df[df["family"] != "baseline"]) == 3
 
 
-def test_the_strategy_option_takes_its_former_name_too():
+def test_the_strategy_options_former_name_is_refused_naming_it(capsys):
     parser = cli.build_parser()
-    for option in ("--strategy", "--sampler"):
-        assert parser.parse_args(["run", str(FERMI), option, "grid"]).strategy == "grid"
+    assert parser.parse_args(["run", str(FERMI), "--strategy", "grid"]).strategy == "grid"
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["run", str(FERMI), "--sampler", "grid"])
+    assert exited.value.code == 2 and "--sampler is called --strategy now" in capsys.readouterr().err

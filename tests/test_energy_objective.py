@@ -9,13 +9,22 @@ from energy_stand_in import EFFICIENT, FASTEST, FRONT, KNEE, PROBLEM, stand_in
 
 from tuner.config import Config
 from tuner.energy.front import knee, pareto_front, study_fronts
-from tuner.energy.objective import ObjectiveError, parse_objective, recorded_objective
 from tuner.errors import ExperimentError
-from tuner.experiment.schema import check_experiment, parse_experiment
+from tuner.experiment.python_experiment import check_experiment
+from tuner.experiment.schema import parse_experiment
 from tuner.measure.measurement import Measurement, Status
 from tuner.results import table as results
+from tuner.results.objectives import (
+    NAMES,
+    OBJECTIVES,
+    ObjectiveError,
+    metric_names,
+    parse_objective,
+    per_joule,
+    recorded_objective,
+)
 from tuner.results.schema import BASELINE_FAMILY
-from tuner.search.energy_values import missing_energy, per_joule, reported
+from tuner.search.energy_values import missing_energy, reported
 from tuner.settings import SearchSettings
 from tuner.tuning.energy_summary import configuration
 
@@ -67,6 +76,25 @@ def test_a_trial_reports_speed_work_per_joule_or_their_product():
     assert missing_energy(("edp",), unmeasured) and not missing_energy(("time",), unmeasured)
 
 
+def test_each_objectives_record_ranks_rows_as_its_trials_value_ranks_measurements():
+    """An objective is one record: the value a trial reports and the score of its row in the table agree on which
+    of two evaluations is better, for every objective the parser takes."""
+    df = stand_in_rows()
+    assert tuple(OBJECTIVES) == NAMES and all(parse_objective(name) == (name,) for name in NAMES)
+    for name, objective in OBJECTIVES.items():
+        assert objective.direction == "maximize" and objective.meaning and objective.name == name
+        values = [objective.value(results.config_of_row(row), results.measurement_from_row(row))
+                  for _, row in df.iterrows()]
+        scores = objective.score(df, results.performance(df)).tolist()
+        valued = [i for i, value in enumerate(values) if value is not None]
+        assert len(valued) >= 2 and valued == [i for i, score in enumerate(scores) if score == score], name
+        for i in valued:
+            for j in valued:
+                if values[i] > values[j] * (1 + 1e-9):
+                    assert scores[i] > scores[j], (name, i, j)
+    assert metric_names(("time", "energy"), "GB/s") == ["speed [GB/s]", "efficiency [GB/J]"]
+
+
 def test_best_rows_follow_the_objective():
     df = stand_in_rows()
 
@@ -115,14 +143,14 @@ def test_an_experiment_names_its_objective_and_two_objectives_default_to_nsga2()
     assert energy.search.objective == ("energy",) and energy.measure.energy
     pair = parse_experiment(EXPERIMENT + "search: {objective: [time, energy]}\n", "x.yaml")
     assert (pair.search.objective, pair.search.strategy) == (("time", "energy"), "nsga2")
-    tpe = parse_experiment(EXPERIMENT + "search: {objective: [time, energy], sampler: tpe}\n", "x.yaml")
+    tpe = parse_experiment(EXPERIMENT + "search: {objective: [time, energy], strategy: tpe}\n", "x.yaml")
     assert tpe.search.strategy == "tpe"
 
 
 @pytest.mark.parametrize(("search", "field", "message"), [
     ("{objective: speed}", "search.objective", "unknown objective 'speed'"),
     ("{objective: [time, edp]}", "search.objective", "only as [time, energy]"),
-    ("{objective: [time, energy], sampler: ils}", "search.sampler", "'ils' searches for one value"),
+    ("{objective: [time, energy], strategy: ils}", "search.strategy", "'ils' searches for one value"),
 ])
 def test_a_wrong_objective_names_its_field_and_line(search, field, message):
     with pytest.raises(ExperimentError, match=message.replace("[", r"\[").replace("]", r"\]")) as caught:

@@ -61,7 +61,7 @@ def test_the_study_of_two_objectives_reports_both_values(recorded, tmp_path):
     from tuner.search.storage import close_storage, open_storage, own_storage_url
 
     out = tmp_path / "pair"
-    assert replay(recorded, out, "--objective", "time,energy", "--sampler", "nsga2", "--trials", "9") == 0
+    assert replay(recorded, out, "--objective", "time,energy", "--strategy", "nsga2", "--trials", "9") == 0
     storage = open_storage(own_storage_url(out))
     try:
         study = optuna.load_study(study_name="energy_stand_in/1024x1024x1024/float32", storage=storage)
@@ -88,13 +88,13 @@ def test_a_recording_without_energy_is_refused_for_an_energy_objective(tmp_path,
 
 
 def test_two_objectives_refuse_a_strategy_that_searches_for_one(recorded, tmp_path, capsys):
-    assert replay(recorded, tmp_path / "ils", "--objective", "time,energy", "--sampler", "ils") == 2
+    assert replay(recorded, tmp_path / "ils", "--objective", "time,energy", "--strategy", "ils") == 2
     assert "'ils' searches for one value" in capsys.readouterr().err
 
 
 def test_an_experiment_whose_strategy_is_for_one_objective_searches_two_with_nsga2(recorded, tmp_path, capsys):
     experiment = tmp_path / "default.yaml"
-    experiment.write_text(EXPERIMENT.replace("search: {sampler: grid, trials: 20}\n", ""))
+    experiment.write_text(EXPERIMENT.replace("search: {strategy: grid, trials: 20}\n", ""))
     out = tmp_path / "run"
     assert cli.main(["run", str(experiment), "--backend", "replay", "--replay", str(recorded[1]), "--out", str(out),
                      "--no-report", "--objective", "time,energy", "--trials", "4"]) == 0

@@ -51,8 +51,8 @@ CASES = [
      "unknown key 'TILE_WIDHT'"),
     ("unknown search key", VALID + "search: {trails: 3}\n", "search.trails", "unknown key 'trails'"),
     ("unknown measure key", VALID + "measure: {flush: false}\n", "measure.flush", "unknown key 'flush'"),
-    ("a setting by both its names", VALID + "measure: {cold_caches: true, flush_l2: false}\n", "measure.flush_l2",
-     "flush_l2 is the former name of cold_caches"),
+    ("a setting by its former name", VALID + "measure: {cold_caches: true, flush_l2: false}\n", "measure.flush_l2",
+     "'flush_l2' is called 'cold_caches' now"),
     ("name wrong type", VALID.replace("name: t", "name: [t]"), "name", "expected non-empty text"),
     ("problems not a list", VALID.replace("problems:\n  - {M: 64, N: 64, K: 64}", "problems: 64"), "problems",
      "expected a non-empty list"),
@@ -81,10 +81,8 @@ CASES = [
     ("impossible constraints", VALID.replace("[8, 16]", "[64, 128]"), "kernels[0].parameters",
      "threads per block"),
     ("unknown strategy", VALID + "search: {strategy: anealing}\n", "search.strategy", "one of bo, ils"),
-    ("unknown strategy under its former name", VALID + "search: {sampler: anealing}\n", "search.sampler",
-     "one of bo, ils"),
-    ("strategy given twice", VALID + "search: {sampler: tpe, strategy: grid}\n", "search.strategy",
-     "sampler is the former name of strategy"),
+    ("the strategy under its former name", VALID + "search: {sampler: tpe, trials: 3}\n", "search.sampler",
+     "'sampler' is called 'strategy' now"),
     ("zero trials", VALID + "search: {trials: 0}\n", "search.trials", "integer ≥ 1"),
     ("boolean as number", VALID + "measure: {max_time_s: true}\n", "measure.max_time_s", "positive number"),
     ("max below min samples", VALID + "measure: {min_samples: 50, max_samples: 10}\n", "measure.max_samples",
@@ -173,12 +171,6 @@ def test_line_numbers_point_at_the_field(tmp_path):
 def test_missing_file_is_named(tmp_path):
     with pytest.raises(ExperimentError, match="no such file"):
         load_experiment(tmp_path / "absent.yaml")
-
-
-def test_the_strategy_is_read_under_its_former_name_too(tmp_path):
-    path = tmp_path / "exp.yaml"
-    path.write_text(VALID + "search: {sampler: grid}\n")
-    assert load_experiment(path).search.strategy == "grid"
 
 
 def test_valid_file_loads_with_defaults(tmp_path):
@@ -306,9 +298,8 @@ def test_cli_missing_experiment_file(tmp_path):
     assert "no such file" in result.stderr
 
 
-def test_the_caches_setting_is_read_by_its_old_name_too(tmp_path):
+def test_the_caches_setting_is_read_by_its_name(tmp_path):
     path = tmp_path / "exp.yaml"
-    for setting in ("flush_l2", "cold_caches"):
-        path.write_text(VALID + f"measure: {{{setting}: false, warmup: 3}}\n")
-        measure = load_experiment(path).measure
-        assert measure.cold_caches is False and measure.warmup == 3
+    path.write_text(VALID + "measure: {cold_caches: false, warmup: 3}\n")
+    measure = load_experiment(path).measure
+    assert measure.cold_caches is False and measure.warmup == 3

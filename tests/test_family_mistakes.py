@@ -104,7 +104,7 @@ def test_a_mistake_only_some_values_reach_stops_the_run_keeping_what_was_measure
     path = _family(tmp_path, global_bytes="lambda p, problem, size: 4 * problem.M * problem.N // (2 - p['T'])")
     out = tmp_path / "out"
     for _ in range(2):
-        done = run_cli("run", str(path), "--out", str(out), "--sampler", "grid", "--no-report", "--quiet",
+        done = run_cli("run", str(path), "--out", str(out), "--strategy", "grid", "--no-report", "--quiet",
                        timeout=300)
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()

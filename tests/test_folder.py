@@ -146,14 +146,16 @@ def test_a_row_the_static_rules_reject_is_kept_and_not_counted_against_the_searc
     assert sorted(evaluated.groupby("study")["config_key"].nunique()) == [18, 18, 18 + 1]  # every candidate
 
 
-def test_a_folder_of_an_earlier_version_goes_on_with_its_sqlite_storage(measured):
+def test_a_folder_whose_storage_is_the_earlier_sqlite_file_is_refused_naming_the_journal(measured):
     before = table(measured)
     (measured / "study.log").unlink()
-    (measured / "study.db").touch()  # an SQLite storage (empty), as earlier versions kept in the folder
+    (measured / "study.db").write_bytes(b"SQLite format 3\0")  # where a run folder kept its storage before
     again = ScriptedBackend()
-    sweep(measured, again, trials=6)
-    assert not (measured / "study.log").exists() and (measured / "study.db").stat().st_size > 0
-    assert len(again.calls) == 2 * 3 and table(measured).shape[0] == before.shape[0] + 2 * 3
+    with pytest.raises(TunerError, match=r"holds study.db, .* its own storage is the journal study.log now"):
+        sweep(measured, again, trials=6)
+    assert again.calls == [] and not (measured / "study.log").exists()
+    assert (measured / "study.db").read_bytes() == b"SQLite format 3\0"
+    pd.testing.assert_frame_equal(table(measured), before)
 
 
 def test_a_half_written_last_line_of_the_folders_journal_is_cut_before_going_on(measured):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tuner.backends.gpus import parse_gpus, visible_gpus
 from tuner.errors import TunerError
-from tuner.gpu.selection import parse_gpus, visible_gpus
 
 
 def test_all_and_indices_name_the_visible_gpus_in_order():

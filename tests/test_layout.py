@@ -106,8 +106,6 @@ STAGES = (
     ("strategies", ("tuner.strategies",)),
     ("recorded", ("tuner.recorded",)),
     ("experiment", ("tuner.experiment",)),
-    ("cpu", ("tuner.cpu",)),
-    ("gpu", ("tuner.gpu",)),
     ("counters", ("tuner.counters",)),
     ("backends", ("tuner.backends",)),
     ("search", ("tuner.search",)),
@@ -153,3 +151,36 @@ def test_the_experiment_parser_loads_no_scipy():
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=patient(120),
                           check=True)
     assert "'scipy'" not in done.stdout
+
+
+def backend_folders() -> set[str]:
+    """The packages of the catalog's backends (each backend's folder)."""
+    from tuner.backends.catalog import BACKENDS
+
+    return {path.partition(":")[0].rsplit(".", 1)[0] for path, _ in BACKENDS.values()}
+
+
+def module_file_exists(name: str) -> bool:
+    return ROOT.joinpath(*name.split(".")).with_suffix(".py").is_file()
+
+
+def test_the_catalog_is_the_only_door_to_a_backend():
+    """No module outside a backend's folder imports it (in functions and under TYPE_CHECKING too): the run, the
+    command line and the reports reach backends through :mod:`tuner.backends.catalog`, which imports none."""
+    folders = backend_folders()
+    assert len(folders) >= 3 and all(module_file_exists(f"{folder}.__init__") for folder in folders)
+
+    def folder_of(module: str) -> str | None:
+        return next((f for f in folders if module == f or module.startswith(f"{f}.")), None)
+
+    through = [f"{name} imports {target}" for name, imported in import_graph().items()
+               for target in sorted(imported) if folder_of(target) not in (None, folder_of(name))]
+    assert through == []
+
+
+def test_importing_the_backends_face_and_catalog_loads_no_backend():
+    probe = ("import sys, tuner.backends, tuner.backends.catalog; "
+             "print(sorted(m for m in sys.modules if m.startswith('tuner.backends.')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=True)
+    assert not any(folder in done.stdout for folder in ("backends.pycuda", "backends.cpu", "backends.replay"))

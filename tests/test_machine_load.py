@@ -202,7 +202,7 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 def _ceilings(share: float, capsys) -> tuple[dict, str]:
-    from tuner.cpu.ceilings import summary
+    from tuner.backends.cpu.summary import summary
     from tuner.settings import MeasureSettings
 
     quick = MeasureSettings(cold_caches=False, warmup=1, min_samples=3, max_samples=3, max_time_s=0.05)
@@ -230,7 +230,7 @@ def test_ceilings_measured_on_an_idle_machine_are_cached_with_their_load(cache, 
 
 @pytest.mark.slow
 def test_a_cache_written_before_loads_were_watched_is_measured_again(cache, capsys, monkeypatch):
-    from tuner.cpu import ceilings
+    from tuner.backends.cpu import ceilings, summary
 
     _ceilings(0.0, capsys)
     (path,) = cache.glob("cpu-*.json")
@@ -240,7 +240,7 @@ def test_a_cache_written_before_loads_were_watched_is_measured_again(cache, caps
     measured = []
     real = ceilings.measure_ceilings
     monkeypatch.setattr(ceilings, "measure_ceilings", lambda *a, **k: measured.append(1) or real(*a, **k))
-    found = ceilings.summary(array_bytes=2**20, load=LoadMeter(counters=_Busy(0.0)),
+    found = summary.summary(array_bytes=2**20, load=LoadMeter(counters=_Busy(0.0)),
                              settings=tuner.settings.MeasureSettings(cold_caches=False, warmup=1, min_samples=3,
                                                                      max_samples=3, max_time_s=0.05))
     assert measured == [1] and "load" in found["ceilings"]

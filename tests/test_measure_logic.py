@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tuner.gpu.device import theoretical_peaks
-from tuner.measure.method import StoppingRule, ThrottleCounter, describe_method, relative_noise, summarize
-from tuner.results.metadata import environment, git_state, metadata_id
+from tuner.backends.pycuda.device import theoretical_peaks
+from tuner.backends.pycuda.environment import gpu_environment as environment
+from tuner.backends.pycuda.timing import describe_method
+from tuner.measure.method import StoppingRule, ThrottleCounter, relative_noise, summarize
+from tuner.results.metadata import git_state, metadata_id
 from tuner.settings import CompileSettings, MeasureSettings
 
 RULE = StoppingRule(min_samples=10, max_samples=100, max_time_s=2.0, target_noise=0.005)
@@ -91,14 +93,9 @@ def test_method_description_names_the_flush_and_the_rule():
     assert "0.005" in describe_method(MeasureSettings())
 
 
-def test_flush_l2_is_still_taken_as_cold_caches_with_a_warning():
-    with pytest.warns(DeprecationWarning, match="flush_l2 is deprecated, it is called cold_caches now"):
-        hot = MeasureSettings(flush_l2=False, warmup=3)
-    assert hot == MeasureSettings(cold_caches=False, warmup=3)
-    with pytest.raises(TypeError, match="both cold_caches and flush_l2"):
-        MeasureSettings(cold_caches=True, flush_l2=False)
-    with pytest.raises(TypeError, match="both cold_caches and flush_l2"):
-        MeasureSettings(False, flush_l2=False)
+def test_flush_l2_is_refused_naming_cold_caches():
+    with pytest.raises(TypeError, match=r"^MeasureSettings\(\): flush_l2 is called cold_caches now$"):
+        MeasureSettings(flush_l2=False, warmup=3)
 
 
 # --- peaks and metadata ------------------------------------------------------------------------

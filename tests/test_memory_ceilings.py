@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tuner.gpu import device, memory_ceilings
+from tuner.backends.pycuda import ceilings, device, memory_ceilings, summary
+from tuner.peaks import LEVEL_KEYS
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci_bus_id": "0000:19:00.0", "compute_capability": "9.0",
         "arch": "sm_90", "multiprocessors": 132, "sm_clock_mhz": 1980.0, "memory_clock_mhz": 2619.0,
@@ -31,10 +32,10 @@ def test_tuner_device_shows_each_level_beside_dram():
     info = {"device": H100, "versions": {"driver": "580", "cuda_driver_api": "13.0", "cuda": "13.0", "nvcc": "13.0",
                                          "pycuda": "2026.1"},
             "peaks": {"theoretical": device.theoretical_peaks(H100), "measured": measured},
-            "ceilings": {"measured_utc": "2026-01-01T00:00:00+00:00", "method": device.CEILINGS_METHOD,
+            "ceilings": {"measured_utc": "2026-01-01T00:00:00+00:00", "method": ceilings.CEILINGS_METHOD,
                          "details": {"l2": {"sm_clock_mhz_before": 1980.0, "sm_clock_mhz_after": 1965.0}}},
             "cache_file": "device.json"}
-    text = device.format_summary(info)
+    text = summary.format_summary(info)
     lines = {line.split("  ")[1].strip(): line for line in text.splitlines() if line.startswith("  ") and "  " in
              line[2:]}
     assert lines["L2 bandwidth"].split()[-3:] == ["7.00", "TB/s", "?"]
@@ -47,23 +48,23 @@ def test_tuner_device_shows_each_level_beside_dram():
 def test_ceilings_cached_without_a_level_are_measured_again_and_complete_ones_reused(monkeypatch, tmp_path):
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(device, "require_gpu", lambda: None)
-    monkeypatch.setattr(device, "describe", lambda: dict(H100))
+    monkeypatch.setattr(summary, "describe", lambda: dict(H100))
     monkeypatch.setattr(device, "software_versions", lambda: {"driver": "580"})
     measured = []
 
     def measure(dev, timer, progress=False):
         measured.append(dev["name"])
-        names = [f"{d}_gflops" for d in device.CEILING_DTYPES] + ["bandwidth_gbs", *memory_ceilings.LEVEL_KEYS.values()]
+        names = [f"{d}_gflops" for d in device.CEILING_DTYPES] + ["bandwidth_gbs", *LEVEL_KEYS.values()]
         names += [f"{d}_tensor_gflops" for d in ("float64", "tf32", "bfloat16", "float16")]
         return {"measured": dict.fromkeys(names, 1.0), "details": {}}
 
-    monkeypatch.setattr(device, "measure_ceilings", measure)
-    path = device._cache_file(H100, {"driver": "580"})
+    monkeypatch.setattr(ceilings, "measure_ceilings", measure)
+    path = summary._cache_file(H100, {"driver": "580"})
     old = {"device": H100, "peaks": {"measured": {"bandwidth_gbs": 1.0}}, "ceilings": {}}
     from tuner.measure.ceilings_cache import write_cached
 
     write_cached(path, old)
-    first = device.summary(timer=object())  # cached before the levels were measured: measured again
-    again = device.summary(timer=object())  # complete: reused
+    first = summary.summary(timer=object())  # cached before the levels were measured: measured again
+    again = summary.summary(timer=object())  # complete: reused
     assert measured == [H100["name"]]
     assert first["peaks"]["measured"]["l2_bandwidth_gbs"] == again["peaks"]["measured"]["l2_bandwidth_gbs"] == 1.0

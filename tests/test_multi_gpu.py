@@ -12,7 +12,7 @@ import pytest
 
 import tuner
 from benchmarks import multi_gpu
-from tuner.backends.replay import ReplayBackend
+from tuner.backends.replay.backend import ReplayBackend
 from tuner.errors import TunerError
 from tuner.report import tables
 from tuner.report.run_folder import load_run

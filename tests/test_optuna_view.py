@@ -223,9 +223,9 @@ def _loaded(out: Path) -> tuple[Any, Path, Any]:
 def test_a_different_sampler_into_an_existing_folder_is_refused_with_the_reason(tmp_path, capsys):
     out = tmp_path / "run"
     common = ["run", str(FERMI), "--backend", "replay", "--trials", "2", "--out", str(out), "--quiet", "--no-report"]
-    assert cli.main([*common, "--sampler", "random"]) == 0
+    assert cli.main([*common, "--strategy", "random"]) == 0
     before = (out / "study.log").read_bytes()
-    assert cli.main([*common, "--sampler", "tpe"]) == 2
+    assert cli.main([*common, "--strategy", "tpe"]) == 2
     error = capsys.readouterr().err
     assert "searched with the strategy 'random', not 'tpe'" in error and "--strategy random" in error
     assert (out / "study.log").read_bytes() == before

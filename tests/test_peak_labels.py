@@ -99,7 +99,7 @@ def test_which_instruction_a_tensor_ceiling_came_from():
 
 
 def test_the_wgmma_dtypes_the_labels_know_are_those_the_ceilings_measure():
-    from tuner.gpu.tensor_ceilings import WGMMA_ARCH, WGMMA_K
+    from tuner.backends.pycuda.tensor_ceilings import WGMMA_ARCH, WGMMA_K
     from tuner.peaks import WGMMA_DTYPES
 
     assert {capability: set(dtypes) for capability, dtypes in WGMMA_DTYPES.items()} == {

@@ -42,7 +42,7 @@ def cache_file(folder: Path) -> Path:
 def experiment_file(folder: Path, entry: str, problem: str = "{M: 256, N: 256, K: 64}") -> Path:
     path = folder / "recorded.yaml"
     path.write_text(f"name: recorded_toy\nproblems:\n  - {problem}\nkernels:\n  - {entry}\n"
-                    f"search: {{sampler: grid, trials: 12}}\n")
+                    f"search: {{strategy: grid, trials: 12}}\n")
     return path
 
 
@@ -125,7 +125,7 @@ def test_a_recording_is_only_replayed(tmp_path):
 @pytest.mark.slow
 def test_the_shipped_a100_experiment_replays(tmp_path):
     out = tmp_path / "a100"
-    done = run_cli("run", str(A100), "--backend", "replay", "--trials", "12", "--sampler", "random",
+    done = run_cli("run", str(A100), "--backend", "replay", "--trials", "12", "--strategy", "random",
                    "--out", str(out), "--no-report")
     assert done.returncode == 0, done.stderr
     df, _ = results.load(out)

@@ -10,7 +10,7 @@ import pytest
 from scripted_backend import ENVIRONMENT, ScriptedBackend, scripted_outcome
 
 import tuner
-from tuner.backends.replay import ReplayBackend, default_recording
+from tuner.backends.replay.backend import ReplayBackend, default_recording
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.experiment.schema import load_experiment
@@ -112,7 +112,7 @@ def test_fermi_like_replays_its_shipped_recording_by_default():
 
 
 def test_a_missing_default_recording_is_named(tmp_path, monkeypatch):
-    from tuner.backends import replay
+    from tuner.backends.replay import backend as replay
 
     monkeypatch.setitem(replay.DEFAULT_RECORDINGS, "fermi_like", tmp_path / "fermi_like_h100")
     with pytest.raises(TunerError, match="fermi_like_h100: no such recording"):

@@ -62,7 +62,7 @@ machine_models:
   - name: Fermi-like
     peak_gflops: {float32: 1000, float64: 500}
     bandwidth_gbs: 150
-search: {sampler: tpe, trials: 12, seed: 0}
+search: {strategy: tpe, trials: 12, seed: 0}
 """
 FIXTURE_ENVIRONMENT = {
     "backend": "pycuda",
@@ -74,7 +74,7 @@ FIXTURE_ENVIRONMENT = {
               "measured": {"float32_gflops": 51200.0, "bandwidth_gbs": 2950.0}},
     "versions": {"python": "3.12.3", "cuda_driver": "13.0", "nvcc": "13.0.48", "pycuda": "2025.1"},
     "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False},
-    "measure": {"flush_l2": True, "warmup": 2, "min_samples": 10, "max_samples": 200},
+    "measure": {"cold_caches": True, "warmup": 2, "min_samples": 10, "max_samples": 200},
     "compile": {"arch": "sm_90", "options": ["-O3"]},
     "templates": {"naive": template_hash("naive"), "tiled": template_hash("tiled")},
     "created_utc": "2025-01-01T00:00:00+00:00",
@@ -126,7 +126,7 @@ def _record(config: Config, measurement: Measurement, study: str, sampler: str, 
 
 
 def _record_trials(storage: str, space: StudySpace, records: list[Record]) -> None:
-    """The study as tuner.study keeps it: parameters ``family`` and the family's ``<family>.<PARAM>`` (by value),
+    """The study as tuner.search.study keeps it: parameters ``family`` and the family's ``<family>.<PARAM>`` (by value),
     the GFLOP/s (0 for a failure) as value and the evaluation's Record in the user attribute
     ``record``."""
     distributions = space.distributions()

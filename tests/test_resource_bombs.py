@@ -18,7 +18,8 @@ from tests.conftest import ROOT, run_cli
 from tuner import input_file
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
-from tuner.experiment.schema import Experiment, check_experiment, load_experiment
+from tuner.experiment.python_experiment import check_experiment
+from tuner.experiment.schema import Experiment, load_experiment
 from tuner.kernels import discovery
 from tuner.recorded import load
 from tuner.space.entry_space import MAX_COMBINATIONS, KernelSpec, SpaceTooLarge, entry_space

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from tuner.backends.pycuda.environment import gpu_environment as environment
 from tuner.config import Config, Problem
 from tuner.kernels import discovery
 from tuner.measure.measurement import Measurement, Status, Timing
 from tuner.results import analytics, record
 from tuner.results.analytics import Analytics, analytics_of
 from tuner.results.environment import Environment, baseline_library, ceilings_under_load
-from tuner.results.metadata import environment, metadata_id
+from tuner.results.metadata import metadata_id
 from tuner.results.record import Record, baseline_config, row
 from tuner.settings import CompileSettings, MeasureSettings
 

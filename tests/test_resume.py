@@ -77,7 +77,7 @@ def evaluations(out: Path) -> pd.DataFrame:
 
 @pytest.mark.parametrize(("experiment", "options", "kills"), [
     (SGEMM, ("--replay", str(SGEMM_RECORDING), "--trials", "6"), (3, 14, 15)),
-    (FERMI, ("--sampler", "ils", "--trials", "9"), (2, 10, 20)),
+    (FERMI, ("--strategy", "ils", "--trials", "9"), (2, 10, 20)),
 ], ids=["h100_sgemm-tpe", "fermi_like-ils"])
 def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(tmp_path, experiment, options, kills):
     whole = tmp_path / "whole"
@@ -94,7 +94,7 @@ def test_a_run_killed_again_and_again_ends_as_an_uninterrupted_one(tmp_path, exp
 
 def test_two_processes_sharing_one_study_never_measure_a_configuration_twice(tmp_path):
     storage = f"sqlite:///{tmp_path / 'shared.db'}"
-    args = [command(FERMI, tmp_path / name, "--storage", storage, "--trials", "100", "--sampler", sampler)
+    args = [command(FERMI, tmp_path / name, "--storage", storage, "--trials", "100", "--strategy", sampler)
             for name, sampler in (("first", "ils"), ("second", "random"))]
     processes = [subprocess.Popen(a, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                  for a in args]
@@ -116,8 +116,8 @@ def test_two_processes_sharing_one_study_never_measure_a_configuration_twice(tmp
 
 def test_a_killed_workers_trials_are_measured_by_another(tmp_path):
     storage = f"sqlite:///{tmp_path / 'shared.db'}"
-    run_killed_after(command(FERMI, tmp_path / "dead", "--storage", storage, "--trials", "100", "--sampler", "ils"),
+    run_killed_after(command(FERMI, tmp_path / "dead", "--storage", storage, "--trials", "100", "--strategy", "ils"),
                      tmp_path / "shared.db", 5)
-    run_to_end(command(FERMI, tmp_path / "alive", "--storage", storage, "--trials", "100", "--sampler", "ils"))
+    run_to_end(command(FERMI, tmp_path / "alive", "--storage", storage, "--trials", "100", "--strategy", "ils"))
     table = evaluations(tmp_path / "alive")
     assert table["config_key"].is_unique and len(table) == 3 * 18

@@ -135,7 +135,7 @@ def _searched(out: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_run_alone_in_a_shared_storage_proposes_what_it_would_in_its_own_folder(tmp_path):
-    common = ("run", str(FERMI), "--backend", "replay", "--sampler", "random", "--seed", "7", "--trials", "6",
+    common = ("run", str(FERMI), "--backend", "replay", "--strategy", "random", "--seed", "7", "--trials", "6",
               "--no-report", "--quiet")
     for name, extra in (("own", ()), ("shared1", ("--storage", f"journal://{tmp_path / 'a.log'}")),
                         ("shared2", ("--storage", f"journal://{tmp_path / 'b.log'}"))):

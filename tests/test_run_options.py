@@ -13,7 +13,8 @@ from test_study import TINY
 import tuner
 from tuner import cli
 from tuner.errors import ExperimentError, TunerError, option_name, parameter_name
-from tuner.experiment.schema import check_experiment, load_experiment, parse_experiment
+from tuner.experiment.python_experiment import check_experiment
+from tuner.experiment.schema import load_experiment, parse_experiment
 from tuner.strategies import optuna_samplers
 from tuner.tuning.options import RunOptions, resolve
 
@@ -74,7 +75,7 @@ def test_options_given_override_the_experiment_and_the_rest_come_from_it():
     settings = resolve(RunOptions(trials=3, transfer=2, counters="none", out="elsewhere"), experiment,
                        parameter_name)
     assert settings.budget.trials == 3 and settings.budget.timeout_s == experiment.search.timeout_s
-    assert settings.seed == experiment.search.seed and settings.choice == experiment.search.strategy
+    assert settings.seed == experiment.search.seed and settings.strategy == experiment.search.strategy
     assert settings.experiment.search.transfer == 2 and settings.experiment.measure.counters == "none"
     assert settings.out == Path("elsewhere") and settings.summary
     assert resolve(RunOptions(quiet=True), experiment, parameter_name).summary is False
@@ -89,19 +90,9 @@ def test_the_resume_command_names_the_options_given():
     assert option_name("replay_pace") == "--replay-pace" and parameter_name("replay_pace") == "replay_pace"
 
 
-def test_sampler_is_still_taken_as_the_strategy_with_a_warning(tmp_path):
-    with pytest.warns(DeprecationWarning, match="sampler is deprecated, it is called strategy now"):
-        result = tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="random", trials=2,
-                           out=tmp_path / "run", quiet=True, report=False)
-    assert set(result.df.loc[result.df["family"] != "baseline", "sampler"]) == {"random"}
-    with pytest.warns(DeprecationWarning, match="sampler is deprecated"):
-        assert RunOptions(sampler="grid") == RunOptions(strategy="grid")
-
-
-def test_the_strategy_by_both_its_names_is_refused_naming_both(tmp_path):
-    with pytest.raises(TypeError, match="run\\(\\) got both strategy and sampler"):
-        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), strategy="grid", sampler="random",
-                  out=tmp_path / "run")
-    with pytest.raises(TypeError, match="RunOptions\\(\\) got both strategy and sampler"):
-        RunOptions(strategy="grid", sampler="random")
+def test_the_strategys_former_name_is_refused_naming_it(tmp_path):
+    with pytest.raises(TypeError, match="^run\\(\\): sampler is called strategy now$"):
+        tuner.run(load_experiment(FERMI), backend=ScriptedBackend(), sampler="random", out=tmp_path / "run")
+    with pytest.raises(TypeError, match="^RunOptions\\(\\): sampler is called strategy now$"):
+        RunOptions(sampler="grid")
     assert not (tmp_path / "run").exists()

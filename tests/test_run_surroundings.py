@@ -49,9 +49,10 @@ def no_report(monkeypatch):
     monkeypatch.setattr("tuner.report.write_report", lambda out, quiet, jobs=1: [])
 
 
-def scripted_run(out: Path, trials: int) -> int:
+def scripted_run(out: Path, trials: int, *options: str) -> int:
     """``python -m tuner run`` in this process, measured by the scripted stand-in."""
-    return cli.main(["run", str(FERMI), "--sampler", "grid", "--trials", str(trials), "--out", str(out), "--quiet"])
+    return cli.main(["run", str(FERMI), "--strategy", "grid", "--trials", str(trials), "--out", str(out), "--quiet",
+                     *options])
 
 
 # --- the output folder ----------------------------------------------------------------------------------------
@@ -132,11 +133,11 @@ def test_a_full_database_is_named_and_nothing_recorded_is_lost(tmp_path, monkeyp
     monkeypatch.setattr(tuning, "open_backends", lambda *args, **options: [ScriptedBackend()])
     out = tmp_path / "run"
     out.mkdir()
-    (out / "study.db").touch()  # the folder's own storage in SQLite, as earlier versions kept it
-    assert scripted_run(out, trials=1) == 0
+    sqlite = f"sqlite:///{out / 'study.db'}"
+    assert scripted_run(out, 1, "--storage", sqlite) == 0
     capsys.readouterr()
     with databases_limited_to_their_size():
-        assert scripted_run(out, trials=100) == 2
+        assert scripted_run(out, 100, "--storage", sqlite) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: the storage file {out.resolve() / 'study.db'} is full (SQLite: database or "
                           f"disk is full); everything recorded before the failure is kept")
@@ -149,7 +150,7 @@ def test_a_full_database_is_named_and_nothing_recorded_is_lost(tmp_path, monkeyp
     saved = results.load(out)[0]
     assert stored == set(zip(saved["study"], saved["config_key"], strict=True))
     assert len(stored) > 4  # more than the first run's baseline and evaluation per study
-    assert scripted_run(out, trials=100) == 0  # the same command continues
+    assert scripted_run(out, 100, "--storage", sqlite) == 0  # the same command continues
     finished = results.load(out)[0]
     assert set(saved["config_key"]) < set(finished["config_key"]) and finished["config_key"].is_unique
 

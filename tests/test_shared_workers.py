@@ -34,7 +34,7 @@ def start_worker(storage: str, out: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "tuner", "run", str(FERMI), "--backend", "replay", "--replay", str(RECORDING),
-         "--replay-pace", "5", "--trials", "100", "--storage", storage, "--out", str(out), "--sampler", "random",
+         "--replay-pace", "5", "--trials", "100", "--storage", storage, "--out", str(out), "--strategy", "random",
          "--heartbeat", "1", "--quiet", "--no-report"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

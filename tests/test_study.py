@@ -30,7 +30,7 @@ from tuner.search.study import (
     Budget,
     StudySearch,
     ask_configuration,
-    check_choice,
+    check_strategy,
     open_storage,
     open_study,
     study_spaces,
@@ -257,12 +257,12 @@ def test_each_sampler_sweeps_a_small_space_without_repeating_itself(storage, nam
 def test_samplers_needing_a_missing_package_say_so(monkeypatch):
     monkeypatch.setattr(optuna_samplers.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(TunerError, match="'gp' sampler needs the Python package 'torch'"):
-        check_choice("gp")
+        check_strategy("gp")
 
 
 def test_an_unknown_strategy_is_refused():
     with pytest.raises(TunerError, match="unknown strategy 'anealing'"):
-        check_choice("anealing")
+        check_strategy("anealing")
 
 
 @pytest.mark.parametrize(("url", "named"), [("notadb://x", "notadb://x"), ("garbage", "garbage"),

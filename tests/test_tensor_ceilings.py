@@ -9,9 +9,9 @@ import pytest
 
 from tests.machine_code import sass_or_skip
 from tests.test_memory_ceilings import H100
+from tuner.backends.pycuda import ceilings, device, summary, tensor_ceilings
+from tuner.backends.pycuda.tensor_ceilings import MMA_SYNC, WGMMA, pick
 from tuner.compile.nvcc import compile_source
-from tuner.gpu import device, tensor_ceilings
-from tuner.gpu.tensor_ceilings import MMA_SYNC, WGMMA, pick
 
 MMA_RATES = {"float64": 66_400.0, "tf32": 311_000.0, "bfloat16": 622_000.0, "float16": 622_000.0}
 WGMMA_SASS = {"tf32": "HGMMA.64x256x8.F32.TF32", "bfloat16": "HGMMA.64x256x16.F32.BF16",
@@ -45,10 +45,10 @@ def test_tuner_device_names_the_instruction_each_tensor_ceiling_came_from():
     info = {"device": H100, "versions": {"driver": "580", "cuda_driver_api": "13.0", "cuda": "13.0", "nvcc": "13.0",
                                          "pycuda": "2026.1"},
             "peaks": {"theoretical": device.theoretical_peaks(H100), "measured": measured},
-            "ceilings": {"measured_utc": "2026-01-01T00:00:00+00:00", "method": device.CEILINGS_METHOD,
+            "ceilings": {"measured_utc": "2026-01-01T00:00:00+00:00", "method": ceilings.CEILINGS_METHOD,
                          "details": {}, "tensor_instructions": {"float64": MMA_SYNC, "tf32": WGMMA}},
             "cache_file": "device.json"}
-    text = device.format_summary(info)
+    text = summary.format_summary(info)
     assert re.search(r"tf32 tensor \(wgmma\) +535\.27 TFLOP/s +420\.00 TFLOP/s +78%", text), text
     assert "float64 tensor (mma.sync)" in text
     assert "bfloat16 tensor (mma.sync)" in text  # a summary cached without instructions: mma.sync, as measured then
@@ -57,21 +57,21 @@ def test_tuner_device_names_the_instruction_each_tensor_ceiling_came_from():
 
 def test_ceilings_of_other_kernel_sources_are_not_reused(tmp_path, monkeypatch):
     (tmp_path / "mma.cu").write_text("// one version\n")
-    first = device.kernels_digest(tmp_path)
-    assert len(first) == 16 and device.kernels_digest() != first  # the project's kernels: another digest
-    assert device.kernels_digest(tmp_path) == first
+    first = ceilings.kernels_digest(tmp_path)
+    assert len(first) == 16 and ceilings.kernels_digest() != first  # the project's kernels: another digest
+    assert ceilings.kernels_digest(tmp_path) == first
     (tmp_path / "wgmma.cu").write_text("// a new ceiling kernel\n")
-    assert device.kernels_digest(tmp_path) != first
+    assert ceilings.kernels_digest(tmp_path) != first
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path))
-    before = device._cache_file(H100, {"driver": "580"})
-    monkeypatch.setattr(device, "kernels_digest", lambda folder=device.KERNEL_DIR: "another")
-    assert device._cache_file(H100, {"driver": "580"}) != before
+    before = summary._cache_file(H100, {"driver": "580"})
+    monkeypatch.setattr(ceilings, "kernels_digest", lambda folder=ceilings.KERNEL_DIR: "another")
+    assert summary._cache_file(H100, {"driver": "580"}) != before
 
 
 @pytest.mark.parametrize("dtype", sorted(tensor_ceilings.WGMMA_K))
 def test_the_wgmma_ceiling_kernel_is_a_loop_of_wgmma_without_spills(nvcc, dtype, tmp_path, monkeypatch):
     monkeypatch.setenv("TUNER_CACHE_DIR", str(tmp_path))
-    source = tensor_ceilings.kernel_prefix(dtype) + (device.KERNEL_DIR / "wgmma.cu").read_text()
+    source = tensor_ceilings.kernel_prefix(dtype) + (ceilings.KERNEL_DIR / "wgmma.cu").read_text()
     result = compile_source(source, "sm_90a")
     assert result.ok, result.log
     r = result.resources

@@ -95,7 +95,7 @@ kernels:
     parameters: {BLOCK_X: [8, 16, 32, 64], BLOCK_Y: [4, 8, 16, 32], dtype: [float32, float64]}
   - template: tiled
     parameters: {TILE_WIDTH: [8, 16, 32], dtype: [float32, float64]}
-search: {sampler: random, trials: 12, transfer: 3}
+search: {strategy: random, trials: 12, transfer: 3}
 """
 
 

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tuner.errors import Interrupted, TunerError, interrupted_text
 
@@ -84,15 +85,19 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _device(args: argparse.Namespace) -> int:
-    if args.cpu:
-        from tuner.cpu.ceilings import print_cpu
+    from tuner.backends.catalog import device
 
-        print_cpu(remeasure=args.remeasure)
-        return 0
-    from tuner.gpu.device import print_device
-
-    print_device(remeasure=args.remeasure)
+    found = device("cpu" if args.cpu else "pycuda")
+    print(found.format_summary(found.summary(remeasure=args.remeasure, progress=True)))
     return 0
+
+
+class _Renamed(argparse.Action):
+    """An option's former name, refused with the name it has now (its ``dest``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        parser.error(f"{option_string} is called --{self.dest} now")
 
 
 def _templates_option(parser: argparse.ArgumentParser) -> None:
@@ -102,16 +107,19 @@ def _templates_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tuner.experiment.schema import STRATEGIES
-    from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
-    from tuner.strategies.catalog import DEFAULT
-
     parser = argparse.ArgumentParser(
         prog="python -m tuner",
         description="Autotuning experiments for tiled matrix multiplication on CUDA GPUs and CPUs.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_space_command, _run_command, _report_command, _profile_command, _compare_command, _export_command,
+                _device_command):
+        add(commands)
+    return parser
 
+
+def _space_command(commands: Any) -> None:
+    """``space``: an experiment's search space."""
     space = commands.add_parser("space", help="list an experiment's search space, sizes before/after constraints")
     space.add_argument("experiment", help="experiment YAML file")
     _templates_option(space)
@@ -121,19 +129,27 @@ def build_parser() -> argparse.ArgumentParser:
     space.add_argument("--quiet", action="store_true", help="no progress line while compiling")
     space.set_defaults(handler=_space)
 
+
+def _run_command(commands: Any) -> None:
+    """``run``: tune an experiment."""
+    from tuner.backends.catalog import NAMES as BACKENDS
+    from tuner.experiment.schema import STRATEGIES
+    from tuner.settings import COUNTERS_BEST, COUNTERS_CHOICES
+    from tuner.strategies.catalog import DEFAULT
+
     run = commands.add_parser("run", help="tune an experiment: search, measure, record, report")
     run.add_argument("experiment", help="experiment YAML file")
     _templates_option(run)
-    run.add_argument("--backend", choices=("pycuda", "cpu", "replay"),
+    run.add_argument("--backend", choices=BACKENDS,
                      help="measure on the GPU (pycuda), measure C kernels on this CPU (cpu; OMP_NUM_THREADS threads, "
                           "else every core) or replay a recorded run (replay); default: replay with --replay, cpu "
                           "when every family of the experiment is C, else pycuda")
     run.add_argument("--replay", metavar="PATH", help="recorded run folder or results.parquet for --backend replay")
     run.add_argument("--trials", type=int, metavar="N", help="distinct configurations per study")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="wall-time budget per study")
-    run.add_argument("--strategy", "--sampler", dest="strategy", choices=STRATEGIES, metavar="NAME",
-                     help=f"search strategy: {', '.join(STRATEGIES)} (default: the experiment's, else {DEFAULT}); "
-                          f"--sampler is its former name, still accepted but deprecated")
+    run.add_argument("--strategy", choices=STRATEGIES, metavar="NAME",
+                     help=f"search strategy: {', '.join(STRATEGIES)} (default: the experiment's, else {DEFAULT})")
+    run.add_argument("--sampler", dest="strategy", action=_Renamed, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     run.add_argument("--objective", metavar="time|energy|edp|time,energy",
                      help="what the search pursues: the shortest time, the least energy per launch, the least "
                      "energy-delay product, or time and energy at once (a Pareto front; NSGA-II unless --strategy "
@@ -143,8 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "
                      "of the problems of its dtype before it (default: the experiment's search.transfer)")
     run.add_argument("--storage", metavar="URL", help="Optuna storage URL: sqlite:///FILE, postgresql://USER@HOST/DB "
-                     "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder; "
-                     "a folder that holds an earlier version's study.db goes on with it)")
+                     "or journal:///PATH/FILE.log (default: the journal file study.log in the output folder)")
     run.add_argument("--gpus", metavar="all|0,1,...", help="measure on several GPUs of this host at once, one "
                      "measuring process each (indices in CUDA_VISIBLE_DEVICES order)")
     run.add_argument("--heartbeat", type=int, metavar="SECONDS", help="heartbeat interval of this worker in a "
@@ -162,9 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
                      "(python -m tuner report DIR writes them later)")
     run.set_defaults(handler=_run)
 
+
+def _report_command(commands: Any) -> None:
+    """``report``: a run folder's report again."""
     report = commands.add_parser("report", help="regenerate the report of a run folder (no GPU needed)")
     report.add_argument("run_dir", help="a run's output folder")
     report.set_defaults(handler=_report)
+
+
+def _profile_command(commands: Any) -> None:
+    """``profile``: hardware counters added to a run folder."""
+    from tuner.settings import COUNTERS_BEST
 
     profile = commands.add_parser("profile", help="add hardware counters (Nsight Compute) to a finished run folder")
     profile.add_argument("run_dir", help="a run's output folder")
@@ -179,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--quiet", action="store_true", help="no progress on stderr")
     profile.set_defaults(handler=_profile)
 
+
+def _compare_command(commands: Any) -> None:
+    """``compare``: strategies scored on recorded spaces."""
     compare = commands.add_parser("compare", help="score search strategies on recorded spaces (no GPU needed)")
     compare.add_argument("spaces", nargs="+", metavar="SPACE", help="a Kernel Tuner cache or T4 file, a run folder, "
                          "or an experiment whose kernels are recordings")
@@ -205,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--quiet", action="store_true", help="no progress on stderr")
     compare.set_defaults(handler=_compare)
 
+
+def _export_command(commands: Any) -> None:
+    """``export``: a run folder in Kernel Tuner's formats."""
     export = commands.add_parser("export", help="write a run folder's evaluations as Kernel Tuner cache files or T4 "
                                  "results (one file per study and family)")
     export.add_argument("run_dir", help="a run's output folder")
@@ -214,12 +243,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", metavar="DIR", help="folder of the files (default: RUN_DIR/export)")
     export.set_defaults(handler=_export)
 
+
+def _device_command(commands: Any) -> None:
+    """``device``: the GPU's or the CPU's description and ceilings."""
     device = commands.add_parser("device", help="describe the GPU (or the CPU) and measure its ceilings")
     device.add_argument("--cpu", action="store_true", help="the CPU: cores, caches, vector extensions, compiler; "
                         "STREAM bandwidth and multiply-add rates on one core and on all cores")
     device.add_argument("--remeasure", action="store_true", help="measure the ceilings again, ignoring the cache")
     device.set_defaults(handler=_device)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

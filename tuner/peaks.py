@@ -2,7 +2,7 @@
 
 A device has a peak per dtype for its CUDA cores (``float32_gflops``: multiply-add chains) and, for the dtypes its
 tensor cores multiply, one for them (``bfloat16_tensor_gflops``: ``mma.sync`` chains, on sm_90 or ``wgmma``
-where it is faster: :mod:`tuner.gpu.tensor_ceilings`). A kernel of a dtype is
+where it is faster: :mod:`tuner.backends.pycuda.tensor_ceilings`). A kernel of a dtype is
 bounded by the higher of the two: a float64 kernel on the CUDA cores reaches at most half of what the FP64
 tensor cores do, and says so as a share of the device's float64 peak.
 """
@@ -19,7 +19,11 @@ MMA_SYNC = "mma.sync"
 """The instruction every sm_80 or later GPU's tensor ceilings are measured with (a ceiling names none: this one)."""
 WGMMA_DTYPES = {"9.0": ("tf32", "bfloat16", "float16")}
 """Per compute capability whose tensor cores reach their full rate only through wgmma, the dtypes wgmma multiplies
-(:mod:`tuner.gpu.tensor_ceilings` measures them)."""
+(:mod:`tuner.backends.pycuda.tensor_ceilings` measures them)."""
+LEVEL_KEYS = {"l2": "l2_bandwidth_gbs", "l1": "l1_bandwidth_gbs", "shared": "shared_bandwidth_gbs"}
+"""The bandwidth peaks of the memory levels above DRAM (whose peak is ``bandwidth_gbs``), by level."""
+LEVEL_LABELS = {"l2_bandwidth_gbs": "L2 bandwidth", "l1_bandwidth_gbs": "L1 bandwidth (global loads, hits)",
+                "shared_bandwidth_gbs": "shared-memory bandwidth"}
 
 
 def key(dtype: str, unit: str = "cuda") -> str:

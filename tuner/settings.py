@@ -7,9 +7,7 @@ can take settings without pulling in the experiment parser.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +16,6 @@ from typing import Any, TypeVar
 STORAGE_FILE = "study.log"
 """The Optuna storage a run keeps in its output folder unless another storage is named: a journal file, which
 this process alone writes (the folder's lock sees to that), one appended line per change."""
-SQLITE_STORAGE_FILE = "study.db"
-"""The folder's own storage as earlier versions kept it (SQLite): a folder that holds one goes on with it."""
 COUNTERS_CHOICES = ("none", "best", "all")
 COUNTERS_BEST = 3
 """Configurations of each study whose counters ``counters: best`` reads: the fastest this many."""
@@ -27,23 +23,18 @@ COUNTERS_BEST = 3
 Named = TypeVar("Named", bound=Callable[..., Any])
 
 
-def former_keyword(former: str, name: str) -> Callable[[Named], Named]:
-    """A function's or dataclass's ``name`` keyword still accepted as ``former``, its name before: with a
-    DeprecationWarning, and a TypeError naming both where both are given."""
+def renamed_keyword(former: str, name: str) -> Callable[[Named], Named]:
+    """A function's or dataclass's keyword ``name`` refused under ``former``, its name before, with a TypeError that
+    names it as it is called now."""
 
-    def accepting(target: Named) -> Named:
+    def refusing(target: Named) -> Named:
         function = getattr(target, "__init__") if isinstance(target, type) else target  # noqa: B009
         owner = target.__qualname__
-        position = list(inspect.signature(function).parameters).index(name)
 
         @functools.wraps(function)
         def called(*args: Any, **kwargs: Any) -> Any:
             if former in kwargs:
-                if name in kwargs or len(args) > position:
-                    raise TypeError(f"{owner}() got both {name} and {former}, its former name: give {name} alone")
-                warnings.warn(f"{owner}(): {former} is deprecated, it is called {name} now", DeprecationWarning,
-                              stacklevel=2)
-                kwargs[name] = kwargs.pop(former)
+                raise TypeError(f"{owner}(): {former} is called {name} now")
             return function(*args, **kwargs)
 
         if isinstance(target, type):
@@ -51,7 +42,7 @@ def former_keyword(former: str, name: str) -> Callable[[Named], Named]:
             return target
         return called  # type: ignore[return-value]
 
-    return accepting
+    return refusing
 
 
 @dataclass(frozen=True)
@@ -66,15 +57,14 @@ class SearchSettings:
     """Configurations measured fastest on the run's earlier problems tried first on each next one of the same
     dtype and kernels (tuner.search.transfer); 0: none."""
     objective: tuple[str, ...] = ("time",)
-    """What the search pursues (tuner.energy.objective): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
+    """What the search pursues (tuner.results.objectives): ("time",), ("energy",), ("edp",) or ("time", "energy")."""
 
 
-@former_keyword("flush_l2", "cold_caches")
+@renamed_keyword("flush_l2", "cold_caches")
 @dataclass(frozen=True)
 class MeasureSettings:
     cold_caches: bool = True
-    """Evict the device's caches before each timed sample, untimed: the L2 on a GPU, every level on a CPU (the
-    experiment file's ``measure.flush_l2`` and the keyword ``flush_l2`` are read as this too)."""
+    """Evict the device's caches before each timed sample, untimed: the L2 on a GPU, every level on a CPU."""
     warmup: int = 2
     min_samples: int = 10
     max_samples: int = 200

@@ -51,7 +51,7 @@ class UnwatchedCounters(ProcCounters):
 @pytest.fixture(scope="session")
 def quick_ceilings(cpu_cache: Path) -> dict[str, Any]:
     """The CPU's ceilings measured with few samples over small arrays, cached where the backend looks."""
-    from tuner.cpu.ceilings import summary
+    from tuner.backends.cpu.summary import summary
     from tuner.measure.machine_load import LoadMeter
 
     return summary(remeasure=True, settings=QUICK_CEILINGS, array_bytes=CEILING_ARRAY_BYTES,

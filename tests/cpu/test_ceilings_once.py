@@ -14,7 +14,7 @@ from tests.scripted_backend import ScriptedBackend
 from tests.test_machine_load import _Busy, _ceilings
 from tuner import cli
 from tuner.backends.abilities import Ability
-from tuner.cpu import ceilings
+from tuner.backends.cpu import ceilings, summary
 from tuner.errors import TunerError
 from tuner.measure.machine_load import LoadMeter
 from tuner.tuning import run as tuning
@@ -43,13 +43,13 @@ def test_ceilings_measured_on_a_busy_machine_are_reused_and_said_to_read_low(cac
     assert measured == [1] and first["ceilings"]["load"]["under_load"] is True
     assert said.startswith("measuring this CPU's ceilings") and "cached in" in said
     busy = LoadMeter(counters=_Busy(1.0))
-    again = ceilings.summary(load=busy)  # a quiet run: no progress asked
+    again = summary.summary(load=busy)  # a quiet run: no progress asked
     assert measured == [1] and again["by_threads"] == first["by_threads"]
     assert capsys.readouterr().err == ""
-    ceilings.summary(load=busy, progress=True)
+    summary.summary(load=busy, progress=True)
     note = capsys.readouterr().err
     assert note.startswith("note: the CPU's ceilings cached in") and "read low" in note and "--remeasure" in note
-    text = " ".join(ceilings.format_summary(again).split())
+    text = " ".join(summary.format_summary(again).split())
     assert "UNDER LOAD" in text and "not cached" not in text and "cached in" in text
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.cpu.conftest import QUICK_CEILINGS
+from tuner.backends.cpu.summary import format_summary, summary
+from tuner.backends.cpu.timing import CpuTimer
 from tuner.compile.cc import cache_dir, compile_source
-from tuner.cpu.ceilings import format_summary, summary
-from tuner.cpu.timing import CpuTimer
 from tuner.measure.method import StoppingRule, relative_noise
 from tuner.settings import MeasureSettings
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tuner.backends.cpu.ceilings import theoretical_peaks
+from tuner.backends.cpu.info import cpuinfo_fields, parse_cpu_list, parse_size, vector_bits
 from tuner.config import Config, Problem
-from tuner.cpu.ceilings import theoretical_peaks
-from tuner.cpu.info import cpuinfo_fields, parse_cpu_list, parse_size, vector_bits
 from tuner.kernels.blocking import CacheLevel, blocked_bytes, blocking_cost, smallest_fit
 from tuner.kernels.discovery import families, template_hash
 from tuner.kernels.family import Family, Parameter

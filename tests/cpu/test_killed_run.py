@@ -38,7 +38,7 @@ kernels:
       PARALLEL: [0]
       dtype: [float64]
 search:
-  sampler: random
+  strategy: random
   trials: 32
   seed: 0
 measure:

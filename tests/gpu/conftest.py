@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def backend() -> Iterator:
-    from tuner.backends import PycudaBackend
+    from tuner.backends.pycuda.backend import PycudaBackend
 
     with PycudaBackend(QUICK) as b:
         yield b

@@ -128,7 +128,7 @@ kernels:
     parameters: {BLOCK_X: [16, 32], BLOCK_Y: [8]}
   - template: tiled
     parameters: {TILE_WIDTH: [16, 32]}
-search: {sampler: grid, trials: 10}
+search: {strategy: grid, trials: 10}
 measure: {counters: best}
 """
 

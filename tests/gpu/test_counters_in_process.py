@@ -95,7 +95,7 @@ def test_tensor_core_kernels_with_clusters_and_tensor_maps_are_counted(capfd):
     from tests.gpu.support import QUICK
     from tests.test_mma_emulated import CASES
     from tests.wgmma_configs import GPU_PARAMETERS
-    from tuner.backends import PycudaBackend
+    from tuner.backends.pycuda.backend import PycudaBackend
 
     cuda.init()
     if cuda.Device(0).compute_capability() != (9, 0):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tuner.gpu.device import TENSOR_FLOPS_PER_SM_CLOCK
+from tuner.backends.pycuda.device import TENSOR_FLOPS_PER_SM_CLOCK
 from tuner.results.metadata import metadata_id
 
 pytestmark = pytest.mark.gpu
@@ -85,7 +85,7 @@ def test_the_context_sleeps_while_it_waits_for_the_gpu():
     """The measuring process's primary context blocks on a synchronisation instead of spinning a core the
     compilers need."""
     probe = ("import ctypes\n"
-             "from tuner.gpu.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
+             "from tuner.backends.pycuda.device import CU_CTX_SCHED_BLOCKING_SYNC, require_gpu\n"
              "require_gpu()\n"
              "flags = ctypes.c_uint()\n"
              "assert ctypes.CDLL('libcuda.so.1').cuCtxGetFlags(ctypes.byref(flags)) == 0\n"

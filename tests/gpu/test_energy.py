@@ -27,7 +27,7 @@ kernels: [{template: tiled, parameters: {TILE_WIDTH: [16, 32]}}]
 
 @pytest.fixture(scope="module")
 def measuring() -> Iterator:
-    from tuner.backends import PycudaBackend
+    from tuner.backends.pycuda.backend import PycudaBackend
 
     with PycudaBackend(ENERGY) as backend:
         yield backend

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from tests.gpu.support import QUICK, float32_config
-from tuner.backends import PycudaBackend
+from tuner.backends.pycuda.backend import PycudaBackend
 from tuner.kernels.render import launch
 from tuner.measure.measurement import Status
 

@@ -25,9 +25,9 @@ SPINNER = """
 import sys, time
 import numpy as np
 import pycuda.driver as cuda
-from tuner.gpu.modules import compiled_function
-from tuner.gpu.device import describe, require_gpu
-from tuner.gpu.timing import _HOLD_SOURCE
+from tuner.backends.pycuda.modules import compiled_function
+from tuner.backends.pycuda.device import describe, require_gpu
+from tuner.backends.pycuda.timing import _HOLD_SOURCE
 
 require_gpu()
 hold = compiled_function(_HOLD_SOURCE, describe()["arch"], "hold")
@@ -101,7 +101,7 @@ def test_ceilings_measured_without_work_beside_them_are_cached_with_their_load(t
 def test_a_run_beside_another_process_is_flagged(tmp_path, spinner):
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, "-m", "tuner", "run", str(ROOT / "experiments" / "fermi_like.yaml"),
-                           "--trials", "3", "--sampler", "grid", "--no-report", "--quiet", "--out", str(out)],
+                           "--trials", "3", "--strategy", "grid", "--no-report", "--quiet", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TUNER_CACHE_DIR": str(tmp_path / "cache")})
     assert done.returncode == 0, done.stderr

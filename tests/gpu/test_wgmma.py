@@ -26,7 +26,7 @@ CONFIGS = [Config.make(problem, "wgmma", dtype, params) for dtype, params in GPU
 
 @pytest.fixture(scope="module")
 def hopper() -> Iterator:
-    from tuner.backends import PycudaBackend
+    from tuner.backends.pycuda.backend import PycudaBackend
 
     # A deadlocked pipeline shows as a crash after 20 s rather than the default minute.
     with PycudaBackend(replace(QUICK, timeout_s=20.0), CompileSettings(arch="sm_90a")) as backend:

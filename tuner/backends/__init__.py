@@ -1,7 +1,7 @@
-"""Backends evaluate configurations (:mod:`tuner.backends.protocol`): ``pycuda`` measures on the local GPU,
-``replay`` answers from a recorded run."""
+"""Backends evaluate configurations (:mod:`tuner.backends.protocol`), each in a folder of its own, opened through
+the catalog (:mod:`tuner.backends.catalog`): ``pycuda`` measures on the local GPU, ``cpu`` on this CPU, ``replay``
+answers from a recorded run. This face imports no backend."""
 
-from tuner.backends.protocol import Backend, BackendBase, Recording
-from tuner.backends.pycuda.backend import PycudaBackend
+from tuner.backends.protocol import Backend, BackendBase, Opening, Recording
 
-__all__ = ["Backend", "BackendBase", "PycudaBackend", "Recording"]
+__all__ = ["Backend", "BackendBase", "Opening", "Recording"]

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuner.backends.protocol import Evaluates, energy_refusal
-from tuner.energy.objective import Objective, label, needs_energy
 from tuner.errors import TunerError
+from tuner.results.objectives import Objectives, label, needs_energy
 
 
 def environment_refusal(environment: Mapping[str, Any]) -> str | None:
@@ -28,7 +28,7 @@ def cpu_energy_refusal() -> str | None:
     return CpuEnergy().unavailable
 
 
-def check_energy(backends: Sequence[Evaluates], objective: Objective) -> None:
+def check_energy(backends: Sequence[Evaluates], objective: Objectives) -> None:
     """TunerError, before anything is written, when the objective needs energy that a backend cannot give."""
     if not needs_energy(objective):
         return

@@ -17,14 +17,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from tuner.backends.abilities import Ability
 from tuner.config import Config, Problem
+from tuner.errors import Naming, TunerError, option_name
 from tuner.measure.measurement import Measurement
 
 if TYPE_CHECKING:
+    import os
+
+    from tuner.backends.device import Device
     from tuner.counters.sources import CounterSource
+    from tuner.experiment.schema import Experiment
 
 LOOKAHEAD = 8
 """Valid configurations a search asks ahead of the one being measured (the current one included), unless a
@@ -110,13 +115,51 @@ class Backend(Evaluates, MeasuresBaseline, Replays, TracksBusyTime, Protocol):
     """Everything the run asks of every backend."""
 
 
+@dataclass(frozen=True)
+class Opening:
+    """What a run asks of the backend it opens: ``replay``: the recording named (``--replay``); ``wait``: wait until
+    a measuring process is ready (else :func:`wait_until_ready` does); ``progress``: say on stderr what is measured
+    where a device's ceilings are measured; ``pace``: the replay pace (``--replay-pace``); ``name``: how errors name
+    the run's settings (:mod:`tuner.errors`)."""
+
+    replay: str | os.PathLike[str] | None = None
+    wait: bool = True
+    progress: bool = False
+    pace: float | None = None
+    name: Naming = option_name
+
+
 class BackendBase:
     """The answers of a backend that can only evaluate: no baseline, no recording, no busy time counted, no
-    abilities."""
+    abilities. Its class side is what the catalog (:mod:`tuner.backends.catalog`) asks of a backend: whether it is
+    an experiment's default (``serves``), to open it (``open``, ``open_on_gpus``) and the device of this machine it
+    measures on (``local_device``)."""
 
     name: str
     abilities: frozenset[Ability] = frozenset()
     busy_seconds: float = 0.0
+    on_gpus: ClassVar[bool] = False
+    """Whether ``open_on_gpus`` opens one backend per GPU (``--gpus``)."""
+
+    @classmethod
+    def serves(cls, experiment: Experiment) -> bool:
+        """Whether a run of ``experiment`` takes this backend when none is named."""
+        return False
+
+    @classmethod
+    def open(cls, experiment: Experiment, opening: Opening) -> Backend:
+        """The backend of a run of ``experiment``, or a TunerError saying in one paragraph why it cannot open."""
+        raise TunerError(f"the backend '{cls.name}' is not opened by name")
+
+    @classmethod
+    def open_on_gpus(cls, experiment: Experiment, gpus: str, opening: Opening) -> list[Backend]:
+        """One backend per GPU that ``gpus`` names (``all`` or indices), where ``on_gpus`` says it can."""
+        raise TunerError(f"{opening.name('gpus')} is not used with the backend '{cls.name}'")
+
+    @classmethod
+    def local_device(cls) -> Device | None:
+        """The device of this machine it measures on (None: none)."""
+        return None
 
     def prefetch(self, configs: list[Config]) -> None:
         return None

@@ -15,24 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from tuner.energy.objective import EDP, ENERGY, TIME
-
 TIME_COLUMN, ENERGY_COLUMN = "time_median_ms", "energy_j"
-
-
-def objective_score(df: pd.DataFrame, name: str, speed: pd.Series) -> pd.Series:
-    """Each row's score under one objective, higher better (NaN where it has none); ``speed``: the rows'
-    performance (GFLOP/s), the score of ``time``."""
-    if name == TIME:
-        return speed
-    if ENERGY_COLUMN not in df:
-        return pd.Series(float("nan"), index=df.index)
-    joules = pd.to_numeric(df[ENERGY_COLUMN], errors="coerce").where(lambda j: j > 0)
-    if name == ENERGY:
-        return 1.0 / joules
-    assert name == EDP, name
-    seconds = pd.to_numeric(df[TIME_COLUMN], errors="coerce").where(lambda t: t > 0) * 1e-3
-    return 1.0 / (joules * seconds)
 
 
 def measured(rows: pd.DataFrame) -> pd.DataFrame:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -14,25 +13,26 @@ from typing import Any
 from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
-from tuner.energy.objective import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.errors import ExperimentError, TunerError, did_you_mean
 from tuner.experiment.family_trial import family_mistake
-from tuner.experiment.run_settings import COUNTERS, SEARCH, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
-from tuner.experiment.yaml_document import Document, FieldPath, read_document
+from tuner.experiment.run_settings import COUNTERS, SEED, TIMEOUT, TRANSFER, TRIALS
+from tuner.experiment.validator import _describe, _Validator
+from tuner.experiment.yaml_document import FieldPath, read_document
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
 from tuner.kernels.family import Family, FamilyError, Parameter
 from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
+from tuner.results.objectives import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
 from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
 from tuner.space.restriction_rules import restriction_refusal
 from tuner.strategies.catalog import NAMES
 
 STRATEGIES = NAMES
-STRATEGY_KEYS = ("strategy", "sampler")
-"""The keys of ``search`` that name its strategy: ``strategy``, and ``sampler``, its former name (still read)."""
+RENAMED = {"sampler": "strategy", "flush_l2": "cold_caches"}
+"""Settings' keys by their former names, refused with the name they have now."""
 INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
 MAX_EXPERIMENT_BYTES = 16 * 2**20
@@ -57,86 +57,6 @@ class Experiment:
         seen = dict.fromkeys(d for k in self.kernels for d in k.dtypes)
         return tuple(seen)
 
-
-def _describe(value: Any) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {value}"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return f"{type(value).__name__} {value!r}"
-
-
-class _Validator:
-    def __init__(self, document: Document):
-        self.r = document
-
-    def mapping(self, value: Any, path: FieldPath, required: tuple[str, ...], optional: tuple[str, ...]) -> dict:
-        if not isinstance(value, dict):
-            raise self.r.error(path, f"expected a mapping with keys {', '.join(required + optional)}, "
-                                     f"found {_describe(value)}")
-        allowed = required + optional
-        for key in value:
-            if key not in allowed:
-                raise self.r.error((*path, key), f"unknown key '{key}'{did_you_mean(key, allowed)}; allowed here: "
-                                                 f"{', '.join(allowed)}")
-        for key in required:
-            if key not in value:
-                raise self.r.error(path, f"missing required key '{key}'")
-        return value
-
-    def integer(self, value: Any, path: FieldPath, minimum: int = 1) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.r.error(path, f"expected an integer ≥ {minimum}, found {_describe(value)}")
-        return value
-
-    def number(self, value: Any, path: FieldPath, positive: bool = True) -> float:
-        expected = f"expected a {'positive ' if positive else ''}number"
-        if isinstance(value, bool) or not isinstance(value, int | float) or (positive and value <= 0):
-            raise self.r.error(path, f"{expected}, found {_describe(value)}")
-        if not math.isfinite(value):
-            raise self.r.error(path, f"{expected}, found {_describe(value)} (only finite numbers are allowed)")
-        return float(value)
-
-    def ruled(self, value: Any, path: FieldPath, rule: Rule) -> Any:
-        if not rule.accepts(value):
-            raise self.r.error(path, f"expected {rule.expected}, found {_describe(value)}{rule.remark(value)}")
-        return value
-
-    def text(self, value: Any, path: FieldPath) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise self.r.error(path, f"expected non-empty text, found {_describe(value)}")
-        return value
-
-    def boolean(self, value: Any, path: FieldPath) -> bool:
-        if not isinstance(value, bool):
-            raise self.r.error(path, f"expected true or false, found {_describe(value)}")
-        return value
-
-    def choice(self, value: Any, path: FieldPath, choices: tuple[str, ...]) -> str:
-        if value not in choices:
-            raise self.r.error(path, f"expected one of {', '.join(choices)}, found {_describe(value)}"
-                                     f"{did_you_mean(value, choices)}")
-        return value
-
-    def values(self, value: Any, path: FieldPath, check: Callable[[Any, FieldPath], Any]) -> tuple:
-        if not isinstance(value, list) or not value:
-            raise self.r.error(path, f"expected a non-empty list of values to search, found {_describe(value)}")
-        items = tuple(check(v, (*path, i)) for i, v in enumerate(value))
-        self.unique(items, path, lambda item: f"the value {item!r} is listed twice")
-        return items
-
-    def unique(self, items: Iterable[Hashable], path: FieldPath, message: Callable[[Any], str],
-               within: tuple[str, ...] = ()) -> None:
-        """Refuse the second of two equal items of the list at ``path`` (the error names ``path[i]`` + ``within``)."""
-        seen: set[Hashable] = set()
-        for i, item in enumerate(items):
-            if item in seen:
-                raise self.r.error((*path, i, *within), message(item))
-            seen.add(item)
 
 def _problem(v: _Validator, value: Any, path: FieldPath, dims: tuple[str, ...]) -> Problem:
     m = v.mapping(value, path, dims, ())
@@ -292,19 +212,14 @@ def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
     )
 
 
-def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable],
-              fields: Mapping[str, str] | None = None) -> Any:
-    """The settings ``cls`` of a mapping whose keys ``checks`` validates; ``fields`` names the field of a key that
-    is not named as its field (a former name), and a field given under two keys is an error."""
+def _settings(v: _Validator, value: Any, path: FieldPath, cls: type, checks: dict[str, Callable]) -> Any:
+    """The settings ``cls`` of a mapping whose keys ``checks`` validates (a key's former name is refused with the
+    name it has now)."""
+    former = [key for key in value or () if isinstance(value, dict) and RENAMED.get(key) in checks]
+    if former:
+        raise v.r.error((*path, former[0]), f"'{former[0]}' is called '{RENAMED[former[0]]}' now")
     m = v.mapping(value if value is not None else {}, path, (), tuple(checks))
-    given: dict[str, Any] = {}
-    for key, x in m.items():
-        field = (fields or {}).get(key, key)
-        if field in given:
-            former = " and ".join(k for k in m if k != field and (fields or {}).get(k) == field)
-            raise v.r.error((*path, key), f"{former} is the former name of {field}: give one of them")
-        given[field] = checks[key](x, (*path, key))
-    return cls(**given)
+    return cls(**{key: checks[key](x, (*path, key)) for key, x in m.items()})
 
 
 def _optional(check: Callable) -> Callable:
@@ -341,37 +256,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     machine_models = items("machine_models", _machine)
     v.unique((m.name for m in machine_models), ("machine_models",),
              lambda name: f"the machine model '{name}' is defined twice", within=("name",))
-    search = _settings(v, top.get("search"), ("search",), SearchSettings, {
-        **{key: lambda x, p: v.choice(x, p, STRATEGIES) for key in STRATEGY_KEYS},
-        "trials": lambda x, p: v.ruled(x, p, TRIALS),
-        "timeout_s": _optional(lambda x, p: float(v.ruled(x, p, TIMEOUT))),
-        "seed": lambda x, p: v.ruled(x, p, SEED),
-        "transfer": lambda x, p: v.ruled(x, p, TRANSFER),
-        "objective": lambda x, p: _objective(v, x, p),
-    }, {key: "strategy" for key in STRATEGY_KEYS})
-    search = _pair_strategy(v, search, top.get("search"))
-    measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
-        "cold_caches": v.boolean,
-        "flush_l2": v.boolean,
-        "warmup": lambda x, p: v.integer(x, p, minimum=0),
-        "min_samples": v.integer,
-        "max_samples": v.integer,
-        "max_time_s": v.number,
-        "target_noise": v.number,
-        "timeout_s": v.number,
-        "verify": v.boolean,
-        "input_seed": lambda x, p: v.integer(x, p, minimum=0),
-        "energy": v.boolean,
-        "counters": lambda x, p: v.ruled(x, p, COUNTERS),
-    }, {"flush_l2": "cold_caches"})
-    if measure.max_samples < measure.min_samples:
-        raise document.error(("measure", "max_samples"),
-                             f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
-    compile_ = _settings(v, top.get("compile"), ("compile",), CompileSettings, {
-        "arch": lambda x, p: _arch(v, x, p),
-        "options": lambda x, p: _options(v, x, p),
-        "workers": _optional(v.integer),
-    })
+    search, measure, compile_ = _run_settings(v, top)
     folders = _template_dirs(v, top.get("template_dirs", []), file)
     try:
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
@@ -405,6 +290,41 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     )
 
 
+def _run_settings(v: _Validator, top: dict) -> tuple[SearchSettings, MeasureSettings, CompileSettings]:
+    """The file's search, measure and compile sections."""
+    search = _settings(v, top.get("search"), ("search",), SearchSettings, {
+        "strategy": lambda x, p: v.choice(x, p, STRATEGIES),
+        "trials": lambda x, p: v.ruled(x, p, TRIALS),
+        "timeout_s": _optional(lambda x, p: float(v.ruled(x, p, TIMEOUT))),
+        "seed": lambda x, p: v.ruled(x, p, SEED),
+        "transfer": lambda x, p: v.ruled(x, p, TRANSFER),
+        "objective": lambda x, p: _objective(v, x, p),
+    })
+    search = _pair_strategy(v, search, top.get("search"))
+    measure = _settings(v, top.get("measure"), ("measure",), MeasureSettings, {
+        "cold_caches": v.boolean,
+        "warmup": lambda x, p: v.integer(x, p, minimum=0),
+        "min_samples": v.integer,
+        "max_samples": v.integer,
+        "max_time_s": v.number,
+        "target_noise": v.number,
+        "timeout_s": v.number,
+        "verify": v.boolean,
+        "input_seed": lambda x, p: v.integer(x, p, minimum=0),
+        "energy": v.boolean,
+        "counters": lambda x, p: v.ruled(x, p, COUNTERS),
+    })
+    if measure.max_samples < measure.min_samples:
+        raise v.r.error(("measure", "max_samples"),
+                             f"must be at least min_samples ({measure.min_samples}), found {measure.max_samples}")
+    compile_ = _settings(v, top.get("compile"), ("compile",), CompileSettings, {
+        "arch": lambda x, p: _arch(v, x, p),
+        "options": lambda x, p: _options(v, x, p),
+        "workers": _optional(v.integer),
+    })
+    return search, measure, compile_
+
+
 def _objective(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
     try:
         return parse_objective(value)
@@ -416,11 +336,10 @@ def _pair_strategy(v: _Validator, search: SearchSettings, given: Any) -> SearchS
     """Two objectives search with NSGA-II unless the file names a strategy that handles several objectives."""
     if not is_pair(search.objective):
         return search
-    named = [key for key in STRATEGY_KEYS if isinstance(given, dict) and key in given]
-    if not named:
+    if not (isinstance(given, dict) and "strategy" in given):
         return dataclasses.replace(search, strategy=PAIR_SAMPLER)
     if search.strategy not in PAIR_SAMPLERS:
-        raise v.r.error(("search", named[0]), pair_refusal(search.strategy))
+        raise v.r.error(("search", "strategy"), pair_refusal(search.strategy))
     return search
 
 
@@ -502,99 +421,3 @@ def load_experiment(path: str | os.PathLike[str], template_dirs: tuple[str | os.
     except UnicodeDecodeError as exc:
         raise ExperimentError(file, "", f"cannot be read ({exc})") from None
     return parse_experiment(text, file, template_dirs)
-
-
-BUILT_IN_PYTHON = "<Experiment built in Python>"
-
-
-def check_name(experiment: Experiment) -> None:
-    """ExperimentError where the experiment's name cannot name its output folder (also for an experiment read from
-    a file and then given another name in Python)."""
-    file = experiment.path or BUILT_IN_PYTHON
-    if not isinstance(experiment.name, str) or not experiment.name.strip():
-        raise ExperimentError(file, "name", "an experiment needs a name (non-empty text)")
-    refusal = name_refusal(experiment.name)
-    if refusal:
-        raise ExperimentError(file, "name", refusal)
-
-
-def check_experiment(experiment: Experiment) -> None:
-    """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
-    family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown strategy, or a search setting
-    or measure.counters that breaks its rule (tuner.experiment.run_settings)."""
-    file = experiment.path or BUILT_IN_PYTHON
-
-    def fail(field_: str, message: str) -> ExperimentError:
-        return ExperimentError(file, field_, message)
-
-    check_name(experiment)
-    try:
-        check_nvcc_options(experiment.compile.options)
-    except OptionError as exc:
-        raise fail(f"compile.options[{exc.index}]", str(exc)) from None
-    if not experiment.problems:
-        raise fail("problems", "list at least one problem")
-    if not experiment.kernels:
-        raise fail("kernels", "list at least one kernel entry")
-    use_family_dirs([os.fspath(d) for d in experiment.template_dirs])
-    known = families()
-    for i, spec in enumerate(experiment.kernels):
-        if spec.family not in known:
-            raise fail(f"kernels[{i}].template", f"unknown template '{spec.family}'"
-                                                 f"{did_you_mean(spec.family, known)}; known templates: "
-                                                 f"{', '.join(known)}")
-        family = known[spec.family]
-        for name, values in spec.values.items():
-            if name not in family.parameter_names:
-                raise fail(f"kernels[{i}].parameters.{name}", f"'{spec.family}' has no parameter '{name}'"
-                                                              f"{did_you_mean(name, family.parameter_names)}; its "
-                                                              f"parameters: {', '.join(family.parameter_names)}")
-            if not values:
-                raise fail(f"kernels[{i}].parameters.{name}", "list at least one value")
-            parameter = family.parameters[family.parameter_names.index(name)]
-            for j, value in enumerate(values):
-                refusal = parameter.refusal(value) if family.recording is None else None
-                if refusal:
-                    raise fail(f"kernels[{i}].parameters.{name}[{j}]", refusal)
-        missing = [n for n in family.parameter_names if n not in spec.values]
-        if missing:
-            raise fail(f"kernels[{i}].parameters", f"no values for {', '.join(missing)}")
-        for dtype in spec.dtypes:
-            if dtype not in family.dtypes:
-                raise fail(f"kernels[{i}].parameters.dtype", f"'{spec.family}' does not support '{dtype}'; it "
-                                                             f"supports {', '.join(family.dtypes)}")
-        refusal = size_refusal(spec.values, spec.dtypes)
-        if refusal is not None:
-            raise fail(f"kernels[{i}].parameters", refusal)
-        for j, text in enumerate(spec.restrictions):
-            refusal = restriction_refusal(text, family.parameter_names)
-            if refusal is not None:
-                raise fail(f"kernels[{i}].restrictions[{j}]", refusal)
-        try:
-            total, valid, reasons = count_valid(spec)
-        except FamilyError as exc:
-            raise fail(f"kernels[{i}].parameters", str(exc)) from None
-        if valid == 0:
-            why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
-            raise fail(f"kernels[{i}].parameters", f"no combination of these values satisfies the family's "
-                                                   f"constraints (all {total} rejected: {why})")
-    for i, spec in enumerate(experiment.kernels):
-        mistake = family_mistake(spec, experiment.problems)
-        if mistake is not None:
-            raise fail(f"kernels[{i}].template", mistake)
-    if experiment.search.strategy not in STRATEGIES:
-        raise fail("search.strategy", f"unknown strategy '{experiment.search.strategy}'"
-                                      f"{did_you_mean(experiment.search.strategy, STRATEGIES)}; choose one of "
-                                      f"{', '.join(STRATEGIES)}")
-    for name, rule in SEARCH.items():
-        value = getattr(experiment.search, name)
-        if not (value is None and name == "timeout_s") and not rule.accepts(value):
-            raise fail(f"search.{name}", f"must be {rule.expected}, not {value!r}{rule.remark(value)}")
-    if not COUNTERS.accepts(experiment.measure.counters):
-        raise fail("measure.counters", f"must be {COUNTERS.expected}, not {experiment.measure.counters!r}")
-    try:
-        objective = parse_objective(experiment.search.objective)
-    except ObjectiveError as exc:
-        raise fail("search.objective", str(exc)) from None
-    if is_pair(objective) and experiment.search.strategy not in PAIR_SAMPLERS:
-        raise fail("search.strategy", pair_refusal(experiment.search.strategy))

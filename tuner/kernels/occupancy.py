@@ -12,7 +12,8 @@ REGISTER_UNIT = 256
 
 def blocks_per_sm(threads: int, registers: int, shared_bytes: int, device: Mapping[str, Any]) -> int | None:
     """Blocks of ``threads`` threads using ``registers`` per thread and ``shared_bytes`` per block that fit one
-    SM of ``device`` (a ``tuner.gpu.device.describe`` dict); None where the device does not say its limits."""
+    SM of ``device`` (a ``tuner.backends.pycuda.device.describe`` dict); None where the device does not say its
+    limits."""
     names = ("threads_per_sm", "registers_per_sm", "shared_per_sm_bytes", "blocks_per_sm")
     limits = [device.get(k) for k in names]
     if threads <= 0 or any(not isinstance(x, int) or x <= 0 for x in limits):

@@ -203,7 +203,8 @@ class NvmlProcesses:
 # --- watching a window ----------------------------------------------------------------------------------------
 
 
-def usable_cpus() -> set[int]:
+def usable_cpu_set() -> set[int]:
+    """The CPUs this process may run on (its affinity mask)."""
     try:
         return set(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -228,7 +229,7 @@ class LoadMeter:
         self.gpu = gpu
         self.counters = counters
         self.clock = clock
-        self.cpus = cpus or usable_cpus()
+        self.cpus = cpus or usable_cpu_set()
         self.own_gpu_pids = own_gpu_pids or {os.getpid()}
         self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 

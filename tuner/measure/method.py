@@ -10,8 +10,8 @@ the standard error of the mean falls under ``target_noise`` of the mean (after `
 ``CLOCK_PERIOD_S``); samples of a batch whose clock reads more than ``THROTTLE_FRACTION`` under the clock
 right after the warm-up count as throttled.
 
-The pure parts (stopping rule, statistics, throttle count) need no GPU and are here; the GPU side, ``Timer``
-(:mod:`tuner.gpu.timing`), needs PyCUDA and a context.
+The pure parts (stopping rule, statistics, throttle count) need no GPU and are here; the GPU side, ``Timer`` and the
+method's line stored with every result (:mod:`tuner.backends.pycuda.timing`), needs PyCUDA and a context.
 """
 
 from __future__ import annotations
@@ -21,25 +21,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tuner.energy.window import method as energy_method
 from tuner.measure.measurement import Timing
 from tuner.settings import MeasureSettings
 
 THROTTLE_FRACTION = 0.05
 """A sample is throttled when the SM clock reads more than this fraction under the starting clock."""
-
-
-def describe_method(settings: MeasureSettings) -> str:
-    """One line naming the method and its settings, stored with every result."""
-    flush = "L2 flushed before each sample (cold)" if settings.cold_caches else "no L2 flush (hot)"
-    verified = (" (the verified launch into poisoned outputs the first); outputs poisoned again before each sample "
-                "and the last sample's checked") if settings.verify else ""
-    return (
-        f"CUDA events around each launch; {settings.warmup} warm-up launches{verified}; {flush}; samples until "
-        f"the standard error of the mean < {settings.target_noise:g} of the mean after {settings.min_samples}, "
-        f"at most {settings.max_samples} samples or {settings.max_time_s:g} s; median reported"
-        + (f"; {energy_method()}" if settings.energy else "")
-    )
 
 
 def relative_noise(samples: Sequence[float]) -> float:

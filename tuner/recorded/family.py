@@ -3,20 +3,24 @@
 The family's parameters and their values are the recording's, in its order. Its one static rule holds for the
 configurations the recording holds: a combination it lacks broke the space's restrictions when it was recorded,
 so it is ``invalid`` and never proposed. A recorded configuration that failed keeps its recorded outcome
-(:mod:`tuner.backends.recorded`). The family describes a matrix multiplication (its GFLOP/s count 2·M·N·K), has no
-vendor baseline and no source: it is only replayed.
+(:mod:`tuner.backends.replay.recorded`). The family describes a matrix multiplication (its GFLOP/s count
+2·M·N·K), has no vendor baseline and no source: it is only replayed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from tuner.config import ParamValue, Problem
 from tuner.kernels import matmul
+from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Parameter
 from tuner.recorded.space import RecordedSpace
+
+if TYPE_CHECKING:
+    from tuner.space.entry_space import Entries
 
 
 def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> Family:
@@ -59,3 +63,8 @@ def recording_name(path: Path) -> str:
     for suffix in (".gz", ".json", ".parquet"):
         name = name.removesuffix(suffix)
     return name
+
+
+def is_recorded(experiment: Entries) -> bool:
+    """Whether any kernel entry of the experiment is a recording."""
+    return any(get_family(spec.family).recording is not None for spec in experiment.kernels)

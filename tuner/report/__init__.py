@@ -210,6 +210,29 @@ def default_jobs() -> int:
 # --- the report ---------------------------------------------------------------------------------------------
 
 
+def _embedded(folder: Path, planned: list[Planned], importances: bool,
+              quiet: bool) -> tuple[dict[str, list[Image]], list[Path]]:
+    """The figures drawn, as the page embeds them by section, and their paths (the importances' last)."""
+    images: dict[str, list[Image]] = {"roofline": [], "counters": [], "convergence": [], "parameters": [],
+                                      "energy": [], "importances": []}
+    written: list[Path] = []
+    for item in planned:
+        path = folder / item.name
+        images[item.part].append(Image.embed(path, *_caption(item.name)))
+        written.append(path)
+    if importances:
+        path = folder / IMPORTANCES_PNG
+        if not quiet:
+            print(f"report: {IMPORTANCES_PNG}", file=sys.stderr)
+        images["importances"].append(Image.embed(
+            path, "Parameter importances", f"{METHOD} importances of the parameters for each Optuna study, per "
+            f"set of trials sharing their parameters: how differently each parameter's values are spread among "
+            f"the best trials (the top 10%, at least {TOP_TRIALS}, at most half; their number is in each title) "
+            f"than among all of them. Failed evaluations count as 0, as the study was told."))
+        written.append(path)
+    return images, written
+
+
 def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadline_s: float = DEADLINE_S,
                  timings: dict[str, PartTime] | None = None, jobs: int = 1) -> list[Path]:
     """Write the figures and report.html into ``run_dir``; returns the paths written, the page last.
@@ -244,26 +267,10 @@ def write_report(run_dir: str | Path, *, quiet: bool = False, importances_deadli
     if timings is not None:
         timings.update(took)
 
-    images: dict[str, list[Image]] = {"roofline": [], "counters": [], "convergence": [], "parameters": [],
-                                      "energy": [], "importances": []}
     if not run.kernels.empty and not any(item.part == "energy" for item in planned):
         notes["energy"] = ["This run measured no energy (measure.energy was off, or its device has no energy "
                            "counter): nothing to draw."]
-    written: list[Path] = []
-    for item in planned:
-        path = folder / item.name
-        images[item.part].append(Image.embed(path, *_caption(item.name)))
-        written.append(path)
-    if found:
-        path = folder / IMPORTANCES_PNG
-        if not quiet:
-            print(f"report: {IMPORTANCES_PNG}", file=sys.stderr)
-        images["importances"].append(Image.embed(
-            path, "Parameter importances", f"{METHOD} importances of the parameters for each Optuna study, per "
-            f"set of trials sharing their parameters: how differently each parameter's values are spread among "
-            f"the best trials (the top 10%, at least {TOP_TRIALS}, at most half; their number is in each title) "
-            f"than among all of them. Failed evaluations count as 0, as the study was told."))
-        written.append(path)
+    images, written = _embedded(folder, planned, found, quiet)
 
     with _timed(timings, "html"):
         page = folder / REPORT_HTML

@@ -7,9 +7,8 @@ from typing import Any
 import yaml
 
 from tuner.config import PLAIN_DTYPES
-from tuner.gpu.memory_ceilings import LEVEL_LABELS
 from tuner.measure.machine_load import Load
-from tuner.peaks import TENSOR_DTYPES
+from tuner.peaks import LEVEL_LABELS, TENSOR_DTYPES
 from tuner.peaks import key as peak_key
 from tuner.report.formatting import fixed, number, percent
 from tuner.report.run_folder import Run

@@ -1,11 +1,12 @@
 """The hierarchical roofline: each counted kernel at the intensities measured at DRAM, the L2 and the L1.
 
-A kernel's counted operations over the bytes each level moved for it (tuner.counters) give three intensities;
-the kernel is one point at each, at the same performance (the counted operations at the tuner's median time),
-joined by a line: the gap between the points is what each cache saved. Each level's measured bandwidth is drawn
-as its roof (DRAM's streaming copy, the L2's, the L1's and shared memory's ceiling kernels, tuner.gpu.memory_ceilings)
-under the device's compute peak. The family's analytical point (its no-cache model's intensity, what the plain
-roofline shows) is kept as a hollow diamond. A kernel is bounded by the lowest of its levels' roofs.
+A kernel's counted operations over the bytes each level moved for it (tuner.counters) give three intensities; the
+kernel is one point at each, at the same performance (the counted operations at the tuner's median time), joined by
+a line: the gap between the points is what each cache saved. Each level's measured bandwidth is drawn as its roof
+(DRAM's streaming copy, the L2's, the L1's and shared memory's ceiling kernels,
+tuner.backends.pycuda.memory_ceilings) under the device's compute peak. The family's analytical point (its no-cache
+model's intensity, what the plain roofline shows) is kept as a hollow diamond. A kernel is bounded by the lowest of
+its levels' roofs.
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ import pyarrow
 
 from tuner.config import DTYPES
 from tuner.counters import store as counters_store
-from tuner.energy.objective import Objective, recorded_objective
 from tuner.errors import TunerError
 from tuner.experiment.schema import parse_machine_models
 from tuner.kernels.discovery import families
@@ -30,6 +29,7 @@ from tuner.report.groups import assign_groups
 from tuner.report.metadata_shape import checked_metadata
 from tuner.results import table as results
 from tuner.results.environment import Environment
+from tuner.results.objectives import Objectives, recorded_objective
 from tuner.results.schema import BASELINE_FAMILY
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class Run:
         return list(zip(pairs["dtype"], pairs["problem"], strict=True))
 
     @property
-    def objective(self) -> Objective:
+    def objective(self) -> Objectives:
         """What the run's last search pursued (time for runs recorded before objectives)."""
         return recorded_objective(self.metadata)
 

@@ -6,13 +6,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tuner.energy.front import objective_score
-from tuner.energy.objective import MEANING, TIME
 from tuner.kernels.model import cost
 from tuner.report.bounds import class_bounds, fraction
 from tuner.report.formatting import fixed, integer, number, params_text, percent, performance_unit
 from tuner.report.run_folder import Run
 from tuner.results import table as results
+from tuner.results.objectives import OBJECTIVES, TIME
 from tuner.results.peak_source import environment_of, short_of_tensor_rate
 
 TOP = 10
@@ -94,7 +93,7 @@ def best_per_problem(run: Run) -> Table:
             table.rows.append([problem, dtype, *([gpu] if gpu is not None else []),
                                *_best_cells(run, ok, base, dtype, objective)])
     caption = "performance: GFLOP/s, or GB/s (one read and one write of each element over the median time) for a " \
-              "kernel without arithmetic" + ("" if objective == TIME else f"; best: {MEANING[objective]}")
+              "kernel without arithmetic" + ("" if objective == TIME else f"; best: {OBJECTIVES[objective].meaning}")
     table.caption = _flag_caption(table, caption)
     return table
 
@@ -105,7 +104,7 @@ def _best_cells(run: Run, ok: pd.DataFrame, base: pd.DataFrame, dtype: str, obje
     library = number(cublas) + ("*" if _loaded(fastest) else "")
     if ok.empty:
         return ["no successful evaluation", "—", "—", library, "—"]
-    score = objective_score(ok, objective, ok["performance"])
+    score = OBJECTIVES[objective].score(ok, ok["performance"])
     best = ok.loc[score.idxmax() if score.notna().any() else ok["performance"].idxmax()]
     unit = performance_unit(ok, dtype)
     either = "*" if _loaded(best) or _loaded(fastest) else ""

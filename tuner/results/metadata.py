@@ -1,8 +1,6 @@
-"""The environment of a GPU run's measurements, built: device, peaks, versions, git state, method and compile
-settings (:class:`tuner.results.environment.Environment`).
-
-``environment()`` builds the mapping a backend's ``metadata()`` returns; ``metadata_id()`` names it by a short
-hash, so results rows can point at the environment they were measured in.
+"""What every backend's environment records beside its device (versions, git state, the families' templates), and
+``metadata_id()``, which names an environment by a short hash, so results rows can point at the environment they
+were measured in (the environments themselves are built beside each backend).
 """
 
 from __future__ import annotations
@@ -14,27 +12,12 @@ import os
 import platform
 import subprocess
 import tomllib
-from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from tuner.errors import TunerError
-from tuner.results.environment import Environment
-from tuner.settings import CompileSettings, MeasureSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DISTRIBUTION = "tiled-tuner"
 """The name under which pip installs the package (``tuner`` on the package index is another project)."""
-
-
-def _nvcc_version() -> str | None:
-    from tuner.compile.nvcc import nvcc_version
-
-    try:
-        return nvcc_version()
-    except TunerError:
-        return None
 
 
 def _version(package: str) -> str | None:
@@ -84,41 +67,6 @@ def git_state(path: Path = PROJECT_ROOT) -> dict[str, Any]:
                 "dirty": None if dirty is None else dirty.strip() not in ("", "0", "false")}
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit.strip(), "dirty": None if status is None else bool(status.strip())}
-
-
-def environment(backend: str, device_summary: dict[str, Any] | None, measure: MeasureSettings,
-                compile_settings: CompileSettings) -> dict[str, Any]:
-    """The :class:`Environment` of a GPU backend, as the mapping ``Backend.metadata()`` returns."""
-    from tuner.measure.method import describe_method
-
-    summary = device_summary or {}
-    empty = {"float32_gflops": None, "float64_gflops": None, "int32_gflops": None, "bandwidth_gbs": None}
-    peaks = summary.get("peaks") or {"theoretical": dict(empty), "measured": dict(empty)}
-    device_versions = summary.get("versions") or {}
-    versions = {
-        "driver": device_versions.get("driver"),
-        "cuda_driver_api": device_versions.get("cuda_driver_api"),
-        "cuda": device_versions.get("cuda"),
-        "nvcc": device_versions.get("nvcc") or _nvcc_version(),
-        "pycuda": device_versions.get("pycuda"),
-        **python_versions(),
-    }
-    ceilings = summary.get("ceilings") or {}
-    return Environment(
-        backend=backend,
-        device=summary.get("device") or {},
-        peaks=peaks,
-        ceilings={"method": ceilings.get("method"), "measured_utc": ceilings.get("measured_utc"),
-                  "load": ceilings.get("load"), "tensor_instructions": ceilings.get("tensor_instructions") or {}},
-        versions=versions,
-        git=git_state(),
-        measure={**asdict(measure), "method": describe_method(measure)},
-        compile={"arch": compile_settings.arch, "options": list(compile_settings.options),
-                 "compiler": "nvcc -cubin, loaded with PyCUDA's module_from_buffer"},
-        **family_fields(),
-        created_utc=datetime.now(UTC).isoformat(timespec="seconds"),
-        energy=summary.get("energy") or None,
-    ).as_dict()
 
 
 def family_fields() -> dict[str, Any]:

@@ -23,7 +23,7 @@ from tuner.optuna_attrs import RECORD_ATTR
 from tuner.peaks import compute_peak
 from tuner.results.analytics import Analytics
 from tuner.results.environment import Environment
-from tuner.results.objective import median_seconds, performance_of
+from tuner.results.objectives import median_seconds, performance_of
 from tuner.results.schema import BASELINE_FAMILY, LEGACY_BASELINE_FAMILY
 
 
@@ -157,8 +157,6 @@ def row(record: Record, analytics: Analytics, environment: Mapping[str, Any] | N
     env = Environment.from_dict(environment)
     measured, device = env.measured_peaks, env.device
     gpu = not env.on_cpu
-    load = m.load
-    spills = (resources.spill_store_bytes, resources.spill_load_bytes)
     data: dict[str, Any] = {
         "experiment": record.experiment,
         "study": record.study,
@@ -185,6 +183,24 @@ def row(record: Record, analytics: Analytics, environment: Mapping[str, Any] | N
         "pct_flops_ceiling": _percent(gflops, compute_peak(measured, config.dtype)),
         "pct_bandwidth_ceiling": _percent(bandwidth, measured.get("bandwidth_gbs")),
         "compile_time_s": m.compile_time_s,
+        **_resource_cells(resources),
+        "device_s": record.device_s,
+        **_load_cells(m.load),
+        "device_name": device.get("name"),
+        "gpu_name": device.get("name") if gpu else None,
+        "gpu_uuid": device.get("uuid") if gpu else None,
+        "library": _library(config, m, env),
+        **energy_cells(m.energy, work.flops if work else None),
+    }
+    if timing is not None:
+        data.update(_timing_cells(timing))
+    return data
+
+
+def _resource_cells(resources: Resources) -> dict[str, Any]:
+    """A row's cells of what the compiler reported."""
+    spills = (resources.spill_store_bytes, resources.spill_load_bytes)
+    return {
         "registers": resources.registers,
         "shared_bytes": resources.shared_bytes,
         "local_bytes": resources.local_bytes,
@@ -193,31 +209,33 @@ def row(record: Record, analytics: Analytics, environment: Mapping[str, Any] | N
         "spill_load_bytes": resources.spill_load_bytes,
         "code_bytes": resources.code_bytes,
         "vectorized_loops": resources.vectorized_loops,
-        "device_s": record.device_s,
+    }
+
+
+def _load_cells(load: Load | None) -> dict[str, Any]:
+    """A row's cells of what other processes did while it was measured."""
+    return {
         "other_cpus": load.other_cpus if load else None,
         "other_gpu_processes": load.other_gpu_processes if load else None,
         "other_gpu_percent": load.other_gpu_percent if load else None,
         "under_load": load.under_load if load else None,
-        "device_name": device.get("name"),
-        "gpu_name": device.get("name") if gpu else None,
-        "gpu_uuid": device.get("uuid") if gpu else None,
-        "library": _library(config, m, env),
-        **energy_cells(m.energy, work.flops if work else None),
     }
-    if timing is not None:
-        data.update({
-            "time_median_ms": timing.median_ms,
-            "time_mean_ms": timing.mean_ms,
-            "time_min_ms": timing.min_ms,
-            "time_stdev_ms": timing.stdev_ms,
-            "time_cv": timing.cv,
-            "samples": timing.count,
-            "samples_ms": json.dumps(list(timing.samples_ms)),
-            "throttled_samples": timing.throttled_samples,
-            "sm_clock_mhz_before": timing.sm_clock_mhz_before,
-            "sm_clock_mhz_after": timing.sm_clock_mhz_after,
-        })
-    return data
+
+
+def _timing_cells(timing: Timing) -> dict[str, Any]:
+    """A timed row's cells of its samples."""
+    return {
+        "time_median_ms": timing.median_ms,
+        "time_mean_ms": timing.mean_ms,
+        "time_min_ms": timing.min_ms,
+        "time_stdev_ms": timing.stdev_ms,
+        "time_cv": timing.cv,
+        "samples": timing.count,
+        "samples_ms": json.dumps(list(timing.samples_ms)),
+        "throttled_samples": timing.throttled_samples,
+        "sm_clock_mhz_before": timing.sm_clock_mhz_before,
+        "sm_clock_mhz_after": timing.sm_clock_mhz_after,
+    }
 
 
 def _library(config: Config, measurement: Measurement, environment: Environment) -> str | None:

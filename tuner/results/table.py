@@ -20,7 +20,8 @@ from tuner.results.files import (
     spreadsheet_safe,
     with_baseline_renamed,
 )
-from tuner.results.objective import best_rows, objective_of, performance, unit_of
+from tuner.results.objective import best_rows, performance, unit_of
+from tuner.results.objectives import objective_of
 from tuner.results.record import (
     Record,
     baseline_config,

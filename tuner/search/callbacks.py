@@ -1,8 +1,8 @@
 """What a run calls after each evaluation: ``f(evaluation)``, or Optuna's ``f(study, trial)``.
 
-* ``f(evaluation)`` gets a :class:`tuner.study.Evaluation`: the study's name, the trial number, the configuration,
-  the :class:`~tuner.measurement.Measurement` (status, timing, energy), the speed, the results row's record, the
-  study's best so far and its budget.
+* ``f(evaluation)`` gets a :class:`tuner.search.study.Evaluation`: the study's name, the trial number, the
+  configuration, the :class:`~tuner.measure.measurement.Measurement` (status, timing, energy), the speed, the
+  results row's record, the study's best so far and its budget.
 * ``f(study, trial)``, as ``study.optimize(callbacks=...)`` calls Optuna's callbacks, gets the ``optuna.Study`` and
   the evaluation's completed ``FrozenTrial``: ``trial.values`` are what the study was told (GFLOP/s, 0 for a
   failure; one value per objective), ``trial.params`` the configuration's parameter values, and

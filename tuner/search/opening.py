@@ -10,7 +10,6 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import Trial, TrialState
 
-from tuner.energy.objective import DEFAULT, Objective, label, metric_names, study_objective
 from tuner.errors import Naming, TunerError, did_you_mean, option_name
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
@@ -25,6 +24,7 @@ from tuner.optuna_attrs import (
     STRATEGY_ATTR,
     WORKER_ATTR,
 )
+from tuner.results.objectives import DEFAULT, Objectives, label, metric_names, study_objective
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.energy_values import reported
 from tuner.search.study_space import VALUES, StudySpace, stored_space
@@ -40,50 +40,50 @@ Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """Study user attribute: the strategy that searches the study (its name in the results table)."""
 
 
-def strategy_name(choice: Choice) -> str:
+def strategy_name(strategy: Choice) -> str:
     """How a strategy is named in the results table (the ``sampler`` column)."""
-    if isinstance(choice, str):
-        return choice
-    named = getattr(choice, "name", None)
-    if isinstance(named, str) and not isinstance(choice, optuna.samplers.BaseSampler):
+    if isinstance(strategy, str):
+        return strategy
+    named = getattr(strategy, "name", None)
+    if isinstance(named, str) and not isinstance(strategy, optuna.samplers.BaseSampler):
         return named
-    return type(choice).__name__ if isinstance(choice, optuna.samplers.BaseSampler) else \
-        getattr(choice, "__name__", type(choice).__name__)
+    return type(strategy).__name__ if isinstance(strategy, optuna.samplers.BaseSampler) else \
+        getattr(strategy, "__name__", type(strategy).__name__)
 
 
-def check_choice(choice: Choice, name: Naming = option_name) -> None:
+def check_strategy(strategy: Choice, name: Naming = option_name) -> None:
     """TunerError for a name that names no strategy, a strategy whose package is missing, or a sampler object
     that cannot be copied for each study and trial; ``name``: how the errors name the run's settings
     (:mod:`tuner.errors`)."""
-    if isinstance(choice, str):
-        if choice not in catalog.NAMES:
-            raise TunerError(f"unknown strategy '{choice}'{did_you_mean(choice, catalog.NAMES)}; choose one of "
+    if isinstance(strategy, str):
+        if strategy not in catalog.NAMES:
+            raise TunerError(f"unknown strategy '{strategy}'{did_you_mean(strategy, catalog.NAMES)}; choose one of "
                              f"{', '.join(catalog.NAMES)}")
-        if choice in catalog.OPTUNA:
-            sampler_maker(choice, name)
-    elif isinstance(choice, optuna.samplers.BaseSampler):
-        pristine_copy(choice)
-    elif not callable(choice):
+        if strategy in catalog.OPTUNA:
+            sampler_maker(strategy, name)
+    elif isinstance(strategy, optuna.samplers.BaseSampler):
+        pristine_copy(strategy)
+    elif not callable(strategy):
         raise TunerError(f"a strategy is a name ({', '.join(catalog.NAMES)}), an Optuna sampler or a strategy "
-                         f"factory (a callable taking a Domain and a numpy Generator), not {choice!r}")
+                         f"factory (a callable taking a Domain and a numpy Generator), not {strategy!r}")
 
 
-def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
+def make_sampler(strategy: Choice, space: StudySpace, seed: int) -> DomainSampler:
     """The study's sampler: proposals of the chosen strategy, each a free valid configuration."""
-    name = strategy_name(choice)
+    name = strategy_name(strategy)
     proposer: Proposer
-    if isinstance(choice, optuna.samplers.BaseSampler):
-        proposer = OptunaProposer(name, copies_of(choice), space, seed, space.name)
-    elif isinstance(choice, str) and choice in catalog.OPTUNA:
-        proposer = OptunaProposer(name, sampler_maker(choice), space, seed, space.name)
+    if isinstance(strategy, optuna.samplers.BaseSampler):
+        proposer = OptunaProposer(name, copies_of(strategy), space, seed, space.name)
+    elif isinstance(strategy, str) and strategy in catalog.OPTUNA:
+        proposer = OptunaProposer(name, sampler_maker(strategy), space, seed, space.name)
     else:
-        factory = catalog.strategy_factory(choice) if isinstance(choice, str) else choice
+        factory = catalog.strategy_factory(strategy) if isinstance(strategy, str) else strategy
         proposer = StrategyProposer(name, factory, space, seed, space.name)
     return DomainSampler(space, proposer, seed, space.name)
 
 
-def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: Choice, seed: int,
-               liveness: Liveness | None = None, objective: Objective = DEFAULT) -> optuna.Study:
+def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, strategy: Choice, seed: int,
+               liveness: Liveness | None = None, objective: Objectives = DEFAULT) -> optuna.Study:
     """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
     but did not finish completed from its record. ``objective``: one value per name, each maximised."""
     study = optuna.create_study(storage=storage, study_name=space.name, directions=["maximize"] * len(objective),
@@ -100,7 +100,7 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
                              f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
         attrs = {EXPERIMENT_ATTR: space.experiment, PROBLEM_ATTR: p.label, **p.as_dict(), DTYPE_ATTR: space.dtype,
-                 OBJECTIVE_ATTR: list(objective), STRATEGY_ATTR: strategy_name(choice), STORED_ATTR: VALUES,
+                 OBJECTIVE_ATTR: list(objective), STRATEGY_ATTR: strategy_name(strategy), STORED_ATTR: VALUES,
                  AXES_ATTR: space.axes_attr()}
         for key, value in attrs.items():
             study.set_user_attr(key, value)
@@ -115,13 +115,13 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, choice: 
             study.set_metric_names(names)
     space = stored_space(study, space)
     complete_measured(study, space, liveness or SoleWorker())
-    study.sampler = make_sampler(choice, space, seed)
+    study.sampler = make_sampler(strategy, space, seed)
     return study
 
 
-def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice: Choice,
+def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, strategy: Choice,
                         called: Naming = option_name) -> None:
-    """TunerError where the study ``name`` exists and was searched with another strategy than ``choice`` (a study
+    """TunerError where the study ``name`` exists and was searched with another strategy than ``strategy`` (a study
     written before the strategy was kept names it in its evaluations' records); nothing is written. A run into a
     folder's own storage calls it: continuing a study with another strategy would mix the two, so that the results
     would say nothing about either (workers sharing a storage may each bring their own strategy; each row names
@@ -136,7 +136,7 @@ def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, choice:
                                                                              states=(TrialState.COMPLETE,))
                    if isinstance(t.user_attrs.get(RECORD_ATTR), dict)]
         searched = records[-1].get("sampler") if records else None
-    chosen = strategy_name(choice)
+    chosen = strategy_name(strategy)
     if searched is not None and searched != chosen:
         raise TunerError(f"study '{name}' in the Optuna storage was searched with the strategy '{searched}', not "
                          f"'{chosen}': continuing it with another strategy would mix the two, so that the results "

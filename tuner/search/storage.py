@@ -1,8 +1,7 @@
 """A run's Optuna storage: which URLs open which storage, and what can go wrong with them, told plainly.
 
-The run folder's own storage is a journal file, ``study.log`` (:func:`own_storage_url`; a folder made by an
-earlier version goes on with its SQLite ``study.db``): a process that alone writes its storage pays for one
-appended line per change, where a database pays for a transaction.
+The run folder's own storage is a journal file, ``study.log`` (:func:`own_storage_url`): a process that alone writes
+its storage pays for one appended line per change, where a database pays for a transaction.
 
 URLs. Any SQLAlchemy database URL opens an ``RDBStorage``: ``sqlite:///path/study.db``,
 ``postgresql://user:password@host/database`` (through the psycopg 3 driver; ``postgresql+psycopg://`` and
@@ -28,7 +27,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import sqlite3
 import time
 import traceback
 import warnings
@@ -43,7 +41,7 @@ from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import Naming, TunerError, option_name
 from tuner.input_file import not_regular
-from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
+from tuner.settings import STORAGE_FILE
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
 JOURNAL_TAIL_BYTES = 1 << 20
@@ -85,11 +83,7 @@ def shown(url: str) -> str:
 
 
 def own_storage_url(folder: Path) -> str:
-    """The URL of a run folder's own storage: its journal file, or the SQLite file a folder made by an earlier
-    version holds."""
-    legacy = folder / SQLITE_STORAGE_FILE
-    if legacy.is_file() and not (folder / STORAGE_FILE).exists():
-        return f"sqlite:///{legacy.resolve()}"
+    """The URL of a run folder's own storage: its journal file."""
     return f"{JOURNAL_SCHEME}{(folder / STORAGE_FILE).resolve()}"
 
 
@@ -135,21 +129,17 @@ def _check_last_entry(path: Path) -> None:
 
 
 def experiment_in_file(path: Path) -> str | None:
-    """The experiment whose studies a run folder's own storage file holds (a journal or a SQLite file), read
-    without opening it as a storage; None where it holds none or cannot be read."""
+    """The experiment whose studies a run folder's own journal holds, read without opening it as a storage; None
+    where it holds none or cannot be read."""
     names: list[str] = []
     try:
-        if path.suffix == ".db":
-            with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
-                names = [row[0] for row in db.execute("SELECT study_name FROM studies LIMIT 1")]
-        else:
-            with open(path, "rb") as log:
-                for line in log:
-                    entry = json.loads(line)
-                    if isinstance(entry, dict) and isinstance(entry.get("study_name"), str):
-                        names = [entry["study_name"]]
-                        break
-    except (OSError, ValueError, sqlite3.Error):
+        with open(path, "rb") as log:
+            for line in log:
+                entry = json.loads(line)
+                if isinstance(entry, dict) and isinstance(entry.get("study_name"), str):
+                    names = [entry["study_name"]]
+                    break
+    except (OSError, ValueError):
         return None
     return names[0].split("/", 1)[0] if names and "/" in names[0] else None
 

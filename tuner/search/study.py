@@ -6,7 +6,7 @@ Search. A study's candidates are its valid configurations (:mod:`tuner.search.st
 configuration that no trial of the study has taken, and no budget is spent on a configuration the static rules
 reject (a launch that the device refuses is still recorded, as ``invalid``). The direction is *maximize* and the
 value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status; under another objective
-(:mod:`tuner.energy.objective`: energy, edp, or time and energy as two values of a multi-objective study) the
+(:mod:`tuner.results.objectives`: energy, edp, or time and energy as two values of a multi-objective study) the
 values :func:`tuner.search.energy_values.reported` gives.
 
 Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes and
@@ -48,9 +48,9 @@ from optuna.trial import FrozenTrial, Trial, TrialState
 
 from tuner.backends.protocol import LOOKAHEAD, Backend, Pending, ask_ahead, compiling_ahead, start_evaluation
 from tuner.config import Config
-from tuner.energy.objective import DEFAULT, study_objective
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import CLAIM_ATTR, LOST_ATTR, RECORD_ATTR, TRANSFER_ATTR, WORKER_ATTR
+from tuner.results.objectives import DEFAULT, study_objective
 from tuner.results.table import Record, objective_of
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.claims import Liveness, SoleWorker, claimed_key, this_worker
@@ -58,8 +58,8 @@ from tuner.search.energy_values import reported
 from tuner.search.opening import (
     Choice,
     ask_configuration,
-    check_choice,
     check_same_strategy,
+    check_strategy,
     open_study,
     strategy_name,
     suggest_configuration,
@@ -72,7 +72,7 @@ from tuner.search.worker_policy import Entry, WorkerPolicy, policy_for
 from tuner.strategies.sampler import DomainSampler
 
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Choice", "Evaluation", "StudySearch", "StudySpace",
-           "ask_configuration", "check_choice", "check_same_strategy", "open_storage", "open_study", "stored_space",
+           "ask_configuration", "check_strategy", "check_same_strategy", "open_storage", "open_study", "stored_space",
            "strategy_name", "study_spaces", "suggest_configuration"]
 
 READY_POLL_S = 1.0

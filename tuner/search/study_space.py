@@ -35,10 +35,10 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
 
 from tuner.config import Config, ParamValue, Problem
-from tuner.energy.objective import study_objective
 from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
 from tuner.optuna_attrs import AXES_ATTR, RECORD_ATTR, STORED_ATTR
+from tuner.results.objectives import study_objective
 from tuner.results.record import Record
 from tuner.search.energy_values import reported
 from tuner.settings import CompileSettings

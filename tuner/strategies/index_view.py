@@ -1,6 +1,6 @@
 """A study as Optuna's samplers see it: every trial's parameters in the index view, whatever the storage holds.
 
-The storage holds each trial's own parameters by value (:mod:`tuner.study_space`: the family and that family's
+The storage holds each trial's own parameters by value (:mod:`tuner.search.study_space`: the family and that family's
 parameters, a tile width of 32 as 32), so that Optuna's own tools show the real study. A sampler models the
 index view instead: every axis in every trial, a number as the position of its value in the listed values, so
 that TPE, CMA-ES, GP and QMC see ordered integers over one fixed search space. :func:`index_view` gives a sampler

@@ -8,23 +8,23 @@ import sys
 from collections.abc import Sequence
 from typing import TypeVar
 
-from tuner.energy.objective import (
+from tuner.errors import Naming, TunerError
+from tuner.experiment.schema import Experiment, pair_refusal
+from tuner.results.objectives import (
     PAIR_SAMPLER,
     PAIR_SAMPLERS,
-    Objective,
     ObjectiveError,
+    Objectives,
     is_pair,
     needs_energy,
     parse_objective,
 )
-from tuner.errors import Naming, TunerError
-from tuner.experiment.schema import Experiment, pair_refusal
 
 Choice = TypeVar("Choice")
 
 
 def resolve_objective(experiment: Experiment, objective: str | Sequence[str] | None, strategy: Choice | None,
-                      quiet: bool, name: Naming) -> tuple[Experiment, Choice | str | None, Objective]:
+                      quiet: bool, name: Naming) -> tuple[Experiment, Choice | str | None, Objectives]:
     """The experiment as the run searches it (its objective set, energy measured where the objective needs it),
     the strategy (the caller's, or NSGA-II where the caller asks for time and energy of an experiment whose
     strategy was chosen for one objective) and the objective. TunerError for an objective that is none, or a

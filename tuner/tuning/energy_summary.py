@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from tuner.energy.front import measured, study_fronts
-from tuner.energy.objective import MEANING, TIME, Objective, is_pair, label, needs_energy
+from tuner.results.objectives import OBJECTIVES, TIME, Objectives, is_pair, label, needs_energy
 from tuner.results.record import row_params
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import format_table, widest, wrapped
@@ -28,11 +28,11 @@ def _number(value: Any, digits: str) -> str:
     return "-" if value is None or pd.isna(value) else format(float(value), digits)
 
 
-def energy_summary(df: pd.DataFrame, objective: Objective, width: int) -> str | None:
+def energy_summary(df: pd.DataFrame, objective: Objectives, width: int) -> str | None:
     """What the summary prints about energy (None where the run neither measured nor asked for any)."""
     lines = []
     if objective[0] != TIME or is_pair(objective):
-        best = "the fastest of the front" if is_pair(objective) else MEANING[objective[0]]
+        best = "the fastest of the front" if is_pair(objective) else OBJECTIVES[objective[0]].meaning
         lines.append(wrapped(f"objective {label(objective)}: 'best' above is {best}.", width, hanging=""))
     tuned = df[df["family"] != BASELINE_FAMILY]
     ok = tuned[tuned["status"] == "ok"]

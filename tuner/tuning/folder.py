@@ -50,10 +50,12 @@ from tuner.results.record import Record, is_evaluation, trial_record
 from tuner.results.schema import BASELINE, BASELINE_FAMILY
 from tuner.search.storage import experiment_in_file
 from tuner.search.study_space import StudySpace
-from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
+from tuner.settings import STORAGE_FILE
 
 SAVE_INTERVAL_S = 2.0
 DEFAULT_STORAGE = "the folder's own storage"
+EARLIER_STORAGE_FILE = "study.db"
+"""Where a run folder kept its own storage before the journal: met, it is refused with what to do."""
 
 
 def now() -> datetime:
@@ -62,7 +64,6 @@ def now() -> datetime:
 
 def iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds")
-
 
 
 
@@ -196,6 +197,8 @@ def previous_run(out: Path, experiment: Experiment, storage: str | None,
     """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
     (nothing written) when its table belongs to another experiment or storage, naming the settings as ``name``
     does; None for a new folder."""
+    if storage is None:
+        _refuse_earlier_storage(out, name)
     table = out / results.RESULTS_PARQUET
     if not table.is_file():
         _refuse_without_table(out, experiment, storage, name)
@@ -222,6 +225,16 @@ def previous_run(out: Path, experiment: Experiment, storage: str | None,
     return Previous(rows, metadata)
 
 
+def _refuse_earlier_storage(out: Path, name: Naming) -> None:
+    """A folder whose own storage is the SQLite file of an earlier version: TunerError naming the file it is now."""
+    earlier = out / EARLIER_STORAGE_FILE
+    if earlier.is_file() and not (out / STORAGE_FILE).exists():
+        raise TunerError(f"{out} holds {EARLIER_STORAGE_FILE}, the SQLite storage a run folder kept before; its own "
+                         f"storage is the journal {STORAGE_FILE} now: copy the studies into it (optuna.copy_study "
+                         f"from sqlite:///{earlier.resolve()} to a JournalStorage over {out / STORAGE_FILE}) and run "
+                         f"again, or choose another folder with {name('out')}; the folder is left as it is")
+
+
 def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None, name: Naming) -> None:
     """A folder without a results table (moved aside, or never saved) may still hold another experiment's
     metadata.json or storage: TunerError rather than taking it over."""
@@ -240,12 +253,12 @@ def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None
                              f"that what it holds stays as it is")
     if storage is not None:
         return
-    for file in (STORAGE_FILE, SQLITE_STORAGE_FILE):
-        owner = experiment_in_file(out / file) if (out / file).is_file() else None
-        if owner is not None and owner != experiment.name:
-            raise TunerError(f"{out} holds the Optuna storage {file} of experiment '{owner}' (its "
-                             f"{results.RESULTS_PARQUET} is not there), not of '{experiment.name}'; choose another "
-                             f"folder with {name('out')}, so that it stays as it is")
+    file = STORAGE_FILE
+    owner = experiment_in_file(out / file) if (out / file).is_file() else None
+    if owner is not None and owner != experiment.name:
+        raise TunerError(f"{out} holds the Optuna storage {file} of experiment '{owner}' (its "
+                         f"{results.RESULTS_PARQUET} is not there), not of '{experiment.name}'; choose another "
+                         f"folder with {name('out')}, so that it stays as it is")
 
 
 def record_of_row(row: Mapping[str, Any]) -> Record:

@@ -22,22 +22,21 @@ from typing import Any
 import optuna
 
 from tuner.backends.protocol import Backend
-from tuner.energy.objective import Objective
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.run_settings import COUNTERS, HEARTBEAT, SEED, TIMEOUT, TRANSFER, TRIALS, Rule
 from tuner.experiment.schema import Experiment
+from tuner.results.objectives import Objectives
 from tuner.search.callbacks import Callback, adapted
 from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
-from tuner.search.study import Budget, Choice, check_choice
-from tuner.settings import former_keyword
+from tuner.search.study import Budget, Choice, check_strategy
+from tuner.settings import renamed_keyword
 from tuner.tuning.energy_objective import resolve_objective
 
 
-@former_keyword("sampler", "strategy")
+@renamed_keyword("sampler", "strategy")
 @dataclass(frozen=True)
 class RunOptions:
-    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`); ``sampler`` is
-    ``strategy``'s former name, still accepted but deprecated."""
+    """What the caller asks of a run beyond the experiment (see :func:`tuner.tuning.run.run`)."""
 
     backend: str | Backend | None = None
     replay: str | os.PathLike[str] | None = None
@@ -59,7 +58,7 @@ class RunOptions:
     counters: str | None = None
     remeasure_ceilings: bool = False
 
-    def resume_command(self, experiment: Experiment, out: Path, objective: Objective,
+    def resume_command(self, experiment: Experiment, out: Path, objective: Objectives,
                        backend: str | Backend) -> str:
         """The command that continues this run on ``backend`` (the one given, or the default chosen): the same
         options, as the command line names them."""
@@ -85,8 +84,8 @@ class RunSettings:
 
     experiment: Experiment
     """The experiment as the run searches it: its objective, transfer and counters set."""
-    choice: Choice
-    objective: Objective
+    strategy: Choice
+    objective: Objectives
     budget: Budget
     seed: int
     heartbeat_s: int
@@ -105,8 +104,8 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
     experiment, strategy, goal = resolve_objective(experiment, options.objective, options.strategy, options.quiet,
                                                    name)
     search = experiment.search
-    choice = strategy if strategy is not None else search.strategy
-    check_choice(choice, name)
+    strategy = strategy if strategy is not None else search.strategy
+    check_strategy(strategy, name)
     trials = _setting(options.trials, TRIALS, name("trials"), search.trials, "search.trials")
     timeout = _setting(options.timeout, TIMEOUT, name("timeout"), search.timeout_s, "search.timeout_s")
     seed = _setting(options.seed, SEED, name("seed"), search.seed, "search.seed")
@@ -120,7 +119,7 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
         check_storage_url(options.storage, name)
     heartbeat = _setting(options.heartbeat, HEARTBEAT, name("heartbeat"), HEARTBEAT_INTERVAL_S, None)
     summary = not options.quiet if options.summary is None else options.summary
-    return RunSettings(experiment, choice, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)
+    return RunSettings(experiment, strategy, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)
 
 
 def _setting(given: Any, rule: Rule, name: str, default: Any, field: str | None) -> Any:

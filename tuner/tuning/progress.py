@@ -16,11 +16,11 @@ import pandas as pd
 
 from tuner.config import Config
 from tuner.console.live_line import LiveLine, duration
-from tuner.energy.objective import DEFAULT, Objective
 from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Status
 from tuner.results.environment import ceilings_under_load
 from tuner.results.objective import best_rows
+from tuner.results.objectives import DEFAULT, Objectives
 from tuner.results.peak_source import environment_of, peak_columns, peaks_text
 from tuner.results.record import row_params
 from tuner.results.schema import BASELINE_FAMILY
@@ -127,7 +127,7 @@ def fitted_line(head: list[str], best: str, description: str, tail: list[str], w
     return line if len(line) <= width else line[:width - 1] + "…"
 
 
-def summary_table(df: pd.DataFrame, objective: Objective = DEFAULT,
+def summary_table(df: pd.DataFrame, objective: Objectives = DEFAULT,
                   metadata: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Per problem and dtype: the best configuration (by the objective), its speed against the ceilings and the
     baseline, status counts, and whether the best, the baseline or the ceilings (of ``metadata``'s environments) were

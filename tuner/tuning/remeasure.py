@@ -1,6 +1,6 @@
 """The device's ceilings measured again at the start of a run, where the caller asks for it (``remeasure_ceilings``,
 ``--remeasure-ceilings``): otherwise they are measured once per device and reused, with the load they were measured
-under (:mod:`tuner.cpu.ceilings`)."""
+under (:mod:`tuner.backends.cpu.summary`)."""
 
 from __future__ import annotations
 

@@ -12,10 +12,10 @@ from typing import Any, TextIO
 import pandas as pd
 
 from tuner.console.live_line import duration
-from tuner.energy.objective import recorded_objective
 from tuner.measure.measurement import Status
 from tuner.results.environment import baseline_library, measuring_device
 from tuner.results.objective import best_rows, performance
+from tuner.results.objectives import recorded_objective
 from tuner.results.record import config_of_row
 from tuner.results.schema import BASELINE_FAMILY
 from tuner.text_table import terminal_width, wrapped

@@ -17,7 +17,7 @@ saved every few seconds and at the end) and ``metadata.json``::
      "counters": {how the folder's counters.parquet was read (tuner.counters.store.conditions)}}
 
 The runs and environments live in the storage too (system attributes of the run's first study,
-:class:`tuner.folder.Ledger`), so the folder can always be rebuilt from it. ``wall_s`` is the wall time of the
+:class:`tuner.tuning.folder.Ledger`), so the folder can always be rebuilt from it. ``wall_s`` is the wall time of the
 search (after the backend has described its device) and ``gpu_busy_fraction`` the backend's device time over it;
 a replayed run has no fraction (its ``device_busy_s`` is the recorded device time of what it replayed). After the
 search the hardware counters that ``measure.counters`` asks for are read (:mod:`tuner.counters`); ``counters``
@@ -49,7 +49,8 @@ import optuna
 from tuner.backends.energy_capability import check_energy
 from tuner.backends.protocol import Backend
 from tuner.errors import Naming, TunerError, option_name, parameter_name
-from tuner.experiment.schema import Experiment, check_experiment, check_name, load_experiment
+from tuner.experiment.python_experiment import check_experiment, check_name
+from tuner.experiment.schema import Experiment, load_experiment
 from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
 from tuner.search.callbacks import Callback
@@ -64,7 +65,7 @@ from tuner.search.storage import (
 )
 from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
-from tuner.settings import STORAGE_FILE, former_keyword
+from tuner.settings import STORAGE_FILE, renamed_keyword
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import RunOptions, RunSettings, resolve
@@ -75,7 +76,7 @@ from tuner.tuning.run_phases import WORKER_SEED_STEP, Place, Run, worker_seed
 __all__ = ["WORKER_SEED_STEP", "RunOptions", "lock_folder", "run", "run_with", "worker_seed"]
 
 
-@former_keyword("sampler", "strategy")
+@renamed_keyword("sampler", "strategy")
 def run(
     experiment: Experiment | str | os.PathLike[str],
     backend: str | Backend | None = None,
@@ -107,11 +108,11 @@ def run(
     ``strategy``, ``seed`` and ``transfer`` override the experiment's ``search`` settings; ``strategy`` is a
     strategy's name (:data:`tuner.strategies.catalog.NAMES`), an Optuna sampler object or a strategy factory (a
     callable taking a :class:`~tuner.strategies.Domain` and a numpy Generator, such as a class of
-    :mod:`tuner.strategies`); ``sampler``, its former name, is still accepted but deprecated.
+    :mod:`tuner.strategies`).
     ``storage`` is an Optuna storage URL or storage object (default: the journal file ``study.log`` in ``out``, itself
     defaulting to ``reports/<experiment name>``); a storage other than the folder's own may be shared with other
     runs at the same time. ``callbacks`` are called after each evaluation, ``f(evaluation)`` with a
-    :class:`tuner.study.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
+    :class:`tuner.Evaluation`, or Optuna's ``f(study, trial)`` with the study and the completed FrozenTrial
     (:mod:`tuner.search.callbacks`; from several threads at once with ``gpus``). ``gpus`` ("all" or indices such as
     "0,1") measures on several GPUs of this host at once, one measuring process each (with the replay backend,
     indices stand for GPUs).
@@ -119,7 +120,7 @@ def run(
     silent for four intervals is dead, and its claimed configurations are measured by another). ``replay_pace``
     slows the replay backend to its recorded device times times the factor. ``objective`` ("time", "energy",
     "edp", or ("time", "energy")) overrides the experiment's ``search.objective``
-    (:mod:`tuner.energy.objective`); an objective with energy measures it, on a backend that can. ``counters``
+    (:mod:`tuner.results.objectives`); an objective with energy measures it, on a backend that can. ``counters``
     ("none", "best", "all") overrides ``measure.counters``: the hardware counters read after the search
     (tuner.counters). The device's ceilings are measured once per device and reused (with the load they were
     measured under, which the summary flags); ``remeasure_ceilings`` measures them again before the search.

@@ -152,11 +152,11 @@ class Run:
 
     def _open_studies(self, spaces: list[StudySpace]) -> None:
         """Open every study (a study of the folder's own storage only with the strategy it was searched with)."""
-        choice = self.settings.choice
+        strategy = self.settings.strategy
         for space in spaces if self.place.storage is None else ():  # before any study is opened: nothing written
-            check_same_strategy(self.store, space.name, choice, self.settings.name)
+            check_same_strategy(self.store, space.name, strategy, self.settings.name)
         for space in spaces:
-            study = open_study(self.store, space, choice, self.own_seed, self.place.liveness,
+            study = open_study(self.store, space, strategy, self.own_seed, self.place.liveness,
                                self.settings.objective)
             self.studies[stored_space(study, space)] = study
         self.order = list(self.studies.items())
@@ -166,7 +166,7 @@ class Run:
         recording = self.recording
         self.record = {
             "started_utc": iso(self.started), "finished_utc": None, "backend": self.backend.name,
-            "sampler": strategy_name(self.settings.choice), "objective": list(self.settings.objective),
+            "sampler": strategy_name(self.settings.strategy), "objective": list(self.settings.objective),
             "trials": self.budget.trials, "timeout_s": self.budget.timeout_s, "seed": self.settings.seed,
             "transfer": self.experiment.search.transfer,
             "recording": str(recording.path) if recording else None,
@@ -216,7 +216,7 @@ class Run:
         space, study = self.order[position]
         self._transfer(position)
         measure_baseline(space, study, self.backend, self.table, self.progress)
-        own = [study, *(open_study(self.store, space, self.settings.choice, self.own_seed + index,
+        own = [study, *(open_study(self.store, space, self.settings.strategy, self.own_seed + index,
                                    self.place.liveness, self.settings.objective)
                         for index in range(1, len(self.backends)))]
 

@@ -21,21 +21,26 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuner.backends.compile_ahead import CompileAheadBackend
+from tuner.backends.cpu.info import usable_cpus
 from tuner.backends.energy_capability import cpu_energy_refusal
 from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.compile.cc import compile_source, find_cc, flags
 from tuner.compile.pool import CompilePool
 from tuner.config import Config, Problem
-from tuner.cpu.info import usable_cpus
 from tuner.errors import TunerError
 from tuner.kernels.discovery import family_dirs, get_family
 from tuner.kernels.render import render
 from tuner.measure.measurement import Measurement, Status
 from tuner.settings import CompileSettings, MeasureSettings
 from tuner.space.entry_space import violations
+
+if TYPE_CHECKING:
+    from tuner.backends.device import Device
+    from tuner.backends.protocol import Opening
+    from tuner.experiment.schema import Experiment
 
 START_TIMEOUT_S = 120.0
 """Starting a measuring process: Python, numpy, the eviction kernel and its buffer."""
@@ -81,6 +86,21 @@ class CpuBackend(CompileAheadBackend):
         """Why there is no energy here: this machine's lack of RAPL is known before the CPU's ceilings are measured."""
         return cpu_energy_refusal() or super().energy_unavailable()
 
+    @classmethod
+    def serves(cls, experiment: Experiment) -> bool:
+        """The default of an experiment whose kernel families are all C."""
+        return {get_family(spec.family).target for spec in experiment.kernels} == {"c"}
+
+    @classmethod
+    def open(cls, experiment: Experiment, opening: Opening) -> CpuBackend:
+        return cls(experiment.measure, experiment.compile, progress=opening.progress)
+
+    @classmethod
+    def local_device(cls) -> Device:
+        from tuner.backends.cpu import summary
+
+        return summary
+
     # --- the Backend protocol ----------------------------------------------------------------------------
 
     def evaluate(self, config: Config, source: str | None = None) -> Measurement:
@@ -109,7 +129,7 @@ class CpuBackend(CompileAheadBackend):
         return self.channel.request("baseline", (problem, dtype), Measurement(Status.CRASHED))
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
-        from tuner.cpu.environment import cpu_environment
+        from tuner.backends.cpu.environment import cpu_environment
 
         return cpu_environment(device, self.threads, self.measure)
 

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from tuner.backends.cpu.info import blas_description
+from tuner.backends.cpu.timing import CpuTimer
 from tuner.backends.measuring_process import Handlers, Served, run_measurer
 from tuner.backends.verify_and_time import Bench, verify_and_time
 from tuner.config import Config, Problem
-from tuner.cpu.info import blas_description
-from tuner.cpu.timing import CpuTimer
 from tuner.energy.cpu import CpuEnergy
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import get_family, use_family_dirs
@@ -122,7 +122,7 @@ class CpuMeasurer:
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The CPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
-        from tuner.cpu.ceilings import summary
+        from tuner.backends.cpu.summary import summary
 
         remeasure, progress = request
         self.workspace = None  # the STREAM arrays want the memory

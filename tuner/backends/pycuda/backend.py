@@ -20,21 +20,25 @@ from tuner.backends.abilities import Ability
 from tuner.backends.compile_ahead import CompileAheadBackend
 from tuner.backends.measuring_process import THREAD_VARIABLES, MeasuringProcess
 from tuner.backends.protocol import LOOKAHEAD, Done, Pending
+from tuner.backends.pycuda.environment import gpu_environment
 from tuner.compile.nvcc import compile_source, find_nvcc
 from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.kernels.discovery import family_dirs
+from tuner.kernels.discovery import family_dirs, get_family
 from tuner.kernels.render import Launch, render
 from tuner.kernels.render import launch as launch_geometry
 from tuner.measure.measurement import Measurement, Status
-from tuner.results.metadata import environment
+from tuner.recorded import is_recorded
 from tuner.settings import CompileSettings, MeasureSettings
 
 if TYPE_CHECKING:
+    from tuner.backends.device import Device
+    from tuner.backends.protocol import Backend, Opening
     from tuner.backends.pycuda.in_process_counters import MeasuringProcessCounters
     from tuner.backends.pycuda.kernel_count import CountRequest, KernelCount
+    from tuner.experiment.schema import Experiment
 
 START_TIMEOUT_S = 180.0
 """Starting a measuring process: Python, PyCUDA, the context, the timing helpers."""
@@ -53,6 +57,7 @@ class PycudaBackend(CompileAheadBackend):
     name = "pycuda"
     abilities = CompileAheadBackend.abilities | {Ability.SUBMITS, Ability.COMPILES_AHEAD, Ability.PREPARES,
                                                  Ability.STARTS_IN_BACKGROUND, Ability.READS_COUNTERS}
+    on_gpus = True
 
     def __init__(self, measure_settings: MeasureSettings | None = None,
                  compile_settings: CompileSettings | None = None, gpu: str | None = None,
@@ -80,6 +85,50 @@ class PycudaBackend(CompileAheadBackend):
         if wait:
             self.wait_ready()
 
+    @classmethod
+    def serves(cls, experiment: Experiment) -> bool:
+        """The default of an experiment with a CUDA kernel family and no recorded kernel entry."""
+        return not is_recorded(experiment) and any(get_family(spec.family).target == "cuda"
+                                                   for spec in experiment.kernels)
+
+    @classmethod
+    def open(cls, experiment: Experiment, opening: Opening) -> Backend:
+        return cls._started(experiment, opening, None, None)
+
+    @classmethod
+    def open_on_gpus(cls, experiment: Experiment, gpus: str, opening: Opening) -> list[Backend]:
+        """One backend per GPU, each with a measuring process on its GPU, sharing the first one's compile pool."""
+        from tuner.backends.gpus import parse_gpus, visible_gpus
+
+        chosen = parse_gpus(gpus, visible_gpus(), opening.name)
+        first = cls._started(experiment, opening, chosen[0], None)
+        started: list[Backend] = [first]
+        try:
+            started += [cls._started(experiment, opening, gpu, first.compiler) for gpu in chosen[1:]]
+        except BaseException:
+            for one in reversed(started):
+                one.close()
+            raise
+        return started
+
+    @classmethod
+    def _started(cls, experiment: Experiment, opening: Opening, gpu: str | None,
+                 compiler: CompilePool | None) -> PycudaBackend:
+        try:
+            return cls(experiment.measure, experiment.compile, gpu=gpu, compiler=compiler, wait=opening.wait,
+                       progress=opening.progress)
+        except TunerError:
+            raise
+        except Exception as exc:  # driver errors when no device can be opened
+            raise TunerError(f"the pycuda backend cannot start ({type(exc).__name__}: {exc}); check that a CUDA "
+                             f"GPU and its driver are available") from None
+
+    @classmethod
+    def local_device(cls) -> Device:
+        from tuner.backends.pycuda import summary
+
+        return summary
+
     def wait_ready(self) -> None:
         """Wait for the GPU measuring process; TunerError, in one paragraph, when there is no usable GPU."""
         self.channel.live()
@@ -94,7 +143,7 @@ class PycudaBackend(CompileAheadBackend):
                              START_TIMEOUT_S, dict.fromkeys(THREAD_VARIABLES, str(MEASURER_BLAS_THREADS)), wait=False)
 
     def environment_of(self, device: dict[str, Any]) -> dict[str, Any]:
-        return environment(self.name, device, self.measure, self.compile)
+        return gpu_environment(self.name, device, self.measure, self.compile)
 
     # --- the Backend protocol and the declared abilities -----------------------------------------------------
 

@@ -6,8 +6,8 @@ the device memory around each replay pass. Here the process that timed the confi
 request each (:class:`~tuner.backends.pycuda.kernel_count.CountRequest`): the kernel loaded from the same cubin
 onto the workspace it was measured on, replayed once per pass by the process itself (CUPTI's user replay), its
 outputs poisoned and the L2 flushed before each pass, outside the range, and its output verified after the last
-(:mod:`tuner.gpu.range_profiler`). The metrics and their names are Nsight Compute's, so the rows are the same
-``counters.parquet`` rows (their tool recorded in ``ncu_version``: ``CUPTI API …``).
+(:mod:`tuner.backends.pycuda.range_profiler`). The metrics and their names are Nsight Compute's, so the rows are
+the same ``counters.parquet`` rows (their tool recorded in ``ncu_version``: ``CUPTI API …``).
 
 Where CUPTI cannot count on this machine (no library, a driver without the range profiler), Nsight Compute counts
 them instead, and the summary says why. A kernel that crashes the measuring process under the profiler is a

@@ -18,17 +18,16 @@ import contextlib
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from tuner.backends.measuring_process import Fatal, Handlers, Served, run_measurer
 from tuner.backends.pycuda.kernel_count import CountRequest, KernelCount
+from tuner.backends.pycuda.workspace import HostData, Workspace, device_bytes, host_data
 from tuner.backends.verify_and_time import Bench, verify_and_time
 from tuner.config import Config, Problem
 from tuner.kernels.arguments import Buffer
@@ -37,20 +36,16 @@ from tuner.kernels.family import MATMUL, Dim3, Kernel
 from tuner.kernels.occupancy import blocks_per_sm
 from tuner.kernels.render import Launch
 from tuner.kernels.targets import STATIC_SHARED_LIMIT, runs_on
-from tuner.kernels.verify import NUMPY_DTYPES, Expected, Tolerance, Verdict, check_all, poison_word, random_inputs
+from tuner.kernels.verify import Verdict
 from tuner.measure.machine_load import LoadMeter, NvmlProcesses
 from tuner.measure.measurement import Measurement, Resources, Status
-from tuner.precision import raw_bytes
 from tuner.settings import CompileSettings, MeasureSettings
 
 if TYPE_CHECKING:
-    from tuner.gpu.range_profiler import RangeProfiler
+    from tuner.backends.pycuda.range_profiler import RangeProfiler
 
 LAUNCH_RESOURCE_MARKERS = ("too many resources requested", "invalid argument", "out of resources")
 """Errors cuLaunchKernel returns, before anything runs, for a launch the hardware cannot take."""
-ARGUMENT_FORMATS = {"int32": "i", "int64": "q", "float32": "f", "float64": "d", "tf32": "f"}
-"""PyCUDA's ``prepare`` codes of scalar arguments (buffers are pointers, ``P``)."""
-NUMPY_DTYPES_ALL: Mapping[str, type[np.generic]] = {**NUMPY_DTYPES, "int64": np.int64}
 KEPT_WORKSPACES = 2
 """Workspaces kept on the device, the most recently used: while the last configurations of one study compile,
 the search measures the next study's, going back and forth between two problems."""
@@ -67,103 +62,6 @@ class LaunchRejected(Exception):
 
 
 WorkspaceKey = tuple[Kernel, Problem, str]
-
-
-@dataclass(frozen=True)
-class HostData:
-    """What a workspace holds on the host: the inputs, the reference and the tolerance."""
-
-    inputs: dict[str, np.ndarray]
-    expected: dict[str, Expected]
-    tolerance: Tolerance
-
-
-def _device_bytes(kernel: Kernel, problem: Problem, dtype: str) -> int:
-    """What a workspace allocates on the device: its buffers, and a pristine copy of those both read and
-    written."""
-    buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
-    return sum(max(1, b.nbytes(problem, dtype)) * (2 if b.is_input and b.is_output else 1) for b in buffers)
-
-
-def host_data(kernel: Kernel, problem: Problem, dtype: str, seed: int) -> HostData:
-    buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
-    inputs = random_inputs(buffers, problem, dtype, seed)
-    return HostData(inputs, kernel.reference(inputs, problem, seed), kernel.tolerance(dtype, problem))
-
-
-class Workspace:
-    """One kernel's buffers for one problem and dtype, on the device, with the inputs and the reference."""
-
-    def __init__(self, kernel: Kernel, problem: Problem, dtype: str, host: HostData):
-        import pycuda.driver as cuda
-
-        self.kernel, self.problem, self.dtype = kernel, problem, dtype
-        buffers = [a for a in kernel.arguments if isinstance(a, Buffer)]
-        self.inputs, self.expected, self.tolerance = host.inputs, host.expected, host.tolerance
-        self.device: dict[str, Any] = {}
-        self.outputs = [b for b in buffers if b.is_output]
-        self.pristine: dict[str, Any] = {}
-        """Device copies of the outputs that are inputs too, to refill them from."""
-        self.host: dict[str, np.ndarray] = {}
-        """The outputs as read back, typed."""
-        self.host_bytes: dict[str, np.ndarray] = {}
-        """Page-locked host memory the outputs are read back into (``host`` views it)."""
-        for buffer in buffers:
-            nbytes = max(1, buffer.nbytes(problem, dtype))
-            self.device[buffer.name] = cuda.mem_alloc(nbytes)
-            if buffer.is_input:
-                cuda.memcpy_htod(self.device[buffer.name], raw_bytes(self.inputs[buffer.name]))
-            if buffer.is_input and buffer.is_output:
-                self.pristine[buffer.name] = cuda.mem_alloc(nbytes)
-                cuda.memcpy_dtod(self.pristine[buffer.name], self.device[buffer.name], nbytes)
-        for buffer in self.outputs:
-            raw = cuda.pagelocked_empty(max(1, buffer.nbytes(problem, dtype)), np.uint8)
-            self.host_bytes[buffer.name] = raw
-            self.host[buffer.name] = raw[:buffer.nbytes(problem, dtype)].view(
-                NUMPY_DTYPES[buffer.dtype_of(dtype)]).reshape(buffer.shape(problem))
-
-    @property
-    def signature(self) -> str:
-        return "".join("P" if isinstance(a, Buffer) else ARGUMENT_FORMATS[a.type_of(self.dtype)]
-                       for a in self.kernel.arguments)
-
-    def arguments(self) -> tuple[Any, ...]:
-        values: list[Any] = []
-        for argument in self.kernel.arguments:
-            if isinstance(argument, Buffer):
-                values.append(int(self.device[argument.name]))
-            else:
-                values.append(NUMPY_DTYPES_ALL[argument.type_of(self.dtype)](argument.value(self.problem)))
-        return tuple(values)
-
-    def prepare_outputs(self) -> None:
-        """Poison every output, refill the ones that are inputs too (queued on the default stream)."""
-        import pycuda.driver as cuda
-
-        for buffer in self.outputs:
-            pointer, nbytes = self.device[buffer.name], buffer.nbytes(self.problem, self.dtype)
-            if buffer.is_input:
-                cuda.memcpy_dtod_async(pointer, self.pristine[buffer.name], nbytes)
-            else:
-                cuda.memset_d32_async(pointer, poison_word(buffer.dtype_of(self.dtype)), nbytes // 4)
-                if nbytes % 4:  # an odd count of 16-bit elements: the last one (all bits set is NaN there too)
-                    cuda.memset_d8_async(int(pointer) + nbytes // 4 * 4, 0xFF, nbytes % 4)
-
-    def check(self) -> Verdict:
-        """The outputs as the last launch left them, against the reference."""
-        import pycuda.driver as cuda
-
-        kinds = {}
-        for buffer in self.outputs:
-            cuda.memcpy_dtoh(self.host_bytes[buffer.name], self.device[buffer.name])
-            kinds[buffer.name] = buffer.dtype_of(self.dtype)
-        return check_all(self.host, self.expected, kinds, self.tolerance)
-
-    def free(self) -> None:
-        for pointer in [*self.device.values(), *self.pristine.values()]:
-            pointer.free()
-        self.host.clear()
-        self.host_bytes.clear()
 
 
 class ExtendedLaunch:
@@ -214,9 +112,9 @@ class GpuMeasurer:
                  family_dirs: tuple[Path, ...]):
         import pycuda.driver as cuda
 
+        from tuner.backends.pycuda.device import describe, nvml_handle, require_gpu
+        from tuner.backends.pycuda.timing import SmClock, Timer
         from tuner.energy.gpu import GpuEnergy
-        from tuner.gpu.device import describe, nvml_handle, require_gpu
-        from tuner.gpu.timing import SmClock, Timer
 
         use_family_dirs(family_dirs)
         require_gpu()
@@ -264,7 +162,7 @@ class GpuMeasurer:
         """The hardware counters of one launch of each kernel, read by CUPTI's range profiler in this process, in
         one session (:mod:`tuner.backends.pycuda.in_process_counters`): before each launch its outputs poisoned and
         the L2 flushed, after it the output verified."""
-        from tuner.gpu.range_profiler import ProfilerUnavailable
+        from tuner.backends.pycuda.range_profiler import ProfilerUnavailable
 
         try:
             profiler = self._profiler(request.metrics)  # before loading: a new profiler closes what was loaded
@@ -308,7 +206,7 @@ class GpuMeasurer:
         self.timer.flush_l2()
 
     def _profiler(self, metrics: tuple[str, ...]) -> RangeProfiler:
-        from tuner.gpu.range_profiler import RangeProfiler
+        from tuner.backends.pycuda.range_profiler import RangeProfiler
 
         if self.counting is None or self.counting_metrics != metrics:
             self._stop_counting()
@@ -418,7 +316,7 @@ class GpuMeasurer:
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""
-        from tuner.gpu.device import summary
+        from tuner.backends.pycuda.summary import summary
 
         remeasure, progress = request
         self._stop_counting()
@@ -438,7 +336,7 @@ class GpuMeasurer:
         kept = self.hosts_kept.pop(key) if key in self.hosts_kept else None
         host = made.result() if made is not None else kept or host_data(kernel, problem, dtype, self.measure.input_seed)
         self._free_workspaces(KEPT_WORKSPACES - 1)
-        if self.workspaces and self.cuda.mem_get_info()[0] < _device_bytes(kernel, problem, dtype) + \
+        if self.workspaces and self.cuda.mem_get_info()[0] < device_bytes(kernel, problem, dtype) + \
                 SPARE_DEVICE_BYTES:
             self._free_workspaces(0)
         self.workspaces[key] = ws = Workspace(kernel, problem, dtype, host)

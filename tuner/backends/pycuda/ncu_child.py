@@ -24,7 +24,7 @@ LAUNCH_REFUSALS = ("too many resources requested", "invalid argument", "out of r
 
 
 def _device_record() -> dict[str, Any]:
-    from tuner.gpu.device import describe
+    from tuner.backends.pycuda.device import describe
 
     device = describe()
     return {k: device.get(k) for k in ("name", "uuid", "compute_capability", "arch", "multiprocessors",
@@ -44,7 +44,7 @@ class Launcher:
         self.workspace: Any = None
 
     def _workspace(self, kernel: JobKernel) -> Any:
-        from tuner.backends.pycuda.measurer import Workspace, host_data
+        from tuner.backends.pycuda.workspace import Workspace, host_data
         from tuner.kernels.discovery import get_family
 
         config = kernel.config
@@ -131,7 +131,7 @@ def main(argv: list[str]) -> int:
         return 2
     folder = Path(argv[0])
     job = Job.read(folder / JOB_FILE)
-    from tuner.gpu.device import require_gpu
+    from tuner.backends.pycuda.device import require_gpu
     from tuner.kernels.discovery import use_family_dirs
 
     try:

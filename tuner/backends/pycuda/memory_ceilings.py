@@ -17,14 +17,12 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tuner.peaks import LEVEL_KEYS
 from tuner.settings import MeasureSettings
 
 if TYPE_CHECKING:
-    from tuner.gpu.timing import Timer
+    from tuner.backends.pycuda.timing import Timer
 
-LEVEL_KEYS = {"l2": "l2_bandwidth_gbs", "l1": "l1_bandwidth_gbs", "shared": "shared_bandwidth_gbs"}
-LEVEL_LABELS = {"l2_bandwidth_gbs": "L2 bandwidth", "l1_bandwidth_gbs": "L1 bandwidth (global loads, hits)",
-                "shared_bandwidth_gbs": "shared-memory bandwidth"}
 BANKS = 32
 BANK_BYTES = 4
 """Shared memory's banks and the bytes each serves per clock (compute capability 5.0 and later, the CUDA

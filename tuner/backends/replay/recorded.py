@@ -26,7 +26,7 @@ from tuner.measure.measurement import Measurement, Status, Timing
 from tuner.recorded import RecordedSpace, load_recorded_once
 from tuner.results.environment import RECORDED_BACKEND
 from tuner.results.metadata import metadata_id, python_versions
-from tuner.space.entry_space import Entries, KernelSpec
+from tuner.space.entry_space import KernelSpec
 
 
 class RecordedBackend(BackendBase):
@@ -109,8 +109,3 @@ def _common_parts(paths: tuple[Path, ...]) -> tuple[str, ...]:
             break
         common.append(level[0])
     return tuple(common) or ("/",)
-
-
-def is_recorded(experiment: Entries) -> bool:
-    """Whether any kernel entry of the experiment is a recording."""
-    return any(get_family(spec.family).recording is not None for spec in experiment.kernels)

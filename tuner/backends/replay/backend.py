@@ -26,21 +26,27 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow
 
 from tuner.backends.abilities import Ability
-from tuner.backends.protocol import BackendBase, Recording
+from tuner.backends.gpus import parse_gpus
+from tuner.backends.protocol import Backend, BackendBase, Opening, Recording
+from tuner.backends.replay.recorded import RecordedBackend
 from tuner.config import Config, Problem
 from tuner.counters.sources import RecordedCounters
 from tuner.energy.columns import energy_from_row
 from tuner.errors import TunerError
 from tuner.measure.measurement import Measurement
+from tuner.recorded import is_recorded
 from tuner.results import table as results
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+if TYPE_CHECKING:
+    from tuner.experiment.schema import Experiment
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_RECORDINGS: dict[str, Path] = {
     "fermi_like": PROJECT_ROOT / "experiments" / "data" / "fermi_like_h100",
 }
@@ -54,6 +60,31 @@ def default_recording(experiment_name: str) -> Path | None:
 class ReplayBackend(BackendBase):
     name = "replay"
     abilities = frozenset({Ability.MEASURES_ENERGY, Ability.READS_COUNTERS})
+    on_gpus = True
+
+    @classmethod
+    def serves(cls, experiment: Experiment) -> bool:
+        """The default of an experiment whose kernel entries are recordings (their only backend)."""
+        return is_recorded(experiment)
+
+    @classmethod
+    def open(cls, experiment: Experiment, opening: Opening) -> Backend:
+        """The recording named (``replay``), else the one shipped for the experiment; kernel entries that are
+        recordings are replayed from them (:class:`RecordedBackend`)."""
+        if opening.replay is None and is_recorded(experiment):
+            return RecordedBackend(experiment.kernels)
+        recording = opening.replay if opening.replay is not None else default_recording(experiment.name)
+        if recording is None:
+            raise TunerError(f"{opening.name('backend', 'replay')} needs {opening.name('replay', 'PATH')}: a recorded "
+                             f"run folder or results.parquet (experiment '{experiment.name}' has no shipped "
+                             f"recording)")
+        return cls(Path(recording), pace=0.0 if opening.pace is None else opening.pace)
+
+    @classmethod
+    def open_on_gpus(cls, experiment: Experiment, gpus: str, opening: Opening) -> list[Backend]:
+        """One replay per GPU index ``gpus`` names (``all``: one), each answering from the same recording."""
+        count = len(parse_gpus(gpus, [str(i) for i in range(max(_indices(gpus), default=0) + 1)], opening.name))
+        return [cls.open(experiment, opening) for _ in range(count)]
 
     def __init__(self, recording: str | Path, pace: float = 0.0):
         self.path = Path(recording)
@@ -144,3 +175,9 @@ class ReplayBackend(BackendBase):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _indices(spec: str) -> list[int]:
+    """The indices ``spec`` lists (none for ``all``, which a replay reads as one GPU: the recording's)."""
+    parts = [] if spec.strip() == "all" else spec.split(",")
+    return [int(part) for part in parts if part.strip().lstrip("-").isdigit()]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tuner.compile.cc import PROC_CPUINFO, cpuinfo_fields
+from tuner.measure.machine_load import usable_cpu_set
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 VECTOR_FLAGS = ("sse2", "avx", "avx2", "fma", "avx512f", "avx512vl", "avx512_bf16", "amx_tile", "asimd", "sve")
@@ -64,11 +65,8 @@ def caches(cpu: int = 0) -> list[dict[str, Any]]:
 
 
 def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    """How many CPUs this process may run on (its affinity mask), at least 1."""
+    return max(1, len(usable_cpu_set()))
 
 
 def _physical_cores() -> int | None:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tuner.backends.cpu.info import total_cache_bytes, usable_cpus
 from tuner.compile.cc import own_kernel
-from tuner.cpu.info import total_cache_bytes, usable_cpus
 from tuner.energy.cpu import METHOD as ENERGY_METHOD
 from tuner.measure.measurement import Timing
 from tuner.measure.method import StoppingRule, summarize

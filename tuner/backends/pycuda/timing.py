@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from tuner.energy.window import method as energy_method
 from tuner.measure.measurement import Timing
 from tuner.measure.method import StoppingRule, ThrottleCounter, summarize
 from tuner.settings import MeasureSettings
@@ -16,6 +17,19 @@ CLOCK_PERIOD_S = 0.05
 HOLD_NS_PER_SAMPLE = 40_000
 """The spin before a batch lasts this long per queued sample (covering the host's cost to queue one)."""
 HOLD_MAX_NS = 20_000_000
+
+
+def describe_method(settings: MeasureSettings) -> str:
+    """One line naming the method and its settings, stored with every result."""
+    flush = "L2 flushed before each sample (cold)" if settings.cold_caches else "no L2 flush (hot)"
+    verified = (" (the verified launch into poisoned outputs the first); outputs poisoned again before each sample "
+                "and the last sample's checked") if settings.verify else ""
+    return (
+        f"CUDA events around each launch; {settings.warmup} warm-up launches{verified}; {flush}; samples until "
+        f"the standard error of the mean < {settings.target_noise:g} of the mean after {settings.min_samples}, "
+        f"at most {settings.max_samples} samples or {settings.max_time_s:g} s; median reported"
+        + (f"; {energy_method()}" if settings.energy else "")
+    )
 
 
 _HOLD_SOURCE = r"""
@@ -51,7 +65,7 @@ class Timer:
         import numpy as np
         import pycuda.driver as cuda
 
-        from tuner.gpu.modules import compiled_function
+        from tuner.backends.pycuda.modules import compiled_function
 
         self._cuda = cuda
         self._np = np

@@ -15,7 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tuner.gpu.timing import Timer
+    from tuner.backends.pycuda.timing import Timer
     from tuner.measure.measurement import Timing
     from tuner.settings import MeasureSettings
 

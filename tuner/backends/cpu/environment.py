@@ -8,8 +8,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from tuner.cpu.ceilings import peaks_at
-from tuner.cpu.timing import describe_method
+from tuner.backends.cpu.summary import peaks_at
+from tuner.backends.cpu.timing import describe_method
 from tuner.results.environment import CPU_BACKEND, Environment
 from tuner.results.metadata import family_fields, git_state, python_versions
 from tuner.settings import MeasureSettings
@@ -18,7 +18,7 @@ from tuner.settings import MeasureSettings
 def cpu_environment(summary: dict[str, Any], threads: int, measure: MeasureSettings) -> dict[str, Any]:
     """The environment of ``threads`` threads on the CPU ``summary`` describes: its device is the CPU with the
     thread count, its peaks those at that thread count."""
-    from tuner.cpu.info import blas_description
+    from tuner.backends.cpu.info import blas_description
 
     compiler = summary["versions"]
     ceilings = summary.get("ceilings") or {}
