@@ -16,7 +16,7 @@ from typing import Any
 CPU_BACKEND = "cpu"
 """The backend name of the environments measured on the CPU."""
 RECORDED_BACKEND = "recorded"
-"""The backend name of the environments of a recording replayed from a file (tuner.backends.recorded)."""
+"""The backend name of the environments of a recording replayed from a file (tuner.backends.replay.recorded)."""
 
 
 def _mapping(value: Any) -> dict[str, Any]:

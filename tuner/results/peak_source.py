@@ -1,5 +1,5 @@
 """What a run's measured arithmetic peak of a dtype is the rate of, in words: the CPU's cores, the GPU's CUDA cores,
-or its tensor cores through ``mma.sync`` or ``wgmma`` (measured by :mod:`tuner.gpu.tensor_ceilings`).
+or its tensor cores through ``mma.sync`` or ``wgmma`` (measured by :mod:`tuner.backends.pycuda.tensor_ceilings`).
 
 Ceilings recorded before the instruction was kept name none; they were all measured with ``mma.sync``. On sm_90
 that rate is below what the tensor cores reach through ``wgmma``, so a wgmma kernel's share of it can pass 100%
