@@ -38,11 +38,12 @@ from typing import Any
 
 import optuna
 import sqlalchemy
-from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.storages.journal import JournalStorage
 from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import Naming, TunerError, option_name
 from tuner.input_file import not_regular
+from tuner.search.journal_file import JournalFile, open_journal
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
@@ -87,10 +88,11 @@ def shown(url: str) -> str:
 def own_storage_url(folder: Path) -> str:
     """The URL of a run folder's own storage: its journal file, or the SQLite file a folder made by an earlier
     version holds."""
+    folder = folder.resolve()  # the folder only: a link planted as the file stays a link, which is refused
     legacy = folder / SQLITE_STORAGE_FILE
-    if legacy.is_file() and not (folder / STORAGE_FILE).exists():
-        return f"sqlite:///{legacy.resolve()}"
-    return f"{JOURNAL_SCHEME}{(folder / STORAGE_FILE).resolve()}"
+    if legacy.is_file() and not legacy.is_symlink() and not (folder / STORAGE_FILE).exists():
+        return f"sqlite:///{legacy}"
+    return f"{JOURNAL_SCHEME}{folder / STORAGE_FILE}"
 
 
 def repair_journal_end(path: Path) -> None:
@@ -98,7 +100,7 @@ def repair_journal_end(path: Path) -> None:
     line ends), so that the next line appended is read as a line of its own. Only for a journal no other process
     writes."""
     try:
-        with open(path, "rb+") as log:
+        with os.fdopen(open_journal(str(path), os.O_RDWR), "rb+") as log:
             size = log.seek(0, os.SEEK_END)
             if size == 0:
                 return
@@ -161,6 +163,10 @@ def check_storage_url(url: str, name: Naming = option_name) -> None:
         if not path.name or not path.parent.is_dir():
             raise TunerError(f"the journal storage '{url}' names no file in an existing folder; give the log "
                              f"file's path, such as {JOURNAL_SCHEME}/shared/path/study.log (its folder must exist)")
+        if path.is_symlink():
+            raise TunerError(f"the journal storage file {path} is a symbolic link (to {os.readlink(path)}); a journal "
+                             f"is never written through a link, which could lead to any file: remove the link, or "
+                             f"give the file it points to")
         _check_regular(path, url)
         return
     try:
@@ -279,8 +285,8 @@ def _os_reason(exc: OSError) -> str:
 
 def _raised_by_journal(exc: BaseException) -> bool:
     """Whether the exception comes from writing or reading an Optuna journal file."""
-    return any("optuna/storages/journal" in frame.filename.replace(os.sep, "/")
-               for frame in traceback.extract_tb(exc.__traceback__))
+    return any(part in frame.filename.replace(os.sep, "/") for frame in traceback.extract_tb(exc.__traceback__)
+               for part in ("optuna/storages/journal", "tuner/search/journal_file.py"))
 
 
 # --- opening and closing ------------------------------------------------------------------------------------
@@ -308,7 +314,7 @@ def open_storage(url: str, heartbeat_s: int | None = None, name: Naming = option
     path = journal_path(url)
     if path is not None:
         try:
-            journal = JournalStorage(JournalFileBackend(str(path)))
+            journal = JournalStorage(JournalFile(str(path)))
             journal.get_all_studies()  # read the log now: a damaged one is named here, not at its first use
             _check_last_entry(path)
             return journal
