@@ -32,7 +32,7 @@ from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
 from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
-from tuner.strategies.user_samplers import copies_of, pristine_copy
+from tuner.strategies.user_samplers import GivenSamplerProposer, copies_of, pristine_copy
 
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
@@ -72,7 +72,7 @@ def make_sampler(choice: Choice, space: StudySpace, seed: int) -> DomainSampler:
     name = strategy_name(choice)
     proposer: Proposer
     if isinstance(choice, optuna.samplers.BaseSampler):
-        proposer = OptunaProposer(name, copies_of(choice), space, seed, space.name)
+        proposer = GivenSamplerProposer(name, copies_of(choice), space, seed, space.name)
     elif isinstance(choice, str) and choice in catalog.OPTUNA:
         proposer = OptunaProposer(name, sampler_maker(choice), space, seed, space.name)
     else:

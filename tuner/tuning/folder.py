@@ -32,6 +32,7 @@ from tuner.config import Config
 from tuner.counters import store as counters_store
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.schema import Experiment
+from tuner.file_names import path_refusal
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
     BASELINE_ATTR,
@@ -196,6 +197,9 @@ def previous_run(out: Path, experiment: Experiment, storage: str | None,
     """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
     (nothing written) when its table belongs to another experiment or storage, naming the settings as ``name``
     does; None for a new folder."""
+    too_long = path_refusal(out)
+    if too_long is not None:
+        raise TunerError(f"{too_long}; choose a shorter output folder with {name('out')}")
     table = out / results.RESULTS_PARQUET
     if not table.is_file():
         _refuse_without_table(out, experiment, storage, name)
