@@ -131,3 +131,53 @@ def test_compare_on_a_recording_without_a_valid_entry_is_one_paragraph(tmp_path,
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     line, = done.stderr.strip().splitlines()
     assert line.startswith(f"error: {path}: none of its") and f"ran ok ({outcomes})" in line
+
+
+# --- refusals before measuring, and folders of another experiment -------------------------------------------
+
+def test_a_cuda_experiment_on_the_cpu_backend_is_refused_before_measuring_the_cpu(tmp_path, monkeypatch):
+    from tuner.backends.cpu import backend as cpu_backend
+
+    def measured(*args, **options):
+        raise AssertionError("the CPU backend was opened")
+
+    monkeypatch.setattr(cpu_backend, "CpuBackend", measured)
+    with pytest.raises(TunerError, match=r"the cpu backend measures c kernels, and none of the experiment's kernel "
+                                         r"families is one: naive \(cuda\), tiled \(cuda\); run it with "
+                                         r"backend='pycuda'"):
+        tuner.run(FERMI, backend="cpu", out=tmp_path / "out", quiet=True, report=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_energy_objective_on_a_cpu_without_counters_is_refused_before_measuring(tmp_path, monkeypatch):
+    from tuner.backends.cpu import backend as cpu_backend
+    from tuner.energy import rapl
+
+    monkeypatch.setattr(rapl, "POWERCAP", tmp_path / "no_powercap")
+    monkeypatch.setattr(cpu_backend, "CpuBackend", lambda *args, **options: pytest.fail("the CPU was measured"))
+    with pytest.raises(TunerError, match=r"the objective 'energy' needs energy per launch, but RAPL energy is not "
+                                         r"available here"):
+        tuner.run(ROOT / "experiments" / "cpu_blocking.yaml", objective="energy", out=tmp_path / "out", quiet=True,
+                  report=False)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("left", ["results.csv", "counters.parquet"])
+def test_a_folder_holding_only_another_experiments_tables_is_not_taken_over(tmp_path, left):
+    out = tmp_path / "out"
+    tuner.run(FERMI, backend="replay", trials=3, out=out, quiet=True, report=False)
+    kept = {p.name: p.read_bytes() for p in out.iterdir() if p.name in ("results.csv", "counters.parquet")}
+    assert left in kept
+    for path in out.iterdir():
+        if path.name != left:
+            path.unlink()
+    cache = {"device_name": "X", "kernel_name": "k", "problem_size": [8, 8, 8], "tune_params_keys": ["A"],
+             "tune_params": {"A": [1, 2]}, "cache": {f"{a}": {"A": a, "time": float(a), "times": [float(a)]}
+                                                     for a in (1, 2)}}
+    (tmp_path / "other.json").write_text(json.dumps(cache))
+    experiment = tmp_path / "other.yaml"
+    experiment.write_text("name: other\nproblems: [{M: 8, N: 8, K: 8}]\nkernels:\n  - recorded: other.json\n")
+    with pytest.raises(TunerError, match=f"{out} holds the {left} of .*not of experiment 'other'; choose another "
+                                         f"folder"):
+        tuner.run(experiment, backend="replay", out=out, quiet=True, report=False)
+    assert [p.name for p in out.iterdir()] == [left] and (out / left).read_bytes() == kept[left]

@@ -52,6 +52,7 @@ from tuner.results.schema import BASELINE, BASELINE_FAMILY
 from tuner.search.storage import experiment_in_file
 from tuner.search.study_space import StudySpace
 from tuner.settings import SQLITE_STORAGE_FILE, STORAGE_FILE
+from tuner.tuning.foreign_tables import BASELINES, foreign_table
 
 SAVE_INTERVAL_S = 2.0
 DEFAULT_STORAGE = "the folder's own storage"
@@ -242,6 +243,10 @@ def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None
             raise TunerError(f"{out} holds the metadata of experiment '{owner}' (its {results.RESULTS_PARQUET} is "
                              f"not there), not of '{experiment.name}'; choose another folder with {name('out')}, so "
                              f"that what it holds stays as it is")
+    foreign = foreign_table(out, experiment.name, {spec.family for spec in experiment.kernels} | BASELINES)
+    if foreign is not None:
+        raise TunerError(f"{out} holds the {foreign} (its {results.RESULTS_PARQUET} is not there), not of experiment "
+                         f"'{experiment.name}'; choose another folder with {name('out')}, so that it stays as it is")
     if storage is not None:
         return
     for file in (STORAGE_FILE, SQLITE_STORAGE_FILE):

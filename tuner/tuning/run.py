@@ -66,6 +66,7 @@ from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE, former_keyword
 from tuner.tuning.backends import default_backend, open_backends
+from tuner.tuning.early_refusals import refuse_before_measuring
 from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import RunOptions, RunSettings, resolve
 from tuner.tuning.result_display import RunResult
@@ -150,6 +151,7 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     previous = previous_run(settings.out, settings.experiment, label, name)  # before anything is opened or written
     backend = options.backend if options.backend is not None else default_backend(settings.experiment,
                                                                                    options.replay)
+    refuse_before_measuring(backend, settings.experiment, settings.objective, name)
     chosen = open_backends(backend, settings.experiment, options.replay, options.gpus, options.replay_pace,
                            _load_report if options.report else None, progress=not options.quiet, name=name)
     created = not settings.out.exists()
