@@ -181,3 +181,22 @@ def test_a_folder_holding_only_another_experiments_tables_is_not_taken_over(tmp_
                                          f"folder"):
         tuner.run(experiment, backend="replay", out=out, quiet=True, report=False)
     assert [p.name for p in out.iterdir()] == [left] and (out / left).read_bytes() == kept[left]
+
+
+def test_compare_writes_no_output_through_a_planted_link(tmp_path):
+    cache = {f"{a},{b}": {"A": a, "B": b, "time": 1.0 + (a - 3) ** 2 + (b - 2) ** 2, "times": [1.0],
+                          "compile_time": 100.0} for a in range(6) for b in range(6)}
+    (tmp_path / "graded.json").write_text(json.dumps({
+        "device_name": "X", "kernel_name": "k", "problem_size": [8, 8, 8], "tune_params_keys": ["A", "B"],
+        "tune_params": {"A": list(range(6)), "B": list(range(6))}, "cache": cache}))
+    out = tmp_path / "cmp"
+    out.mkdir()
+    outside = {name: tmp_path / f"outside_{name}" for name in ("comparison.txt", "comparison.csv", "comparison.html")}
+    for name, target in outside.items():
+        target.write_text("kept")
+        (out / name).symlink_to(target)
+    done = run_cli("compare", str(tmp_path / "graded.json"), "--repeats", "2", "--budgets", "5", "--strategies",
+                   "random", "--jobs", "1", "--out", str(out), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert all(target.read_text() == "kept" for target in outside.values())
+    assert not any((out / name).is_symlink() for name in outside) and (out / "comparison.txt").read_text()

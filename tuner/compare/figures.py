@@ -13,6 +13,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from tuner import atomic_file
 from tuner.compare.comparison import BASELINE, OPTUNA_PREFIX, CaseResult, Scored
 from tuner.compare.table import CONVENTION_LABEL, PEER_PREFIX
 from tuner.report.literal_text import as_written
@@ -54,7 +55,8 @@ def write_figure(result: CaseResult, out: Path) -> Path:
                     f"{CONVENTION_LABEL[case.convention.value]}: median and inter-quartile range of "
                     f"{next(iter(result.scored.values())).runs} runs (dashed: uniform random search)")
     path = out / figure_name(result)
-    as_written(figure).savefig(path, dpi=110)
+    written = as_written(figure)
+    atomic_file.replace_with(path, lambda partial: written.savefig(partial, dpi=110, format="png"))
     return path
 
 
