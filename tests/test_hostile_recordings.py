@@ -165,3 +165,12 @@ def test_a_poisoned_row_of_a_recorded_table_is_never_replayed(tmp_path, column, 
         message = str(caught.value)
         assert message.startswith(f"{folder}: row ") and words in message, message
         assert "(configuration '" in message and "\n" not in message
+
+
+def test_a_parameter_value_of_a_megabyte_of_text_is_refused(tmp_path):
+    document = _cache(["x" * 2**20, "y"], [1, 2])
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(TunerError, match=r"parameter 'A': the text 'x{40}…' has 1,048,576 characters, more than the "
+                                         r"256 a parameter's name or value may have"):
+        load_recorded(path)

@@ -20,6 +20,9 @@ MAX_RUNS_PER_CONFIGURATION = 1_000
 MAX_RUN_CELLS = 2**25
 """256 MiB of runs in all (the largest shipped recording holds 17,956 × 32)."""
 MIN_TIME_MS = 1e-6
+MAX_TEXT = 256
+"""Characters of a parameter's name or text value (each becomes part of every configuration key and table)."""
+MAX_PARAMETERS = 64
 
 
 def checked_runs(value: Any, where: str) -> list[float]:
@@ -42,6 +45,18 @@ def check_run_cells(configurations: int, width: int, source: str) -> None:
     if configurations * width > MAX_RUN_CELLS:
         raise TunerError(f"{source}: {configurations:,} configurations of up to {width:,} timed runs are more than "
                          f"the {MAX_RUN_CELLS:,} runs a recording may hold in all")
+
+
+def text_refusal(names: tuple[str, ...], values: tuple[tuple[Any, ...], ...]) -> str | None:
+    """Why the parameters' names and text values are past the limits, or None."""
+    if len(names) > MAX_PARAMETERS:
+        return f"its {len(names)} parameters are more than the {MAX_PARAMETERS} a recording may have"
+    for name, column in zip(names, values, strict=True):
+        long = next((v for v in (name, *column) if isinstance(v, str) and len(v) > MAX_TEXT), None)
+        if long is not None:
+            return (f"parameter '{name[:40]}': the text '{long[:40]}…' has {len(long):,} characters, more than the "
+                    f"{MAX_TEXT} a parameter's name or value may have")
+    return None
 
 
 def time_refusal(value: Any) -> str | None:

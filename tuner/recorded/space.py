@@ -23,7 +23,7 @@ import numpy as np
 
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
-from tuner.recorded.limits import check_run_cells
+from tuner.recorded.limits import check_run_cells, text_refusal
 from tuner.space.mixed_radix import KeyIndex, decode, encode, place_values
 
 RecordedValue = int | float | str | bool
@@ -53,6 +53,9 @@ class RecordedSpace:
     satisfies (:mod:`tuner.kernels.restrictions`); empty where the recording names none."""
 
     def __post_init__(self) -> None:
+        too_long = text_refusal(self.names, self.values)
+        if too_long is not None:
+            raise TunerError(f"{self.source}: {too_long}")
         if math.prod(len(v) for v in self.values) >= 2**62:
             raise TunerError(f"{self.source}: the product of the parameters' value counts is too large to index "
                              f"({' × '.join(str(len(v)) for v in self.values)})")
