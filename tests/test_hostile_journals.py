@@ -97,3 +97,14 @@ def test_a_link_planted_as_the_folders_journal_is_refused(tmp_path, dangling):
                                    f"any file: remove the link, or give the file it points to")
     assert (other.read_bytes() if not dangling else None) == before and other.exists() is not dangling
     assert sorted(p.name for p in out.iterdir()) == ["study.log"]
+
+
+@pytest.mark.slow
+def test_a_lock_link_planted_beside_the_folders_journal_does_not_hang_the_run(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "study.log.lock").symlink_to(tmp_path / "nowhere")  # Optuna never ages a lock whose target is missing
+    done = run_cli("run", str(FERMI), *REPLAY, "--trials", "3", "--out", str(out), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not (out / "study.log.lock").is_symlink() and not (tmp_path / "nowhere").exists()
+    assert len(pd.read_parquet(out / "results.parquet")) > 0

@@ -10,6 +10,7 @@ nothing of the failed one, so that running again continues.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -17,7 +18,7 @@ from collections.abc import Generator
 from typing import Any
 
 from optuna.storages.journal import JournalFileBackend
-from optuna.storages.journal._file import get_lock_file
+from optuna.storages.journal._file import LOCK_FILE_SUFFIX, get_lock_file
 
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -65,6 +66,14 @@ class JournalFile(JournalFileBackend):
                     raise
             finally:
                 os.close(descriptor)
+
+
+def release_stale_lock(path: str) -> None:
+    """Remove the lock link of a journal that no other process writes (the folder's own, under the folder's lock):
+    one left by a killed process, or planted, would keep Optuna waiting for ever (it never ages a lock whose target
+    is missing). The link itself is removed, never what it points to."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path + LOCK_FILE_SUFFIX)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:

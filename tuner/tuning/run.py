@@ -54,6 +54,7 @@ from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
 from tuner.search.callbacks import Callback
 from tuner.search.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
+from tuner.search.journal_file import release_stale_lock
 from tuner.search.storage import (
     close_storage,
     failures_explained,
@@ -283,6 +284,7 @@ def _open_storage(url: str, out: Path, name: Naming) -> optuna.storages.BaseStor
     own = journal_path(url)
     if own is not None and url == own_storage_url(out):  # the folder's lock keeps other writers out
         repair_journal_end(own)
+        release_stale_lock(str(own))
     try:
         return open_storage(url, name=name)
     except TunerError as exc:
