@@ -200,3 +200,19 @@ def test_compare_writes_no_output_through_a_planted_link(tmp_path):
     assert done.returncode == 0, done.stderr
     assert all(target.read_text() == "kept" for target in outside.values())
     assert not any((out / name).is_symlink() for name in outside) and (out / "comparison.txt").read_text()
+
+
+def test_compare_on_a_recording_with_a_long_file_name_writes_every_output(tmp_path):
+    cache = {f"{a},{b}": {"A": a, "B": b, "time": 1.0 + (a - 3) ** 2 + (b - 2) ** 2, "times": [1.0],
+                          "compile_time": 100.0} for a in range(6) for b in range(6)}
+    path = tmp_path / f"{'g' * 240}.json"
+    path.write_text(json.dumps({"device_name": "X", "kernel_name": "k", "problem_size": [8, 8, 8],
+                                "tune_params_keys": ["A", "B"], "tune_params": {"A": list(range(6)),
+                                                                                "B": list(range(6))},
+                                "cache": cache}))
+    out = tmp_path / "cmp"
+    done = run_cli("compare", str(path), "--repeats", "2", "--budgets", "5", "--strategies", "random", "--jobs", "1",
+                   "--out", str(out), timeout=120)
+    assert done.returncode == 0, done.stderr
+    curves = sorted(p.name for p in out.glob("curves_*.png"))
+    assert len(curves) == 2 and all(len(name.encode()) <= 200 for name in curves) and curves[0] != curves[1]
