@@ -31,7 +31,8 @@ def _without_costs(document: dict) -> dict:
 
 
 CASES = [
-    ("a recorded time of 0", _cache([1, 2, 4], [0.0, 1.0, 2.0]), "is recorded as ok with a time of 0 ms"),
+    ("a recorded time of 0", _cache([1, 2, 4], [0.0, 1.0, 2.0]),
+     "field 'cache.1': field 'time' is 0.0 ms; a time must be finite"),
     ("1 and true", _cache([1, True, 2], [1.0, 2.0, 3.0]), "the values 1 and true are listed apart"),
     ("1 and 1.0", _cache([1, 1.0, 2], [1.0, 2.0, 3.0]), "the values 1 and 1.0 are listed apart"),
     ("an integer past 64 bits", _cache([1, 2**63], [1.0, 2.0]), f"the value {2**63} is beyond the 64-bit"),

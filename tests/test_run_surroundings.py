@@ -18,6 +18,7 @@ import sqlalchemy
 from scripted_backend import ScriptedBackend
 
 import tuner
+from tests.tmpfs_mount import remount, tmpfs
 from tuner import cli
 from tuner.errors import TunerError
 from tuner.results import metadata
@@ -197,20 +198,8 @@ def test_a_folder_below_a_file_is_named(tmp_path):
 def read_only_mount(tmp_path):
     """A tmpfs mounted at tmp_path/ro, made read-only with ``remount(ro)`` (function); skips where mounting is
     not allowed (it needs root or CAP_SYS_ADMIN)."""
-    mount_point = tmp_path / "ro"
-    mount_point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        pytest.skip(f"a file system cannot be mounted here: {done.stderr.strip() or done.returncode}")
-
-    def remount_read_only() -> None:
-        subprocess.run(["mount", "-o", "remount,ro", str(mount_point)], check=True)
-
-    try:
-        yield mount_point, remount_read_only
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=True)
+    with tmpfs(tmp_path / "ro", "16m") as mount_point:
+        yield mount_point, lambda: remount(mount_point, "ro")
 
 
 @pytest.mark.slow

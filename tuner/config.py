@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tuner.key_text import pairs_text
 from tuner.precision import PRECISIONS
 
 # Element size in bytes and the C type of each supported dtype (tuner.precision describes each).
@@ -94,8 +95,7 @@ class Config:
     @property
     def key(self) -> str:
         """A stable text identity, e.g. ``1000x777x333/tiled/float32/TILE_WIDTH=16``."""
-        values = ",".join(f"{k}={v}" for k, v in self.params)
-        return f"{self.problem.label}/{self.family}/{self.dtype}/{values}"
+        return f"{self.problem.label}/{self.family}/{self.dtype}/{pairs_text(self.params)}"
 
     def as_row(self) -> dict[str, Any]:
         row: dict[str, Any] = {"problem": self.problem.label, **self.problem.as_dict(), "family": self.family,

@@ -127,6 +127,9 @@ def unscorable(space: RecordedSpace, convention: Convention) -> str | None:
                 f"under convention a (--convention a), which draws from its {len(space):,} recorded configurations")
     stats = statistics(space)
     ok = len(stats.times_ms)
+    if ok == 0:
+        return (f"none of its {len(space):,} recorded configuration(s) ran ok ({_outcomes(space)}), so there is no "
+                f"optimum to score strategies against; compare on a recording with successful configurations")
     try:
         stats.axis_evaluations()
     except MethodologyError:
@@ -179,3 +182,8 @@ def parse_budgets(text: str) -> tuple[int, ...]:
     if not budgets or min(budgets) < 1:
         raise TunerError(f"--budgets takes whole numbers ≥ 1 separated by commas, not '{text}'")
     return budgets
+
+
+def _outcomes(space: RecordedSpace) -> str:
+    counts = space.status_counts()
+    return ", ".join(f"{count:,} {status}" for status, count in counts.items()) or "none recorded"

@@ -13,8 +13,10 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from tuner import atomic_file
 from tuner.compare.comparison import BASELINE, OPTUNA_PREFIX, CaseResult, Scored
 from tuner.compare.table import CONVENTION_LABEL, PEER_PREFIX
+from tuner.file_names import fitting_name
 from tuner.report.literal_text import as_written
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
@@ -24,7 +26,7 @@ PEERS_DRAWN = 3
 
 def figure_name(result: CaseResult) -> str:
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", result.case.name).strip("_")
-    return f"curves_{slug}_{result.case.convention.value}.png"
+    return fitting_name(f"curves_{slug}_{result.case.convention.value}", ".png")
 
 
 def write_figure(result: CaseResult, out: Path) -> Path:
@@ -54,7 +56,8 @@ def write_figure(result: CaseResult, out: Path) -> Path:
                     f"{CONVENTION_LABEL[case.convention.value]}: median and inter-quartile range of "
                     f"{next(iter(result.scored.values())).runs} runs (dashed: uniform random search)")
     path = out / figure_name(result)
-    as_written(figure).savefig(path, dpi=110)
+    written = as_written(figure)
+    atomic_file.replace_with(path, lambda partial: written.savefig(partial, dpi=110, format="png"))
     return path
 
 

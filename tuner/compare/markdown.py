@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tuner import atomic_file
 from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.comparison import CaseResult, Scored
 
@@ -116,5 +117,5 @@ def write_summary(results: list[CaseResult], ours: str, out: Path, settings: dic
         return None
     spaces = [space_table(r) for r in results if any(n.startswith(kt.PREFIX) for n in r.scored)]
     path = out / SUMMARY_FILE
-    path.write_text("\n\n".join([preamble(settings, ours), summary, *spaces]) + "\n", encoding="utf-8")
+    atomic_file.write_text(path, "\n\n".join([preamble(settings, ours), summary, *spaces]) + "\n")
     return path

@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from tuner import atomic_file
 from tuner.compare.comparison import CaseResult
 from tuner.compare.table import CONVENTION_LABEL
 
@@ -66,6 +67,6 @@ def write_page(results: list[CaseResult], images: dict[int, Path], out: Path, se
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     text = "\n".join(f"{key}: {value}" for key, value in settings.items())
     path = out / "comparison.html"
-    path.write_text(environment.from_string(PAGE).render(cases=cases, settings=settings, settings_text=text),
-                    encoding="utf-8")
+    atomic_file.write_text(path, environment.from_string(PAGE).render(cases=cases, settings=settings,
+                                                                      settings_text=text))
     return path

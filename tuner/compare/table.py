@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tuner import atomic_file
 from tuner.compare import kernel_tuner_peer as kt
 from tuner.compare.comparison import CaseResult
 from tuner.strategies.catalog import DEFAULT
@@ -106,16 +107,19 @@ def write_tables(results: list[CaseResult], out: Path, settings: dict[str, Any])
     found = rows(results)
     text, data, table = out / "comparison.txt", out / "comparison.json", out / "comparison.csv"
     summary = side_by_side(results, DEFAULT)
-    text.write_text(text_table(results) + ("\n\n" + wrapped(SIDE_BY_SIDE_TITLE, TEXT_WIDTH, hanging="") + "\n" + summary
-                                           if summary else "") + "\n",
-                    encoding="utf-8")
-    data.write_text(json.dumps({"settings": settings, "rows": found, "curves": _curves(results)}, indent=1) + "\n",
-                    encoding="utf-8")
-    with table.open("w", newline="", encoding="utf-8") as stream:
+    atomic_file.write_text(text, text_table(results) + ("\n\n" + wrapped(SIDE_BY_SIDE_TITLE, TEXT_WIDTH, hanging="")
+                                                        + "\n" + summary if summary else "") + "\n")
+    atomic_file.write_text(data, json.dumps({"settings": settings, "rows": found, "curves": _curves(results)},
+                                            indent=1) + "\n")
+    atomic_file.replace_with(table, lambda partial: _write_csv(partial, found))
+    return [text, data, table]
+
+
+def _write_csv(path: Path, found: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as stream:
         writer = csv.DictWriter(stream, fieldnames=list(found[0]))
         writer.writeheader()
         writer.writerows(found)
-    return [text, data, table]
 
 
 def _curves(results: list[CaseResult]) -> list[dict[str, Any]]:

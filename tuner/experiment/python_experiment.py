@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.errors import ExperimentError, did_you_mean
 from tuner.experiment.family_trial import family_mistake
+from tuner.experiment.problem_checks import problem_refusal
 from tuner.experiment.run_settings import COUNTERS, SEARCH
 from tuner.experiment.schema import STRATEGIES, Experiment, name_refusal, pair_refusal
 from tuner.kernels.discovery import families, use_family_dirs
@@ -50,6 +51,10 @@ def check_experiment(experiment: Experiment) -> None:
         raise fail("kernels", "list at least one kernel entry")
     use_family_dirs([os.fspath(d) for d in experiment.template_dirs])
     known = families()
+    used = [known[spec.family] for spec in experiment.kernels if spec.family in known]
+    unrunnable = problem_refusal(experiment.problems, used)
+    if unrunnable is not None:
+        raise fail(*unrunnable)
     for i, spec in enumerate(experiment.kernels):
         _check_entry(i, spec, known, fail)
     for i, spec in enumerate(experiment.kernels):

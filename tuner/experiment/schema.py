@@ -15,9 +15,11 @@ from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
 from tuner.errors import ExperimentError, TunerError, did_you_mean
 from tuner.experiment.family_trial import family_mistake
+from tuner.experiment.problem_checks import index_range_refusal
 from tuner.experiment.run_settings import COUNTERS, SEED, TIMEOUT, TRANSFER, TRIALS
 from tuner.experiment.validator import _describe, _Validator
 from tuner.experiment.yaml_document import FieldPath, read_document
+from tuner.file_names import family_name_refusal
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
 from tuner.kernels.family import Family, FamilyError, Parameter
 from tuner.kernels.model import MachineModel
@@ -33,7 +35,6 @@ from tuner.strategies.catalog import NAMES
 STRATEGIES = NAMES
 RENAMED = {"sampler": "strategy", "flush_l2": "cold_caches"}
 """Settings' keys by their former names, refused with the name they have now."""
-INDEX_LIMIT = 2**31 - 1  # the kernels index their buffers with 32-bit ints
 NAME_BYTES = 255  # the longest file name that common file systems take
 MAX_EXPERIMENT_BYTES = 16 * 2**20
 
@@ -64,12 +65,9 @@ def _problem(v: _Validator, value: Any, path: FieldPath, dims: tuple[str, ...]) 
 
 
 def _check_index_range(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
-    for buffer in family.buffers:
-        elements = buffer.elements(problem)
-        if elements > INDEX_LIMIT:
-            shape = "×".join(map(str, buffer.shape(problem)))
-            raise v.r.error(path, f"{family.name}'s buffer {buffer.name} ({shape} = {elements} elements) exceeds "
-                                  f"the kernels' 32-bit index range ({INDEX_LIMIT})")
+    refusal = index_range_refusal(problem, family)
+    if refusal is not None:
+        raise v.r.error(path, refusal)
 
 
 def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
@@ -140,6 +138,9 @@ def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file
         raise v.r.error((*path, "name") if "name" in m else where,
                         f"the family name '{name}' must be a Python identifier (letters, digits, '_'); "
                         f"name the recording with 'name:'")
+    too_long = family_name_refusal(name)
+    if too_long is not None:
+        raise v.r.error((*path, "name") if "name" in m else where, f"{too_long}; name the recording with 'name:'")
     known = families().get(name)
     if known is not None and known.recording is None:
         raise v.r.error((*path, "name") if "name" in m else where,

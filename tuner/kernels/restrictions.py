@@ -30,6 +30,10 @@ import numpy as np
 from tuner.errors import TunerError
 
 MAX_EXPONENT = 64
+MAX_TEXT = 2_000
+"""Characters of one restriction; Python's parser and the checks that walk the tree nest a call per operator."""
+MAX_DEPTH = 64
+"""Operators nested in one restriction (``not not … a`` or ``a + a + … + a``)."""
 
 _ARITHMETIC: dict[type[ast.operator], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -68,10 +72,18 @@ def parse_restriction(text: object, names: Sequence[str], where: str) -> Restric
     when it is not an expression of the accepted kind."""
     if not isinstance(text, str):
         raise TunerError(f"{where} must be an expression in text, not {type(text).__name__}")
+    if len(text) > MAX_TEXT:
+        raise TunerError(f"{where}: '{text[:40]}…' has {len(text):,} characters, more than the {MAX_TEXT:,} a "
+                         f"restriction may have; split it into several restrictions")
     try:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise TunerError(f"{where}: '{text}' is not a Python expression ({exc.msg})") from None
+    except (RecursionError, MemoryError):
+        tree = None
+    if tree is None or _depth(tree) > MAX_DEPTH:
+        raise TunerError(f"{where}: '{text[:40]}…' nests more than {MAX_DEPTH} operators; split it into several "
+                         f"restrictions (each must hold)")
     read: set[str] = set()
     _check(tree, set(names), read, text, where)
     return Restriction(text, tree, frozenset(read))
@@ -92,6 +104,16 @@ def satisfied(restrictions: Sequence[Restriction], columns: Mapping[str, np.ndar
     for restriction in restrictions:
         keep &= restriction.holds(columns)
     return keep
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deeply the tree's nodes nest, found without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _check(node: ast.AST, names: set[str], read: set[str], text: str, where: str) -> None:

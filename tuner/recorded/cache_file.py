@@ -39,7 +39,8 @@ import numpy as np
 from tuner.errors import TunerError
 from tuner.kernels.restrictions import Restriction, parse_restrictions, satisfied
 from tuner.measure.measurement import Status
-from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix, runs_of
+from tuner.recorded.limits import check_costs, checked_runs, time_refusal
+from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix
 
 FAILURES: dict[str, Status] = {
     "InvalidConfig": Status.INVALID,
@@ -115,8 +116,10 @@ def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
         if not isinstance(record, dict):
             raise TunerError(f"{where} must be a record of the configuration")
         digits.append(_digits(record, names, positions, where))
+        _check_key(key, record, names, where)
         status, reason, time_ms = _outcome(record, where)
-        record_runs = runs_of(record.get("times"))
+        record_runs = checked_runs(record.get("times"), f"{source}: field 'cache.{key}.times'")
+        check_costs(record, ("compile_time", "verification_time", "framework_time"), where)
         statuses.append(status.value)
         reasons.append(reason)
         times.append(time_ms)
@@ -130,7 +133,7 @@ def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
         source=source, device=str(document.get("device_name", "")), kernel=str(document.get("kernel_name", "")),
         problem_size=_problem_size(document), names=tuple(names), values=values, indices=indices[keep],
         status=np.array(statuses, dtype=str)[keep], reason=tuple(r for r, k in zip(reasons, keep, strict=True) if k),
-        time_ms=np.array(times, dtype=float)[keep], runs_ms=runs_matrix(runs)[keep],
+        time_ms=np.array(times, dtype=float)[keep], runs_ms=runs_matrix(runs, source)[keep],
         cost_s=np.array(costs, dtype=float)[keep], restrictions=tuple(r.text for r in restrictions),
     )
 
@@ -180,6 +183,14 @@ def _digits(record: dict[str, Any], names: list[str], positions: list[dict[Any, 
     return digits
 
 
+def _check_key(key: str, record: dict[str, Any], names: list[str], where: str) -> None:
+    """A record's key must be its values joined by commas, as Kernel Tuner writes them (Python's text of each
+    value; JSON's is taken too)."""
+    expected = ",".join(str(record[name]) for name in names)
+    if key not in (expected, ",".join(json.dumps(record[name]) for name in names)):
+        raise TunerError(f"{where}: the key disagrees with the record's values, whose key is '{expected}'")
+
+
 def _outcome(record: dict[str, Any], where: str) -> tuple[Status, str, float]:
     """Status, recorded failure text and time (ms, NaN unless ok) of one record."""
     failure = next((v for v in record.values() if isinstance(v, str) and v in FAILURES), None)
@@ -193,6 +204,7 @@ def _outcome(record: dict[str, Any], where: str) -> tuple[Status, str, float]:
         raise TunerError(f"{where} has no 'time' in ms")
     if time_ms >= FAILED_TIME_MS:
         return Status.COMPILE_ERROR, f"time {time_ms:g} ms (older Kernel Tuner's mark of a failure)", math.nan
-    if not math.isfinite(time_ms) or time_ms < 0:
-        return Status.CRASHED, f"time {time_ms}", math.nan
+    refusal = time_refusal(time_ms)
+    if refusal is not None:
+        raise TunerError(f"{where}: field 'time' {refusal}")
     return Status.OK, "", float(time_ms)

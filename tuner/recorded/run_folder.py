@@ -22,6 +22,7 @@ import pandas as pd
 
 from tuner.errors import TunerError
 from tuner.recorded.space import RecordedSpace, runs_matrix
+from tuner.recorded.table_rows import check_table_rows
 from tuner.results import table as results
 
 MISSING = "-"
@@ -42,6 +43,7 @@ def load_run_folder(path: str | Path) -> dict[str, RecordedSpace]:
     if missing:
         raise TunerError(f"{path}: the results table lacks the column(s) {', '.join(missing)}")
     df = df[df["family"] != results.BASELINE_FAMILY].drop_duplicates("config_key")
+    check_table_rows(df, path)
     devices = _devices(metadata)
     spaces = {}
     for study, rows in df.groupby("study", sort=False):
@@ -71,7 +73,7 @@ def _space(rows: pd.DataFrame, source: str, devices: dict[str, str]) -> Recorded
         values=tuple(tuple(values[n]) for n in columns), indices=indices,
         status=rows["status"].astype(str).to_numpy(), reason=tuple(rows.get("reason", pd.Series([""] * len(rows)))
                                                                      .fillna("").astype(str)),
-        time_ms=np.where(ok, time, math.nan), runs_ms=runs_matrix([_samples(s) for s in samples]), cost_s=cost,
+        time_ms=np.where(ok, time, math.nan), runs_ms=runs_matrix([_samples(s) for s in samples], source), cost_s=cost,
     )
 
 

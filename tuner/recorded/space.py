@@ -23,6 +23,7 @@ import numpy as np
 
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
+from tuner.recorded.limits import check_run_cells, text_refusal
 from tuner.space.mixed_radix import KeyIndex, decode, encode, place_values
 
 RecordedValue = int | float | str | bool
@@ -52,6 +53,9 @@ class RecordedSpace:
     satisfies (:mod:`tuner.kernels.restrictions`); empty where the recording names none."""
 
     def __post_init__(self) -> None:
+        too_long = text_refusal(self.names, self.values)
+        if too_long is not None:
+            raise TunerError(f"{self.source}: {too_long}")
         if math.prod(len(v) for v in self.values) >= 2**62:
             raise TunerError(f"{self.source}: the product of the parameters' value counts is too large to index "
                              f"({' × '.join(str(len(v)) for v in self.values)})")
@@ -179,19 +183,10 @@ def _is_time(value: Any) -> TypeGuard[float]:
     return is_number(value) and math.isfinite(value) and value >= 0
 
 
-def runs_of(value: Any) -> list[float]:
-    """The numbers of a recorded list of runs (none where it is no list)."""
-    if not isinstance(value, list):
-        return []
-    try:
-        return [float(r) for r in value]
-    except (TypeError, ValueError):
-        return [float(r) for r in value if is_number(r)]
-
-
-def runs_matrix(runs: Sequence[Sequence[float]]) -> np.ndarray:
-    """Runs of unequal counts as one NaN-padded (configurations × most runs) array."""
+def runs_matrix(runs: Sequence[Sequence[float]], source: str) -> np.ndarray:
+    """Runs of unequal counts as one NaN-padded (configurations × most runs) array, within the recording limits."""
     width = max((len(r) for r in runs), default=0)
+    check_run_cells(len(runs), width, source)
     matrix = np.full((len(runs), width), np.nan)
     for i, r in enumerate(runs):
         matrix[i, :len(r)] = r

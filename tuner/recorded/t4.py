@@ -28,7 +28,8 @@ import numpy as np
 
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
-from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix, runs_of
+from tuner.recorded.limits import check_costs, checked_runs, time_refusal
+from tuner.recorded.space import RecordedSpace, cost_seconds, is_number, runs_matrix
 
 INVALIDITY: dict[str, Status] = {
     "correct": Status.OK,
@@ -83,7 +84,7 @@ def read_t4(document: dict[str, Any], source: str) -> RecordedSpace:
         source=source, device="", kernel="", problem_size=None, names=names, values=values,
         indices=np.array(digits, dtype=np.int32).reshape(len(digits), len(names)),
         status=np.array(statuses, dtype=str), reason=tuple(reasons), time_ms=np.array(times, dtype=float),
-        runs_ms=runs_matrix(runs), cost_s=np.array(costs, dtype=float),
+        runs_ms=runs_matrix(runs, source), cost_s=np.array(costs, dtype=float),
     )
 
 
@@ -120,14 +121,16 @@ def _evaluation(result: dict[str, Any], file_unit: float,
     def ms(value: Any) -> float | None:
         return value * file_unit if is_number(value) else None
 
-    record_runs = [r * file_unit for r in runs_of(times.get("runtimes"))]
+    record_runs = [r * file_unit for r in checked_runs(times.get("runtimes"), f"{where}.times.runtimes")]
+    check_costs(times, ("compilation", "compilation_time", "validation", "framework"), f"{where}.times")
     compile_ms = times.get("compilation", times.get("compilation_time"))
     cost = cost_seconds(ms(compile_ms), ms(times.get("validation")), ms(times.get("framework")), record_runs)
     time_ms = math.nan
     if status is Status.OK:
         time_ms = _time_ms(result.get("measurements"), file_unit, where)
-        if not math.isfinite(time_ms) or time_ms < 0:
-            status, reason, time_ms = Status.CRASHED, f"time {time_ms}", math.nan
+        refusal = time_refusal(time_ms)
+        if refusal is not None:
+            raise TunerError(f"{where}.measurements: the time {refusal}")
     return status, reason, time_ms, record_runs, cost
 
 

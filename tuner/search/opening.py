@@ -32,7 +32,7 @@ from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
 from tuner.strategies.sampler import DomainSampler, OptunaProposer, Proposer, StrategyProposer
-from tuner.strategies.user_samplers import copies_of, pristine_copy
+from tuner.strategies.user_samplers import GivenSamplerProposer, copies_of, pristine_copy
 
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
@@ -73,7 +73,7 @@ def make_sampler(strategy: Choice, space: StudySpace, seed: int) -> DomainSample
     name = strategy_name(strategy)
     proposer: Proposer
     if isinstance(strategy, optuna.samplers.BaseSampler):
-        proposer = OptunaProposer(name, copies_of(strategy), space, seed, space.name)
+        proposer = GivenSamplerProposer(name, copies_of(strategy), space, seed, space.name)
     elif isinstance(strategy, str) and strategy in catalog.OPTUNA:
         proposer = OptunaProposer(name, sampler_maker(strategy), space, seed, space.name)
     else:

@@ -36,11 +36,12 @@ from typing import Any
 
 import optuna
 import sqlalchemy
-from optuna.storages.journal import JournalFileBackend, JournalStorage
+from optuna.storages.journal import JournalStorage
 from sqlalchemy.engine import URL, make_url
 
 from tuner.errors import Naming, TunerError, option_name
 from tuner.input_file import not_regular
+from tuner.search.journal_file import JournalFile, open_journal
 from tuner.settings import STORAGE_FILE
 
 EXAMPLE_URL = "sqlite:///path/to/study.db"
@@ -84,7 +85,8 @@ def shown(url: str) -> str:
 
 def own_storage_url(folder: Path) -> str:
     """The URL of a run folder's own storage: its journal file."""
-    return f"{JOURNAL_SCHEME}{(folder / STORAGE_FILE).resolve()}"
+    folder = folder.resolve()  # the folder only: a link planted as the file stays a link, which is refused
+    return f"{JOURNAL_SCHEME}{folder / STORAGE_FILE}"
 
 
 def repair_journal_end(path: Path) -> None:
@@ -92,7 +94,7 @@ def repair_journal_end(path: Path) -> None:
     line ends), so that the next line appended is read as a line of its own. Only for a journal no other process
     writes."""
     try:
-        with open(path, "rb+") as log:
+        with os.fdopen(open_journal(str(path), os.O_RDWR), "rb+") as log:
             size = log.seek(0, os.SEEK_END)
             if size == 0:
                 return
@@ -151,6 +153,10 @@ def check_storage_url(url: str, name: Naming = option_name) -> None:
         if not path.name or not path.parent.is_dir():
             raise TunerError(f"the journal storage '{url}' names no file in an existing folder; give the log "
                              f"file's path, such as {JOURNAL_SCHEME}/shared/path/study.log (its folder must exist)")
+        if path.is_symlink():
+            raise TunerError(f"the journal storage file {path} is a symbolic link (to {os.readlink(path)}); a journal "
+                             f"is never written through a link, which could lead to any file: remove the link, or "
+                             f"give the file it points to")
         _check_regular(path, url)
         return
     try:
@@ -269,8 +275,8 @@ def _os_reason(exc: OSError) -> str:
 
 def _raised_by_journal(exc: BaseException) -> bool:
     """Whether the exception comes from writing or reading an Optuna journal file."""
-    return any("optuna/storages/journal" in frame.filename.replace(os.sep, "/")
-               for frame in traceback.extract_tb(exc.__traceback__))
+    return any(part in frame.filename.replace(os.sep, "/") for frame in traceback.extract_tb(exc.__traceback__)
+               for part in ("optuna/storages/journal", "tuner/search/journal_file.py"))
 
 
 # --- opening and closing ------------------------------------------------------------------------------------
@@ -298,7 +304,7 @@ def open_storage(url: str, heartbeat_s: int | None = None, name: Naming = option
     path = journal_path(url)
     if path is not None:
         try:
-            journal = JournalStorage(JournalFileBackend(str(path)))
+            journal = JournalStorage(JournalFile(str(path)))
             journal.get_all_studies()  # read the log now: a damaged one is named here, not at its first use
             _check_last_entry(path)
             return journal

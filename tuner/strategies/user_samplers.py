@@ -11,16 +11,20 @@ two runs with ``TPESampler(seed=1)`` propose the same, and ``seed=2`` proposes o
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import optuna
 from optuna.samplers._lazy_random_state import LazyRandomState
+from optuna.study import Study
+from optuna.trial import FrozenTrial, TrialState
 
 from tuner.errors import TunerError
+from tuner.strategies.sampler import History, OptunaProposer
 
 SamplerMaker = Callable[[int, int], optuna.samplers.BaseSampler]
 
@@ -48,6 +52,36 @@ def copies_of(sampler: optuna.samplers.BaseSampler) -> SamplerMaker:
         return made
 
     return make
+
+
+class GivenSamplerProposer(OptunaProposer):
+    """Proposals of a sampler object given by the user: whatever it raises while it proposes (an assertion of
+    Optuna's, a grid of other parameters) is a TunerError naming it, rather than a traceback."""
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        with self._driven():
+            super().before_trial(study, trial)
+
+    def propose(self, study: Study, trial: FrozenTrial, history: History) -> np.ndarray:
+        with self._driven():
+            return super().propose(study, trial, history)
+
+    def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState,
+                    values: Sequence[float] | None) -> None:
+        with self._driven():
+            super().after_trial(study, trial, state, values)
+
+    @contextlib.contextmanager
+    def _driven(self) -> Iterator[None]:
+        try:
+            yield
+        except (TunerError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # the object's own code: any failure means it cannot drive this search
+            raise TunerError(f"the sampler object {self.name} cannot search this space ({type(exc).__name__}: "
+                             f"{str(exc)[:200] or 'no message'}); the space's parameters are "
+                             f"{', '.join(self.parameters.index_distributions())}: give a sampler that proposes "
+                             f"values for them, or a strategy's name") from None
 
 
 def _own_seed(sampler: optuna.samplers.BaseSampler) -> int:

@@ -50,6 +50,7 @@ import yaml
 from tuner import atomic_file
 from tuner.config import Config, ParamValue, Problem
 from tuner.errors import TunerError
+from tuner.file_names import fitting_name
 from tuner.measure.measurement import Status
 from tuner.results import table as results
 
@@ -121,7 +122,15 @@ def export(folder: str | Path, fmt: str, out: str | Path | None = None) -> list[
     except (OSError, ValueError) as exc:
         raise TunerError(f"{folder}: the results table cannot be read ({exc}); give a run folder") from None
     target = Path(out) if out is not None else folder / "export"
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        return _write(folder, target, fmt, df, metadata)
+    except OSError as exc:
+        raise TunerError(f"{target}: the exported files cannot be written there ({exc.strerror or exc}); give --out "
+                         f"a folder that exists or can be created, and that can be written") from None
+
+
+def _write(folder: Path, target: Path, fmt: str, df: pd.DataFrame, metadata: Mapping[str, Any]) -> list[Exported]:
     device = _device_names(metadata)
     written = []
     for kernel in kernels(df, metadata):
@@ -129,10 +138,10 @@ def export(folder: str | Path, fmt: str, out: str | Path | None = None) -> list[
         device_name = device.get(str(rows[0].get("metadata_id")), "") if rows else ""
         stem = kernel.study.replace("/", "_") + f"_{kernel.family}"
         if fmt == "t4":
-            path = target / f"{stem}_t4.json"
+            path = target / fitting_name(stem, "_t4.json")
             atomic_file.write_text(path, json.dumps(t4_document(kernel), indent=1) + "\n")
         else:
-            path = target / f"{stem}.json"
+            path = target / fitting_name(stem, ".json")
             atomic_file.write_text(path, cache_text(kernel, device_name))
         written.append(Exported(path, kernel.study, kernel.family, len(rows), len(kernel.rejected),
                                 kernel.unmeasured, fmt))

@@ -32,6 +32,7 @@ from tuner.config import Config
 from tuner.counters import store as counters_store
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.schema import Experiment
+from tuner.file_names import path_refusal
 from tuner.measure.measurement import Measurement
 from tuner.optuna_attrs import (
     BASELINE_ATTR,
@@ -51,6 +52,7 @@ from tuner.results.schema import BASELINE, BASELINE_FAMILY
 from tuner.search.storage import experiment_in_file
 from tuner.search.study_space import StudySpace
 from tuner.settings import STORAGE_FILE
+from tuner.tuning.foreign_tables import BASELINES, foreign_table
 
 SAVE_INTERVAL_S = 2.0
 DEFAULT_STORAGE = "the folder's own storage"
@@ -197,6 +199,9 @@ def previous_run(out: Path, experiment: Experiment, storage: str | None,
     """What the folder holds, when it holds a results table of this experiment and this storage; TunerError
     (nothing written) when its table belongs to another experiment or storage, naming the settings as ``name``
     does; None for a new folder."""
+    too_long = path_refusal(out)
+    if too_long is not None:
+        raise TunerError(f"{too_long}; choose a shorter output folder with {name('out')}")
     if storage is None:
         _refuse_earlier_storage(out, name)
     table = out / results.RESULTS_PARQUET
@@ -251,6 +256,10 @@ def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None
             raise TunerError(f"{out} holds the metadata of experiment '{owner}' (its {results.RESULTS_PARQUET} is "
                              f"not there), not of '{experiment.name}'; choose another folder with {name('out')}, so "
                              f"that what it holds stays as it is")
+    foreign = foreign_table(out, experiment.name, {spec.family for spec in experiment.kernels} | BASELINES)
+    if foreign is not None:
+        raise TunerError(f"{out} holds the {foreign} (its {results.RESULTS_PARQUET} is not there), not of experiment "
+                         f"'{experiment.name}'; choose another folder with {name('out')}, so that it stays as it is")
     if storage is not None:
         return
     file = STORAGE_FILE

@@ -27,7 +27,7 @@ from tuner.experiment.run_settings import COUNTERS, HEARTBEAT, SEED, TIMEOUT, TR
 from tuner.experiment.schema import Experiment
 from tuner.results.objectives import Objectives
 from tuner.search.callbacks import Callback, adapted
-from tuner.search.storage import HEARTBEAT_INTERVAL_S, check_storage_url
+from tuner.search.storage import EXAMPLE_URL, HEARTBEAT_INTERVAL_S, check_storage_url
 from tuner.search.study import Budget, Choice, check_strategy
 from tuner.settings import renamed_keyword
 from tuner.tuning.energy_objective import resolve_objective
@@ -117,6 +117,9 @@ def resolve(options: RunOptions, experiment: Experiment, name: Naming) -> RunSet
     out = _output_folder(options.out, experiment, name("out"))
     if isinstance(options.storage, str):
         check_storage_url(options.storage, name)
+    elif options.storage is not None and not isinstance(options.storage, optuna.storages.BaseStorage):
+        raise TunerError(f"{name('storage')} is a storage URL (such as {EXAMPLE_URL}) or an Optuna storage object, "
+                         f"not {options.storage!r}")
     heartbeat = _setting(options.heartbeat, HEARTBEAT, name("heartbeat"), HEARTBEAT_INTERVAL_S, None)
     summary = not options.quiet if options.summary is None else options.summary
     return RunSettings(experiment, strategy, goal, Budget(trials, timeout), seed, heartbeat, out, summary, name)

@@ -55,6 +55,7 @@ from tuner.kernels.discovery import use_family_dirs
 from tuner.results import table as results
 from tuner.search.callbacks import Callback
 from tuner.search.claims import HostWorkers, Liveness, SoleWorker, ThisProcess, this_worker
+from tuner.search.journal_file import release_stale_lock
 from tuner.search.storage import (
     close_storage,
     failures_explained,
@@ -67,6 +68,7 @@ from tuner.search.study import Choice, study_spaces
 from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE, renamed_keyword
 from tuner.tuning.backends import default_backend, open_backends
+from tuner.tuning.early_refusals import refuse_before_measuring
 from tuner.tuning.folder import previous_run, storage_name
 from tuner.tuning.options import RunOptions, RunSettings, resolve
 from tuner.tuning.remeasure import remeasure_ceilings
@@ -154,6 +156,7 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     previous = previous_run(settings.out, settings.experiment, label, name)  # before anything is opened or written
     backend = options.backend if options.backend is not None else default_backend(settings.experiment,
                                                                                    options.replay)
+    refuse_before_measuring(backend, settings.experiment, settings.objective, name)
     chosen = open_backends(backend, settings.experiment, options.replay, options.gpus, options.replay_pace,
                            _load_report if options.report else None, progress=not options.quiet, name=name)
     created = not settings.out.exists()
@@ -287,6 +290,7 @@ def _open_storage(url: str, out: Path, name: Naming) -> optuna.storages.BaseStor
     own = journal_path(url)
     if own is not None and url == own_storage_url(out):  # the folder's lock keeps other writers out
         repair_journal_end(own)
+        release_stale_lock(str(own))
     try:
         return open_storage(url, name=name)
     except TunerError as exc:

@@ -25,6 +25,7 @@ from typing import Any
 
 from tuner.config import ParamValue, Problem
 from tuner.errors import TunerError
+from tuner.file_names import family_name_refusal
 from tuner.kernels import matmul
 from tuner.kernels.given import write_family
 from tuner.settings import MeasureSettings
@@ -55,6 +56,9 @@ def tune(source: str | os.PathLike[str], parameters: Mapping[str, Sequence[Param
         raise TunerError(f"tuner.tune: target is 'cuda' or 'c', not {target!r}")
     if not isinstance(name, str) or not name.isidentifier():
         raise TunerError(f"tuner.tune: name must be an identifier (it names the family and its files), not {name!r}")
+    too_long = family_name_refusal(name)
+    if too_long is not None:
+        raise TunerError(f"tuner.tune: name: {too_long}")
     dtypes = (dtype,) if isinstance(dtype, str) else tuple(dtype)
     if isinstance(restrictions, str):
         raise TunerError("tuner.tune: restrictions is a list of expressions, not one text")

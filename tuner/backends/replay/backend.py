@@ -41,6 +41,7 @@ from tuner.energy.columns import energy_from_row
 from tuner.errors import TunerError
 from tuner.measure.measurement import Measurement
 from tuner.recorded import is_recorded
+from tuner.recorded.table_rows import check_table_rows
 from tuner.results import table as results
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class ReplayBackend(BackendBase):
         if missing:
             raise TunerError(f"{self.path}: the recording lacks the column(s) {', '.join(missing)} of the "
                              f"results table")
+        check_table_rows(df, self.path)
         self._rows: dict[str, dict[str, Any]] = {}
         for data in df.to_dict("records"):
             self._rows.setdefault(str(data["config_key"]), data)
