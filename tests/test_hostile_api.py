@@ -154,7 +154,7 @@ def test_an_energy_objective_on_a_cpu_without_counters_is_refused_before_measuri
     from tuner.energy import rapl
 
     monkeypatch.setattr(rapl, "POWERCAP", tmp_path / "no_powercap")
-    monkeypatch.setattr(cpu_backend, "CpuBackend", lambda *args, **options: pytest.fail("the CPU was measured"))
+    monkeypatch.setattr(cpu_backend.CpuBackend, "__init__", lambda *args, **kw: pytest.fail("the CPU was measured"))
     with pytest.raises(TunerError, match=r"the objective 'energy' needs energy per launch, but RAPL energy is not "
                                          r"available here"):
         tuner.run(ROOT / "experiments" / "cpu_blocking.yaml", objective="energy", out=tmp_path / "out", quiet=True,

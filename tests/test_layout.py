@@ -96,7 +96,7 @@ def test_settings_import_nothing_of_the_project():
 STAGES = (
     ("foundation", ("tuner.errors", "tuner.config", "tuner.precision", "tuner.settings", "tuner.lifetime",
                     "tuner.atomic_file", "tuner.input_file", "tuner.peaks", "tuner.text_table", "tuner.optuna_attrs",
-                    "tuner.console")),
+                    "tuner.console", "tuner.names")),
     ("energy", ("tuner.energy",)),
     ("measure", ("tuner.measure",)),
     ("kernels", ("tuner.kernels",)),

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.key_text import pairs_text
+from tuner.names.key_text import pairs_text
 from tuner.precision import PRECISIONS
 
 # Element size in bytes and the C type of each supported dtype (tuner.precision describes each).

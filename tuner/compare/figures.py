@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from tuner import atomic_file
 from tuner.compare.comparison import BASELINE, OPTUNA_PREFIX, CaseResult, Scored
 from tuner.compare.table import CONVENTION_LABEL, PEER_PREFIX
-from tuner.file_names import fitting_name
+from tuner.names.file_names import fitting_name
 from tuner.report.literal_text import as_written
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",

@@ -19,11 +19,11 @@ from tuner.experiment.problem_checks import index_range_refusal
 from tuner.experiment.run_settings import COUNTERS, SEED, TIMEOUT, TRANSFER, TRIALS
 from tuner.experiment.validator import _describe, _Validator
 from tuner.experiment.yaml_document import FieldPath, read_document
-from tuner.file_names import family_name_refusal
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
 from tuner.kernels.family import Family, FamilyError, Parameter
 from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
+from tuner.names.file_names import family_name_refusal
 from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
 from tuner.results.objectives import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective

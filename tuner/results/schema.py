@@ -13,7 +13,7 @@ wall_offset_s          seconds from the start of the run (across resumes: of the
 measured_at            UTC time of the evaluation, ISO 8601
 metadata_id            key into ``metadata.json`` (device, versions, commit, settings)
 config_key             ``<problem>/<family>/<dtype>/<params>``, unique within an experiment (``name=value`` pairs;
-                       a text that is not a plain word written as a JSON string, :mod:`tuner.key_text`)
+                       a text that is not a plain word written as a JSON string, :mod:`tuner.names.key_text`)
 problem, M, N, K       problem size: C (M×N) = A (M×K) · B (K×N); a family of another kernel has a column per
                        size it takes
 family, dtype          kernel family (template) and element type

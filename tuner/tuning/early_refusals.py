@@ -8,19 +8,18 @@ on the CPU needs RAPL's counters, whose absence is known without measuring anyth
 
 from __future__ import annotations
 
-from tuner.energy import rapl
-from tuner.energy.cpu import CpuEnergy
-from tuner.energy.objective import Objective, label, needs_energy
+from tuner.backends.energy_capability import cpu_energy_refusal
 from tuner.errors import Naming, TunerError
 from tuner.experiment.schema import Experiment
 from tuner.kernels.discovery import get_family
+from tuner.results.objectives import Objectives, label, needs_energy
 
 TARGETS = {"cpu": "c", "pycuda": "cuda"}
 """The kernels each measuring backend measures."""
 OTHER_BACKEND = {"c": "cpu", "cuda": "pycuda"}
 
 
-def refuse_before_measuring(backend: object, experiment: Experiment, objective: Objective, name: Naming) -> None:
+def refuse_before_measuring(backend: object, experiment: Experiment, objective: Objectives, name: Naming) -> None:
     """TunerError where the backend named ``backend`` could measure nothing of the experiment, or not the energy
     its objective needs."""
     if not isinstance(backend, str) or backend not in TARGETS:
@@ -33,6 +32,6 @@ def refuse_before_measuring(backend: object, experiment: Experiment, objective: 
                          f"kernel families is one: {written}; run it with "
                          f"{' or '.join(name('backend', other) for other in others) or 'another backend'}")
     if backend == "cpu" and needs_energy(objective):
-        reason = CpuEnergy(rapl.POWERCAP).unavailable
+        reason = cpu_energy_refusal()
         if reason:
             raise TunerError(f"the objective '{label(objective)}' needs energy per launch, but {reason}")

@@ -50,8 +50,8 @@ import yaml
 from tuner import atomic_file
 from tuner.config import Config, ParamValue, Problem
 from tuner.errors import TunerError
-from tuner.file_names import fitting_name
 from tuner.measure.measurement import Status
+from tuner.names.file_names import fitting_name
 from tuner.results import table as results
 
 FORMATS = ("kernel-tuner-cache", "t4")

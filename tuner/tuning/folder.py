@@ -32,8 +32,8 @@ from tuner.config import Config
 from tuner.counters import store as counters_store
 from tuner.errors import Naming, TunerError, option_name
 from tuner.experiment.schema import Experiment
-from tuner.file_names import path_refusal
 from tuner.measure.measurement import Measurement
+from tuner.names.file_names import path_refusal
 from tuner.optuna_attrs import (
     BASELINE_ATTR,
     DTYPE_ATTR,

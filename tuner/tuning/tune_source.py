@@ -25,9 +25,9 @@ from typing import Any
 
 from tuner.config import ParamValue, Problem
 from tuner.errors import TunerError
-from tuner.file_names import family_name_refusal
 from tuner.kernels import matmul
 from tuner.kernels.given import write_family
+from tuner.names.file_names import family_name_refusal
 from tuner.settings import MeasureSettings
 from tuner.space.restriction_rules import restriction_refusal
 from tuner.tuning.result_display import RunResult
