@@ -10,9 +10,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+nbformat = pytest.importorskip("nbformat", reason="the notebook tests need nbformat (the test extra)")
+nbclient = pytest.importorskip("nbclient", reason="the notebook tests need nbclient (the test extra)")
+NotebookClient = nbclient.NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300

@@ -6,12 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from tests.cpu.test_api_surroundings import environment
 from tests.patience import patient
+
+nbformat = pytest.importorskip("nbformat", reason="the notebook tests need nbformat (the test extra)")
+nbclient = pytest.importorskip("nbclient", reason="the notebook tests need nbclient (the test extra)")
+NotebookClient = nbclient.NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "examples" / "cpu_tuning.ipynb"
