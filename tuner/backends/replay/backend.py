@@ -142,7 +142,7 @@ class ReplayBackend(BackendBase):
     def recorded_configs(self) -> list[Config]:
         """Every configuration the recording answers (a replayed search keeps to them)."""
         if self._configs is None:
-            configs = {}
+            configs: dict[str, Config] = {}
             for data in self._rows.values():
                 try:
                     config = completed(results.config_of_row(data))
@@ -185,7 +185,7 @@ class ReplayBackend(BackendBase):
 def _completed_keys(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The rows under the keys of their configurations completed with their families' default values, where that
     changes the key."""
-    keyed = {}
+    keyed: dict[str, dict[str, Any]] = {}
     for key, data in rows.items():
         try:
             config = completed(results.config_of_row(data))
