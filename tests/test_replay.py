@@ -167,3 +167,13 @@ def test_a_recording_older_than_a_parameter_replays_its_experiment(tmp_path):
         assert row["status"] == recorded.loc[old_key, "status"]
         if row["status"] == "ok":
             assert row["time_median_ms"] == recorded.loc[old_key, "time_median_ms"]
+
+
+def test_the_counters_of_rows_recorded_before_a_parameter_answer_its_default_value():
+    stored = pd.read_parquet(WGMMA_RECORDING / "counters.parquet").iloc[0]
+    recorded = results.load(WGMMA_RECORDING)[0].set_index("config_key")
+    now = completed(results.config_of_row(recorded.loc[stored["config_key"]].to_dict()))
+    assert now.param_dict["SPLIT_K"] == 1
+    counted = ReplayBackend(WGMMA_RECORDING).counters().count([now])
+    assert [row["config_key"] for row in counted.rows] == [now.key] and not counted.reasons
+    assert counted.rows[0]["dram_bytes"] == stored["dram_bytes"]

@@ -35,7 +35,7 @@ import pyarrow
 from tuner.backends.abilities import Ability
 from tuner.backends.gpus import parse_gpus
 from tuner.backends.protocol import Backend, BackendBase, Opening, Recording
-from tuner.backends.replay.later_parameters import completed
+from tuner.backends.replay.later_parameters import CompletedCounters, completed
 from tuner.backends.replay.recorded import RecordedBackend
 from tuner.config import Config, Problem
 from tuner.counters.sources import RecordedCounters
@@ -152,9 +152,11 @@ class ReplayBackend(BackendBase):
             self._configs = list(configs.values())
         return self._configs
 
-    def counters(self) -> RecordedCounters:
+    def counters(self) -> CompletedCounters:
         """The recording's counters (its counters.parquet), replayed as they were read."""
-        return RecordedCounters(self.path)
+        recorded = {key: results.config_of_row(data) for key, data in self._rows.items()
+                    if key != str(data["config_key"])}
+        return CompletedCounters(RecordedCounters(self.path), recorded)
 
     def environment_id(self, config: Config) -> str:
         """The environment of the recorded row (the main one for what never reached a device)."""
