@@ -86,6 +86,11 @@ REGISTERS_BESIDE_ACCUMULATORS = 40
 """Descriptors, addresses, indices and loop state beside the accumulators (ptxas reports of this template)."""
 TF32_FRAGMENT_REGISTERS = 16
 """tf32 only: one stage's A fragments per 64-row slab (4 k-steps × 4 registers)."""
+SPLIT_K_REGISTERS = 16
+"""16-bit dtypes with SPLIT_K > 1: the reduction's addresses, loaded values and turn (ptxas: 16-19 more)."""
+SPLIT_K_TF32_SLAB_REGISTERS = 28
+"""tf32 with SPLIT_K > 1, per 64-row slab: Cᵀ's elements lie in rows of their own, each load an address of its own
+(ptxas spilled two-slab tiles at 200 estimated registers, and kept one-slab tiles of 184 within 232)."""
 MAX_SPLIT_K = 16
 MAX_SPLIT_TILES = 1 << 20
 """Tiles the split-K flags cover (the template's array, 4 MiB of device memory in a module with SPLIT_K > 1)."""
@@ -125,8 +130,12 @@ def accumulators(params: Params, dtype: str) -> int:
 
 
 def estimated_registers(params: Params, dtype: str) -> int:
-    fragments = TF32_FRAGMENT_REGISTERS * consumer_share(params, dtype) // SLAB if is_tf32(dtype) else 0
-    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS
+    slabs = consumer_share(params, dtype) // SLAB
+    fragments = TF32_FRAGMENT_REGISTERS * slabs if is_tf32(dtype) else 0
+    reduction = 0
+    if split_k(params) > 1:
+        reduction = SPLIT_K_TF32_SLAB_REGISTERS * slabs if is_tf32(dtype) else SPLIT_K_REGISTERS
+    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS + reduction
 
 
 def register_budget(params: Params) -> int:
@@ -212,8 +221,8 @@ CONSTRAINTS = (
     Constraint("CONSUMERS 1 or 2 (consumer warpgroups)", lambda p, d: _p(p, "CONSUMERS") in (1, 2)),
     Constraint("each consumer warpgroup owns whole 64-row slabs: BM (tf32: BN, C is computed transposed) a "
                "multiple of 64·CONSUMERS", _if_positive(_slabs_split)),
-    Constraint("the accumulators and the rest fit a consumer thread's registers: 255 with one consumer, 168 with "
-               "two, 232 with setmaxnreg (REGALLOC=1)",
+    Constraint("the accumulators and the rest (with SPLIT_K > 1, the reduction's too) fit a consumer thread's "
+               "registers: 255 with one consumer, 168 with two, 232 with setmaxnreg (REGALLOC=1)",
                _if_positive(lambda p, d: estimated_registers(p, d) <= register_budget(p))),
     Constraint("STAGES ≥ 2 (a stage fills while another is multiplied)", lambda p, d: _p(p, "STAGES") >= 2),
     Constraint("CLUSTER 1, 2 or 4 (blocks along M sharing B by multicast; portable clusters have at most 8)",

@@ -209,3 +209,12 @@ def test_split_k_renders_the_serial_reduction_only_where_asked():
     assert "ld.acquire.gpu.global.u32" in split and "st.release.gpu.global.u32" in split
     tf32 = render(Config.make(Problem(256, 256, 256), "wgmma", "tf32", {**MINIMAL, "BK": 32, "SPLIT_K": 3}))
     assert "barrier.sync 1, 128;" in tf32 and "__ldcg(C + " in tf32
+
+
+@pytest.mark.parametrize(("dtype", "tile"), [("bfloat16", dict(BM=256, BN=192)),           # 232 of 232 registers
+                                             ("tf32", dict(BM=128, BN=256, BK=32))])       # two slabs of m64n128
+def test_the_reduction_takes_registers_a_tile_at_the_budget_lacks(dtype, tile):
+    """ptxas spilled these with SPLIT_K > 1 (and kept one-slab tf32 tiles and the ladder's designs within budget)."""
+    assert broken({**FAST, **tile}, dtype) == []
+    assert any("registers" in r for r in broken({**FAST, **tile, "SPLIT_K": 2}, dtype))
+    assert broken({**FAST, "BM": 256, "BN": 128, "BK": 32, "SPLIT_K": 2}, "tf32") == []
