@@ -37,6 +37,30 @@ Schedule: work units are clusters of tiles, taken in groups of GROUP units along
 (grouped raster order: the tiles in flight share panels of A and B in L2). PERSISTENT=1 launches one block per SM,
 each walking units in steps of the grid, so that the producer loads the next tile while the consumers store the
 last; PERSISTENT=0 launches one block per unit.
+
+Split-K (SPLIT_K > 1): a unit's K is cut into SPLIT_K splits, so that few tiles still fill the SMs (a decode layer
+of N = 4096 in 64×128 tiles has 32 of them for 132 SMs). The work items are w = 0 … units·SPLIT_K − 1: unit
+w / SPLIT_K, split s = w % SPLIT_K (the splits of a tile are adjacent, so they run at once), k-tiles
+[s·per, min(k_tiles, (s + 1)·per)) with per = ⌈k_tiles / SPLIT_K⌉ (a split may be empty: it adds zeros). A
+non-persistent launch has one block (cluster) per work item; persistent blocks walk them as they walk units, the
+producer and the consumers the same sequence. The splits are reduced in C itself, in float32, serially and
+deterministically (the sum is ((part 0 + part 1) + part 2) …, whatever the timing), within the one launch: no
+workspace, no memset, no atomics on C. A module-global array of flags holds, per tile (tile_m·tiles_n + tile_n),
+the split whose turn it is. Split 0 stores its accumulators; split s > 0 waits, in one consumer thread, until an
+``ld.acquire.gpu`` of the flag reads s, then the consumer warpgroups meet at named barrier 1 (the producer takes no
+part) and each thread adds the values of C it owns (read with ``ld.global.cg``, past L1) to its accumulators and
+stores them. Every split then fences (``__threadfence``), meets at the barrier again, and one thread
+``st.release.gpu``-writes s + 1 to the flag, or 0 for the last split: the flags are zero again when the launch ends,
+as they were when the module was loaded, so no launch needs them cleared.
+
+Why it cannot deadlock: a split waits only for the split before it of its own tile, whose work index is one lower,
+and split 0 waits for nothing. Non-persistent blocks (clusters) are dispatched in the order of their index (CUDA
+does not promise it; serial split-K reductions rely on it), so the one a waiting block needs has been dispatched
+before it, holds its SM or has finished, and waits, in turn, only for lower indices.
+Persistent blocks are all resident at once (the launch takes only as many blocks, in whole clusters, as run at
+once) and each walks increasing work indices, so the lowest unfinished work item always has a block on it that
+waits for nothing unfinished. The flags cover MAX_SPLIT_TILES tiles, 2^20: a C of more tiles (2^32 elements and
+more in 64×64 tiles, 16 GiB of float32) is left unwritten by a split launch (and so verifies as wrong).
 """
 
 from __future__ import annotations
@@ -62,10 +86,23 @@ REGISTERS_BESIDE_ACCUMULATORS = 40
 """Descriptors, addresses, indices and loop state beside the accumulators (ptxas reports of this template)."""
 TF32_FRAGMENT_REGISTERS = 16
 """tf32 only: one stage's A fragments per 64-row slab (4 k-steps × 4 registers)."""
+SPLIT_K_REGISTERS = 16
+"""16-bit dtypes with SPLIT_K > 1: the reduction's addresses, loaded values and turn (ptxas: 16-19 more)."""
+SPLIT_K_TF32_SLAB_REGISTERS = 28
+"""tf32 with SPLIT_K > 1, per 64-row slab: Cᵀ's elements lie in rows of their own, each load an address of its own
+(ptxas spilled two-slab tiles at 200 estimated registers, and kept one-slab tiles of 184 within 232)."""
+MAX_SPLIT_K = 16
+MAX_SPLIT_TILES = 1 << 20
+"""Tiles the split-K flags cover (the template's array, 4 MiB of device memory in a module with SPLIT_K > 1)."""
 
 
 def _p(params: Params, name: str) -> int:
     return int(params[name])
+
+
+def split_k(params: Params) -> int:
+    """Splits of K per tile; 1 for a configuration recorded before the family had the parameter."""
+    return int(params.get("SPLIT_K", 1))
 
 
 def is_tf32(dtype: str) -> bool:
@@ -93,8 +130,12 @@ def accumulators(params: Params, dtype: str) -> int:
 
 
 def estimated_registers(params: Params, dtype: str) -> int:
-    fragments = TF32_FRAGMENT_REGISTERS * consumer_share(params, dtype) // SLAB if is_tf32(dtype) else 0
-    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS
+    slabs = consumer_share(params, dtype) // SLAB
+    fragments = TF32_FRAGMENT_REGISTERS * slabs if is_tf32(dtype) else 0
+    reduction = 0
+    if split_k(params) > 1:
+        reduction = SPLIT_K_TF32_SLAB_REGISTERS * slabs if is_tf32(dtype) else SPLIT_K_REGISTERS
+    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS + reduction
 
 
 def register_budget(params: Params) -> int:
@@ -130,16 +171,19 @@ def units(params: Params, problem: Problem) -> int:
 
 
 def grid(params: Params, problem: Problem) -> tuple[int, int, int]:
-    """One block per tile of every unit (a persistent launch takes as many of them as the SMs hold)."""
-    return (units(params, problem) * _p(params, "CLUSTER"), 1, 1)
+    """One block per tile of every work item, a unit's split (a persistent launch takes as many of them as the SMs
+    hold)."""
+    return (units(params, problem) * split_k(params) * _p(params, "CLUSTER"), 1, 1)
 
 
 def global_bytes(params: Params, problem: Problem, size: int) -> int:
     """Each tile row reads its rows of A once per tile column, each tile column its columns of B once per tile row
-    (once per cluster from L2, but from memory once per tile either way); C is written once, in float32."""
+    (once per cluster from L2, but from memory once per tile either way; the splits of a tile read disjoint slices
+    of K); C is written once, in float32, and each split after the first reads and writes it again."""
     M, N, K = problem.M, problem.N, problem.K
     BM, BN = _p(params, "BM"), _p(params, "BN")
-    return size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) + DTYPE_BYTES["float32"] * M * N
+    c_passes = 1 + 2 * (split_k(params) - 1)
+    return size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) + DTYPE_BYTES["float32"] * M * N * c_passes
 
 
 def extra_intensities(params: Params, size: int) -> dict[str, float]:
@@ -152,7 +196,8 @@ def extra_intensities(params: Params, size: int) -> dict[str, float]:
 
 
 def _positive(params: Params) -> bool:
-    return all(_p(params, n) >= 1 for n in ("BM", "BN", "BK", "STAGES", "CONSUMERS", "CLUSTER", "GROUP"))
+    sizes = ("BM", "BN", "BK", "STAGES", "CONSUMERS", "CLUSTER", "GROUP")
+    return all(_p(params, n) >= 1 for n in sizes) and split_k(params) >= 1
 
 
 def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str], bool]:
@@ -165,7 +210,8 @@ def _slabs_split(params: Params, dtype: str) -> bool:
 
 
 CONSTRAINTS = (
-    Constraint("BM, BN, BK, STAGES, CONSUMERS, CLUSTER and GROUP ≥ 1", lambda p, d: _positive(p), precondition=True),
+    Constraint("BM, BN, BK, STAGES, CONSUMERS, CLUSTER, GROUP and SPLIT_K ≥ 1", lambda p, d: _positive(p),
+               precondition=True),
     Constraint("BK·element size = 128 bytes (BK 64 in bfloat16 and float16, 32 in tf32): a k-slice row of A is one "
                "row of the 128-byte swizzle the descriptors describe",
                lambda p, d: _p(p, "BK") * DTYPE_BYTES[d] == SWIZZLE_BYTES),
@@ -175,8 +221,8 @@ CONSTRAINTS = (
     Constraint("CONSUMERS 1 or 2 (consumer warpgroups)", lambda p, d: _p(p, "CONSUMERS") in (1, 2)),
     Constraint("each consumer warpgroup owns whole 64-row slabs: BM (tf32: BN, C is computed transposed) a "
                "multiple of 64·CONSUMERS", _if_positive(_slabs_split)),
-    Constraint("the accumulators and the rest fit a consumer thread's registers: 255 with one consumer, 168 with "
-               "two, 232 with setmaxnreg (REGALLOC=1)",
+    Constraint("the accumulators and the rest (with SPLIT_K > 1, the reduction's too) fit a consumer thread's "
+               "registers: 255 with one consumer, 168 with two, 232 with setmaxnreg (REGALLOC=1)",
                _if_positive(lambda p, d: estimated_registers(p, d) <= register_budget(p))),
     Constraint("STAGES ≥ 2 (a stage fills while another is multiplied)", lambda p, d: _p(p, "STAGES") >= 2),
     Constraint("CLUSTER 1, 2 or 4 (blocks along M sharing B by multicast; portable clusters have at most 8)",
@@ -185,6 +231,8 @@ CONSTRAINTS = (
                lambda p, d: _p(p, "PERSISTENT") in (0, 1) and _p(p, "REGALLOC") in (0, 1)),
     Constraint("REGALLOC=1 needs two consumer warpgroups (with one, each thread has 255 registers already)",
                lambda p, d: not _p(p, "REGALLOC") or _p(p, "CONSUMERS") == 2),
+    Constraint(f"SPLIT_K 1 to {MAX_SPLIT_K} (splits of K per tile, added into C in turn)",
+               lambda p, d: split_k(p) <= MAX_SPLIT_K),
 )
 
 FAMILY = Family(
@@ -201,6 +249,7 @@ FAMILY = Family(
                   (0, 1)),
         Parameter("GROUP", "raster: units (clusters of tiles) along M taken together, column by column", (8,)),
         Parameter("REGALLOC", "1: setmaxnreg moves registers from the producer (40) to the consumers (232)", (1,)),
+        Parameter("SPLIT_K", "splits of K per tile, run at once and added into C in turn (1: no split)", (1,)),
     ),
     dtypes=("bfloat16", "float16", "tf32"),
     arch="sm_90a",

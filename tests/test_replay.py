@@ -11,6 +11,7 @@ from scripted_backend import ENVIRONMENT, ScriptedBackend, scripted_outcome
 
 import tuner
 from tuner.backends.replay.backend import ReplayBackend, default_recording
+from tuner.backends.replay.later_parameters import completed
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.experiment.schema import load_experiment
@@ -131,3 +132,48 @@ def test_the_shipped_recording_replays_end_to_end(tmp_path):
     assert not result.best.empty
     assert (result.best["status"] == "ok").all()
     assert json.loads(replayed["samples_ms"].dropna().iloc[0])
+
+
+WGMMA_EXPERIMENT = ROOT / "experiments" / "h100_wgmma_exhaustive.yaml"
+WGMMA_RECORDING = ROOT / "experiments" / "data" / "h100_wgmma_exhaustive"
+
+
+def test_rows_recorded_before_a_parameter_existed_answer_its_default_value():
+    """The wgmma recording predates SPLIT_K: its rows answer the configurations with SPLIT_K = 1 (the one default),
+    and a parameter with several defaults (BN) stands for no value."""
+    replay = ReplayBackend(WGMMA_RECORDING)
+    recorded = results.load(WGMMA_RECORDING)[0]
+    row = recorded[(recorded["status"] == "ok") & (recorded["family"] == "wgmma")].iloc[0]
+    old = results.config_of_row(row)
+    assert "SPLIT_K" not in old.param_dict
+    now = Config.make(old.problem, old.family, old.dtype, {**old.param_dict, "SPLIT_K": 1})
+    assert replay.evaluate(now) == replay.evaluate(old) == results.measurement_from_row(row.to_dict())
+    assert replay.environment_id(now) == row["metadata_id"]
+    assert all(c.param_dict.get("SPLIT_K") == 1 for c in replay.recorded_configs() if c.family == "wgmma")
+    with pytest.raises(TunerError, match="has no measurement"):
+        replay.evaluate(Config.make(old.problem, old.family, old.dtype, {**old.param_dict, "SPLIT_K": 2}))
+    no_bn = {k: v for k, v in old.param_dict.items() if k != "BN"}
+    assert completed(Config.make(old.problem, "wgmma", old.dtype, no_bn)).param_dict == {**no_bn, "SPLIT_K": 1}
+
+
+def test_a_recording_older_than_a_parameter_replays_its_experiment(tmp_path):
+    result = tuner.run(load_experiment(WGMMA_EXPERIMENT), backend="replay", replay=WGMMA_RECORDING,
+                       strategy="random", trials=6, out=tmp_path / "replayed", quiet=True)
+    recorded = results.load(WGMMA_RECORDING)[0].set_index("config_key")
+    tuned = result.df[result.df["family"] == "wgmma"]
+    assert len(tuned) >= 6 and (tuned["p_SPLIT_K"] == 1).all()
+    for _, row in tuned.iterrows():
+        old_key = row["config_key"].replace(",SPLIT_K=1", "")
+        assert row["status"] == recorded.loc[old_key, "status"]
+        if row["status"] == "ok":
+            assert row["time_median_ms"] == recorded.loc[old_key, "time_median_ms"]
+
+
+def test_the_counters_of_rows_recorded_before_a_parameter_answer_its_default_value():
+    stored = pd.read_parquet(WGMMA_RECORDING / "counters.parquet").iloc[0]
+    recorded = results.load(WGMMA_RECORDING)[0].set_index("config_key")
+    now = completed(results.config_of_row(recorded.loc[stored["config_key"]].to_dict()))
+    assert now.param_dict["SPLIT_K"] == 1
+    counted = ReplayBackend(WGMMA_RECORDING).counters().count([now])
+    assert [row["config_key"] for row in counted.rows] == [now.key] and not counted.reasons
+    assert counted.rows[0]["dram_bytes"] == stored["dram_bytes"]

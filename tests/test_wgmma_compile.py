@@ -1,6 +1,7 @@
-"""Every configuration of the wgmma family's default space, and those the GPU tests run, compile for sm_90a without
-spilling, into the instructions the design relies on: HGMMA (wgmma), UTMALDG (TMA copies; .MULTICAST in clusters),
-the register trade (USETMAXREG) where asked, and no local memory (LDL/STL)."""
+"""Every configuration of the wgmma family's default space, those the GPU tests run and split-K designs of every
+schedule compile for sm_90a without spilling, into the instructions the design relies on: HGMMA (wgmma), UTMALDG
+(TMA copies; .MULTICAST in clusters), the register trade (USETMAXREG) where asked, no local memory (LDL/STL), and
+with SPLIT_K > 1 the reduction's acquire (LDG.E.STRONG.GPU), release (STG.E.STRONG.GPU) and named barrier 1."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 import pytest
 
 from tests.machine_code import sass_or_skip
-from tests.wgmma_configs import GPU_PARAMETERS
+from tests.wgmma_configs import GPU_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
@@ -33,8 +34,8 @@ def default_space() -> list[Config]:
     return configs
 
 
-CONFIGS = default_space() + [Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params)
-                             for dtype, params in GPU_PARAMETERS]
+CONFIGS = default_space() + list(dict.fromkeys(Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params)
+                                               for dtype, params in GPU_PARAMETERS + SPLIT_K_COMPILED + SPLIT_K_GPU))
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +61,6 @@ def test_compiles_to_wgmma_and_tma_without_spills(compiled, config):
     assert ("UTMALDG.2D.MULTICAST" in sass) == (params["CLUSTER"] > 1)
     assert ("USETMAXREG" in sass) == bool(params["REGALLOC"])
     assert "LDL" not in sass and "STL" not in sass
+    split = params.get("SPLIT_K", 1) > 1
+    assert ("BAR.SYNC.DEFER_BLOCKING 0x1," in sass) == split
+    assert ("LDG.E.STRONG.GPU" in sass and "STG.E.STRONG.GPU" in sass) == split

@@ -145,3 +145,76 @@ def test_the_template_uses_the_layout_the_emulation_checks():
     assert "descriptor(stage_a + kk * 32, 16, 1024)" in tf32
     assert "load_shared(stage_b + fragment_offset[s][r] + kk * 8 * 128)" in tf32
     assert "m64n256k8.f32.tf32.tf32" in tf32
+
+
+SPLIT = {**MINIMAL, "SPLIT_K": 4}
+
+
+@pytest.mark.parametrize(("split_k", "words"), [(0, "SPLIT_K ≥ 1"), (-2, "SPLIT_K ≥ 1"), (17, "SPLIT_K 1 to 16")])
+def test_split_k_is_one_to_sixteen(split_k, words):
+    assert any(words in r for r in broken({**MINIMAL, "SPLIT_K": split_k})), broken({**MINIMAL, "SPLIT_K": split_k})
+
+
+def test_split_k_in_every_dtype():
+    assert broken({**SPLIT, "SPLIT_K": 16}) == [] and broken(SPLIT, "float16") == []
+    assert broken({**SPLIT, "BK": 32, "BM": 128, "BN": 64}, "tf32") == []
+
+
+def test_a_configuration_without_split_k_is_one_without_a_split():
+    """Recordings made before the parameter existed: their configurations computed K in one piece."""
+    problem = Problem(1000, 3000, 2000)
+    assert wgmma.split_k(FAST) == 1
+    assert wgmma.grid(FAST, problem) == wgmma.grid({**FAST, "SPLIT_K": 1}, problem)
+    assert wgmma.global_bytes(FAST, problem, 2) == wgmma.global_bytes({**FAST, "SPLIT_K": 1}, problem, 2)
+    with_default = render(Config.make(problem, "wgmma", "bfloat16", {**FAST, "SPLIT_K": 1}))
+    without = render(Config.make(problem, "wgmma", "bfloat16", FAST))
+    assert with_default.splitlines()[2:] == without.splitlines()[2:]   # all but the header naming the values
+
+
+def test_the_splits_of_a_unit_are_work_items_of_their_own():
+    decode = Problem(16, 4096, 14336)   # one tile row, 32 tile columns of 128: 32 units
+    assert wgmma.units(SPLIT, decode) == 32 and wgmma.grid(SPLIT, decode) == (128, 1, 1)
+    assert launch(Config.make(decode, "wgmma", "bfloat16", {**SPLIT, "SPLIT_K": 8})).grid == (256, 1, 1)
+    clustered = {**FAST, "SPLIT_K": 3}   # 48 units of clusters of 2 (test_launch_geometry), 3 splits each
+    assert launch(Config.make(Problem(1000, 3000, 2000), "wgmma", "bfloat16", clustered)).grid == (288, 1, 1)
+
+
+def test_each_split_after_the_first_reads_and_writes_c_once_more():
+    problem = Problem(16, 4096, 14336)
+    one = wgmma.global_bytes({**SPLIT, "SPLIT_K": 1}, problem, 2)
+    assert wgmma.global_bytes(SPLIT, problem, 2) - one == 2 * 4 * 16 * 4096 * 3
+    assert wgmma.extra_intensities(SPLIT, 2) == wgmma.extra_intensities(MINIMAL, 2)
+
+
+@pytest.mark.parametrize("k_tiles", [0, 1, 2, 7, 64, 225])
+@pytest.mark.parametrize("split_k", [1, 2, 3, 4, 8, 16])
+def test_the_splits_k_ranges_cover_k_once(k_tiles, split_k):
+    """The template's ranges: split s takes k-tiles [s·per, min(k_tiles, (s + 1)·per)), per = ⌈k_tiles / SPLIT_K⌉;
+    later splits may be empty."""
+    source = render(Config.make(Problem(64, 64, 64), "wgmma", "bfloat16", {**MINIMAL, "SPLIT_K": split_k}))
+    assert "per_split = (k_tiles + SPLIT_K - 1) / SPLIT_K" in source
+    assert source.count("for (int k_tile = split * per_split; k_tile < k_end; ++k_tile)") == 2   # producer, consumers
+    assert source.count("k_end = min(k_tiles, (split + 1) * per_split)") == 2
+    per = -(-k_tiles // split_k)
+    covered = [k for s in range(split_k) for k in range(s * per, min(k_tiles, (s + 1) * per))]
+    assert covered == list(range(k_tiles))
+
+
+def test_split_k_renders_the_serial_reduction_only_where_asked():
+    plain = render(Config.make(Problem(256, 256, 256), "wgmma", "bfloat16", {**FAST, "SPLIT_K": 1}))
+    assert "split_flags" not in plain and "barrier.sync 1" not in plain and "bar.sync" not in plain
+    split = render(Config.make(Problem(256, 256, 256), "wgmma", "bfloat16", {**FAST, "SPLIT_K": 2}))
+    assert "#define MAX_SPLIT_TILES (1 << 20)" in split and wgmma.MAX_SPLIT_TILES == 1 << 20   # the same bound
+    assert "barrier.sync 1, 256;" in split   # the two consumer warpgroups, not the producer
+    assert "ld.acquire.gpu.global.u32" in split and "st.release.gpu.global.u32" in split
+    tf32 = render(Config.make(Problem(256, 256, 256), "wgmma", "tf32", {**MINIMAL, "BK": 32, "SPLIT_K": 3}))
+    assert "barrier.sync 1, 128;" in tf32 and "__ldcg(C + " in tf32
+
+
+@pytest.mark.parametrize(("dtype", "tile"), [("bfloat16", dict(BM=256, BN=192)),           # 232 of 232 registers
+                                             ("tf32", dict(BM=128, BN=256, BK=32))])       # two slabs of m64n128
+def test_the_reduction_takes_registers_a_tile_at_the_budget_lacks(dtype, tile):
+    """ptxas spilled these with SPLIT_K > 1 (and kept one-slab tf32 tiles and the ladder's designs within budget)."""
+    assert broken({**FAST, **tile}, dtype) == []
+    assert any("registers" in r for r in broken({**FAST, **tile, "SPLIT_K": 2}, dtype))
+    assert broken({**FAST, "BM": 256, "BN": 128, "BK": 32, "SPLIT_K": 2}, "tf32") == []

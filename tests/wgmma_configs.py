@@ -24,3 +24,28 @@ GPU_PARAMETERS: list[tuple[str, dict[str, int]]] = (
     [("bfloat16", p) for p in _LADDER_16] + [("float16", p) for p in _LADDER_16]
     + [("tf32", p) for p in _LADDER_TF32])
 """(dtype, parameters), the plainest first in each dtype."""
+
+
+def _split_k_design(dtype: str, consumers: int, cluster: int, persistent: int, split_k: int) -> dict[str, int]:
+    """The ladder's plainest tile with one consumer, its fastest with two (with setmaxnreg), in ``dtype``."""
+    bk = 32 if dtype == "tf32" else 64
+    if consumers == 1:
+        bm, bn = (128, 64) if dtype == "tf32" else (64, 128)
+    else:
+        bm, bn = (256, 128) if dtype == "tf32" else (128, 256)
+    return dict(BM=bm, BN=bn, BK=bk, STAGES=4, CONSUMERS=consumers, CLUSTER=cluster, PERSISTENT=persistent,
+                GROUP=8, REGALLOC=int(consumers == 2), SPLIT_K=split_k)
+
+
+SPLIT_K_COMPILED: list[tuple[str, dict[str, int]]] = [
+    (dtype, _split_k_design(dtype, consumers, cluster, persistent, split_k))
+    for dtype in ("bfloat16", "tf32") for split_k in (1, 3, 4) for consumers in (1, 2) for cluster in (1, 2)
+    for persistent in (0, 1)]
+"""Split-K designs the compile tests build: every schedule (consumers, cluster, persistent) at 1, 3 and 4 splits."""
+
+SPLIT_K_GPU: list[tuple[str, dict[str, int]]] = [
+    (dtype, _split_k_design(dtype, consumers, cluster, persistent, split_k))
+    for dtype in ("bfloat16", "float16", "tf32") for split_k in (2, 3, 4, 8)
+    for consumers, cluster, persistent in ((1, 1, 0), (1, 1, 1), (2, 2, 0), (2, 2, 1))]
+"""Split-K designs the GPU tests run: one consumer without clusters and two in clusters of two, each with one block
+per work item and persistent."""

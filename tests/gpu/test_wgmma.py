@@ -4,18 +4,14 @@ problems whose rows TMA cannot describe are refused as invalid with the reason; 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 
-from tests.gpu.support import QUICK
+from tests.gpu.support import assert_right_on_hopper, hopper_backend, on_hopper
 from tests.wgmma_configs import GPU_PARAMETERS
 from tuner.config import Config, Problem
-from tuner.kernels.matmul import tolerance
 from tuner.measure.measurement import Status
-from tuner.settings import CompileSettings
 
 pytestmark = pytest.mark.gpu
 
@@ -26,34 +22,13 @@ CONFIGS = [Config.make(problem, "wgmma", dtype, params) for dtype, params in GPU
 
 @pytest.fixture(scope="module")
 def hopper() -> Iterator:
-    from tuner.backends.pycuda.backend import PycudaBackend
-
-    # A deadlocked pipeline shows as a crash after 20 s rather than the default minute.
-    with PycudaBackend(replace(QUICK, timeout_s=20.0), CompileSettings(arch="sm_90a")) as backend:
-        backend.prefetch(CONFIGS)
+    with hopper_backend(CONFIGS) as backend:
         yield backend
-
-
-@functools.cache
-def on_hopper() -> bool:
-    """Whether the GPU the measuring process measures on is compute capability 9.0 (a driver query; no context is
-    made)."""
-    import pycuda.driver as cuda
-
-    cuda.init()
-    return cuda.Device(0).compute_capability() == (9, 0)
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.key}")
 def test_wgmma_is_correct(hopper, config: Config):
-    result = hopper.evaluate(config)
-    if not on_hopper():
-        assert result.status is Status.INVALID and "runs only on GPUs of that architecture" in result.reason
-        return
-    assert result.status is Status.OK, result.reason
-    assert result.error is not None and result.error <= tolerance(config.dtype, config.problem).bound
-    assert result.timing is not None and result.timing.count >= 3
-    assert result.resources.local_bytes == 0
+    assert_right_on_hopper(hopper.evaluate(config), config)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "tf32"])

@@ -5,7 +5,8 @@ the row recorded for its key: status, reason, compile time, timing (the raw samp
 and resources; ``baseline()`` answers the recorded cuBLAS row of a problem and dtype, or None when the
 recording has none. A configuration the recording lacks is a TunerError naming it and the recording;
 ``recorded_configs()`` lists the recorded ones, so that a replayed search keeps to them (a recording of a sampled
-search holds only what that search visited).
+search holds only what that search visited). A row recorded before its family gained a parameter answers the
+configuration with the family's default value of it (:mod:`tuner.backends.replay.later_parameters`).
 
 Rows keep the environment they were measured in: ``environment_id(config)`` is the recorded row's
 ``metadata_id`` and ``recording().environments`` the recorded environments; ``metadata()`` is the one most rows
@@ -34,6 +35,7 @@ import pyarrow
 from tuner.backends.abilities import Ability
 from tuner.backends.gpus import parse_gpus
 from tuner.backends.protocol import Backend, BackendBase, Opening, Recording
+from tuner.backends.replay.later_parameters import CompletedCounters, completed
 from tuner.backends.replay.recorded import RecordedBackend
 from tuner.config import Config, Problem
 from tuner.counters.sources import RecordedCounters
@@ -105,6 +107,7 @@ class ReplayBackend(BackendBase):
         self._rows: dict[str, dict[str, Any]] = {}
         for data in df.to_dict("records"):
             self._rows.setdefault(str(data["config_key"]), data)
+        self._rows = {**_completed_keys(self._rows), **self._rows}
         recorded = metadata.get("environments") or {}
         used = Counter(str(d["metadata_id"]) for d in self._rows.values() if pd.notna(d["metadata_id"]))
         self.environments: dict[str, dict[str, Any]] = {i: recorded[i] for i in used if i in recorded}
@@ -141,17 +144,21 @@ class ReplayBackend(BackendBase):
     def recorded_configs(self) -> list[Config]:
         """Every configuration the recording answers (a replayed search keeps to them)."""
         if self._configs is None:
-            self._configs = []
+            configs: dict[str, Config] = {}
             for data in self._rows.values():
                 try:
-                    self._configs.append(results.config_of_row(data))
+                    config = completed(results.config_of_row(data))
                 except (KeyError, TypeError, ValueError):  # a row of a family no longer known, say
                     continue
+                configs.setdefault(config.key, config)
+            self._configs = list(configs.values())
         return self._configs
 
-    def counters(self) -> RecordedCounters:
+    def counters(self) -> CompletedCounters:
         """The recording's counters (its counters.parquet), replayed as they were read."""
-        return RecordedCounters(self.path)
+        recorded = {key: results.config_of_row(data) for key, data in self._rows.items()
+                    if key != str(data["config_key"])}
+        return CompletedCounters(RecordedCounters(self.path), recorded)
 
     def environment_id(self, config: Config) -> str:
         """The environment of the recorded row (the main one for what never reached a device)."""
@@ -177,6 +184,20 @@ class ReplayBackend(BackendBase):
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _completed_keys(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The rows under the keys of their configurations completed with their families' default values, where that
+    changes the key."""
+    keyed: dict[str, dict[str, Any]] = {}
+    for key, data in rows.items():
+        try:
+            config = completed(results.config_of_row(data))
+        except (KeyError, TypeError, ValueError):  # a baseline's or an unknown family's row keeps its own key
+            continue
+        if config.key != key:
+            keyed.setdefault(config.key, data)
+    return keyed
 
 
 def _indices(spec: str) -> list[int]:
