@@ -10,8 +10,8 @@ the ``--configs`` listing's kernels run on it (untuned for the shape; the row sa
 (cublasGemmEx's default algorithm), cuBLASLt (the fastest of the first LT_ALGORITHMS algorithms its heuristic
 proposes) and Triton (where importable). Memory-bound shapes (M ≤ 16) are also given as a share of the DRAM
 roofline: the bytes of A, B and C over the time, against the device's measured bandwidth. Writes
-``DIR/shapes_<gpu>.txt``, ``.json`` and ``.png``. ``experiment`` prints an experiment file tuning the suite's shapes
-with the kernels, measurement and compile settings of ``--base``.
+``DIR/shapes_<gpu>.txt``, ``.json`` and ``.png`` (``--name`` changes the stem). ``experiment`` prints an experiment
+file tuning the suite's shapes with the kernels, measurement and compile settings of ``--base``.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
 
 
 def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str | None, max_time_s: float,
-            out: Path) -> Path:
+            out: Path, name: str = "shapes") -> Path:
     from tuner.backends.pycuda.backend import PycudaBackend
 
     shapes, dtypes = selected(*load_suite(), only, dtype)
@@ -192,7 +192,7 @@ def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str
             for d in dtypes:
                 print(f"[{number}/{len(shapes)}] {shape.name} {d}", file=sys.stderr, flush=True)
                 record["rows"].append(measure_shape(backend, shape, d, tuned, listed, bandwidth))
-                stem = write(out, "shapes", env, table(record["rows"], env), record)  # kept if the run is cut short
+                stem = write(out, name, env, table(record["rows"], env), record)  # kept if the run is cut short
     print(table(record["rows"], env))
     ratio_figure(record["rows"], stem.with_suffix(".png"), f"Shape suite on {env['device']['name']}")
     return stem
@@ -221,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--configs", type=Path, help="a JSON list of configurations tried on shapes no run tuned")
     run.add_argument("--max-time", type=float, default=MEASURE.max_time_s,
                      help=f"seconds of samples per measurement at most (default {MEASURE.max_time_s:g})")
+    run.add_argument("--name", default="shapes", help="stem of the written files (default shapes)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt, .json and .png files")
     tune = sub.add_parser("experiment", help="print an experiment file tuning the suite's shapes")
     tune.add_argument("--base", type=Path, required=True, help="an experiment whose kernels and settings to use")
@@ -235,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
-    return finish(lambda: compare(args.runs, args.configs, args.only, args.dtype, args.max_time, args.out))
+    return finish(lambda: compare(args.runs, args.configs, args.only, args.dtype, args.max_time, args.out,
+                                          args.name))
 
 
 if __name__ == "__main__":
