@@ -348,12 +348,10 @@ def test_cpu_rows_name_their_device_but_no_gpu():
 
 
 @pytest.mark.parametrize("recording", ["h100_sgemm_h100", "h100_regblock_exhaustive"])
-def test_committed_recordings_read_their_cublas_rows_as_the_baseline(recording):
+def test_committed_recordings_hold_baseline_rows_naming_their_library(recording):
     df = results.load_table(ROOT / "experiments" / "data" / recording)
-    raw = pd.read_parquet(ROOT / "experiments" / "data" / recording / "results.parquet")
-    old = raw["family"] == "cublas"
-    assert old.any() and (df.loc[old, "family"] == results.BASELINE_FAMILY).all()
-    assert list(df.loc[old, "config_key"]) == [k.replace("/cublas/", "/baseline/") for k in raw.loc[old, "config_key"]]
-    assert df.loc[old, "library"].str.startswith("cuBLAS").all()
-    assert df.loc[old, "gflops"].tolist() == raw.loc[old, "gflops"].tolist()
-    assert df[~old].equals(raw[~old].assign(library=pd.NA).astype({"library": "string"})[df.columns])
+    base = df["family"] == results.BASELINE_FAMILY
+    assert base.any() and df.loc[base, "config_key"].str.contains("/baseline/", regex=False).all()
+    ok = base & (df["status"] == "ok")
+    assert ok.any() and df.loc[ok, "library"].str.startswith("cuBLAS").all()
+    assert df.loc[~base, "library"].isna().all()

@@ -20,6 +20,8 @@ RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 METADATA_JSON = "metadata.json"
 MAX_METADATA_BYTES = 64 * 2**20
+FORMER_STRATEGY_COLUMN = "sampler"
+"""What tables written before named the ``strategy`` column: such a table is refused, naming the change."""
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -74,7 +76,19 @@ def load_table(path: str | Path) -> pd.DataFrame:
     why = input_file.not_regular(table)
     if why is not None:
         raise input_file.InputFileError(f"{table} {why}")
-    return with_baseline_renamed(pd.read_parquet(table))
+    df = pd.read_parquet(table)
+    changed = earlier_format(df)
+    if changed:
+        raise TunerError(f"{table} was written by an earlier version of the tuner: {changed}; it is left as it "
+                         f"was: rename it so, or run the experiment again into a new output folder")
+    return with_baseline_renamed(df)
+
+
+def earlier_format(df: pd.DataFrame) -> str | None:
+    """What changed since an earlier version wrote a table with these columns; None for a current table."""
+    if FORMER_STRATEGY_COLUMN in df.columns:
+        return f"its column '{FORMER_STRATEGY_COLUMN}' is called 'strategy' now"
+    return None
 
 
 def with_baseline_renamed(df: pd.DataFrame) -> pd.DataFrame:

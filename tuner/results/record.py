@@ -34,7 +34,7 @@ class Record:
     experiment: str
     study: str
     strategy: str
-    """The search strategy's name (the row's ``sampler``, as tables and storages have always named it)."""
+    """The search strategy's name (the row's ``strategy``)."""
     trial: int
     config: Config
     measurement: Measurement
@@ -56,7 +56,7 @@ class Record:
             "metadata_id": self.metadata_id,
             "wall_offset_s": self.wall_offset_s,
             "measured_at": self.measured_at,
-            "sampler": self.strategy,
+            "strategy": self.strategy,
             "device_s": self.device_s,
             "trial": self.trial,
             "transferred_from": self.transferred_from,
@@ -67,7 +67,7 @@ class Record:
         return cls(
             experiment=experiment,
             study=study,
-            strategy=attrs["sampler"],
+            strategy=attrs["strategy"],
             trial=int(attrs.get("trial", trial)),
             config=config_from_dict(attrs["config"]),
             measurement=Measurement.from_dict(attrs["measurement"]),
@@ -160,7 +160,7 @@ def row(record: Record, analytics: Analytics, environment: Mapping[str, Any] | N
     data: dict[str, Any] = {
         "experiment": record.experiment,
         "study": record.study,
-        "sampler": record.strategy,
+        "strategy": record.strategy,
         "transferred_from": record.transferred_from,
         "trial": record.trial,
         "wall_offset_s": record.wall_offset_s,

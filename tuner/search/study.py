@@ -107,7 +107,7 @@ class Reporter(Protocol):
 class Recorder(Protocol):
     """Turns a measurement into a stamped Record (environment, clock) and keeps it once it is stored."""
 
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+    def record(self, study: str, trial: int, strategy: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record: ...
 
     def add(self, record: Record) -> None: ...

@@ -268,7 +268,7 @@ def record_of_row(row: Mapping[str, Any]) -> Record:
         return None if value is None or pd.isna(value) else float(value)
 
     return Record(
-        experiment=str(row["experiment"]), study=str(row["study"]), strategy=str(row["sampler"]),
+        experiment=str(row["experiment"]), study=str(row["study"]), strategy=str(row["strategy"]),
         trial=int(row["trial"]), config=results.config_of_row(row), measurement=results.measurement_from_row(row),
         metadata_id=str(row["metadata_id"]), wall_offset_s=float(number("wall_offset_s") or 0.0),
         measured_at=str(row["measured_at"]), device_s=number("device_s"),
@@ -335,22 +335,22 @@ class Table:
         except OSError:
             self.source = ""
 
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+    def record(self, study: str, trial: int, strategy: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        return self.record_from(self.backend, self.environment_id, study, trial, sampler, config, measurement,
+        return self.record_from(self.backend, self.environment_id, study, trial, strategy, config, measurement,
                                 device_s)
 
     def on_device(self, backend: Backend, environment_id: str) -> DeviceTable:
         """The Recorder of the searches that measure with ``backend`` (one of several GPUs)."""
         return DeviceTable(self, backend, environment_id)
 
-    def record_from(self, backend: Backend, environment_id: str, study: str, trial: int, sampler: str,
+    def record_from(self, backend: Backend, environment_id: str, study: str, trial: int, strategy: str,
                     config: Config, measurement: Measurement, device_s: float | None) -> Record:
         """The record of an evaluation by ``backend``, whose own environment is ``environment_id``."""
         recorded_id = backend.environment_id(config)
         moment = now()
         return Record(
-            experiment=self.experiment.name, study=study, strategy=sampler, trial=trial, config=config,
+            experiment=self.experiment.name, study=study, strategy=strategy, trial=trial, config=config,
             measurement=measurement,
             metadata_id=recorded_id or environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
@@ -423,9 +423,9 @@ class DeviceTable:
     backend: Backend
     environment_id: str
 
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+    def record(self, study: str, trial: int, strategy: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        return self.table.record_from(self.backend, self.environment_id, study, trial, sampler, config,
+        return self.table.record_from(self.backend, self.environment_id, study, trial, strategy, config,
                                       measurement, device_s)
 
     def add(self, record: Record) -> None:

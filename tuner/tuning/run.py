@@ -10,7 +10,7 @@ saved every few seconds and at the end) and ``metadata.json``::
 
     {"experiment": {"name", "path", "source" (the YAML text), "machine_models": [...]},
      "environments": {metadata_id: the backend's environment dict},
-     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "objective", "trials", "timeout_s", "seed",
+     "runs": [{"started_utc", "finished_utc", "backend", "strategy", "objective", "trials", "timeout_s", "seed",
                "transfer",
                "gpu_busy_fraction", "device_busy_s", "wall_s", "evaluations", "interrupted", "error",
                "recording", "counters"}, ...],

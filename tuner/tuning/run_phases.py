@@ -166,7 +166,7 @@ class Run:
         recording = self.recording
         self.record = {
             "started_utc": iso(self.started), "finished_utc": None, "backend": self.backend.name,
-            "sampler": strategy_name(self.settings.strategy), "objective": list(self.settings.objective),
+            "strategy": strategy_name(self.settings.strategy), "objective": list(self.settings.objective),
             "trials": self.budget.trials, "timeout_s": self.budget.timeout_s, "seed": self.settings.seed,
             "transfer": self.experiment.search.transfer,
             "recording": str(recording.path) if recording else None,
