@@ -5,6 +5,7 @@ tested for real. The measurements themselves are never stood in for: where one i
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -16,6 +17,7 @@ import tuner
 from tests.conftest import ROOT
 from tests.scripted_backend import ScriptedBackend
 from tuner.config import Problem
+from tuner.errors import TunerError
 from tuner.measure.machine_load import (
     RESOLUTION_TICKS,
     Load,
@@ -345,6 +347,20 @@ def test_cpu_rows_name_their_device_but_no_gpu():
     gpu = {"backend": "pycuda", "device": {"name": "NVIDIA H100", "uuid": "GPU-1"}}
     on_gpu = results.row(record, analytics, gpu)
     assert (on_gpu["gpu_name"], on_gpu["gpu_uuid"]) == ("NVIDIA H100", "GPU-1")
+
+
+@pytest.mark.parametrize(("column", "value", "change"), [
+    ("family", "cublas", "its baseline rows' family 'cublas' is called 'baseline' now"),
+    ("sampler", "tpe", "its column 'sampler' is called 'strategy' now"),
+])
+def test_a_table_written_by_an_earlier_version_is_refused_naming_the_change(tmp_path, column, value, change):
+    df = results.load_table(ROOT / "experiments" / "data" / "h100_sgemm_h100")
+    results.save(df.assign(**{column: value}), {}, tmp_path)
+    before = (tmp_path / results.RESULTS_PARQUET).read_bytes()
+    expected = f"{tmp_path / results.RESULTS_PARQUET} was written by an earlier version of the tuner: {change}; "
+    with pytest.raises(TunerError, match="^" + re.escape(expected + "it is left as it was")):
+        results.load_table(tmp_path)
+    assert (tmp_path / results.RESULTS_PARQUET).read_bytes() == before
 
 
 @pytest.mark.parametrize("recording", ["h100_sgemm_h100", "h100_regblock_exhaustive"])

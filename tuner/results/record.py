@@ -24,7 +24,7 @@ from tuner.peaks import compute_peak
 from tuner.results.analytics import Analytics
 from tuner.results.environment import Environment
 from tuner.results.objectives import median_seconds, performance_of
-from tuner.results.schema import BASELINE_FAMILY, LEGACY_BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,7 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 
 
 def config_from_dict(data: Mapping[str, Any]) -> Config:
-    sizes = data["sizes"] if "sizes" in data else {d: data[d] for d in MATMUL_DIMS}
-    family = BASELINE_FAMILY if data["family"] == LEGACY_BASELINE_FAMILY else data["family"]
-    return Config.make(Problem.of(sizes), family, data["dtype"], data["params"])
+    return Config.make(Problem.of(data["sizes"]), data["family"], data["dtype"], data["params"])
 
 
 def _param_value(value: Any) -> ParamValue | None:

@@ -57,7 +57,7 @@ gpu_name, gpu_uuid     the GPU that measured the row (empty for a CPU's)
 library                what a baseline row measured (cuBLAS, numpy's BLAS, ...; empty for the other rows)
 =====================  ==========================================================================
 
-Baseline rows (family ``baseline``; tables written before name it ``cublas``, and are read as ``baseline``) hold the
+Baseline rows (family ``baseline``) hold the
 vendor library's GEMM on the same problem: no parameters and no launch geometry; their ``bytes_model`` is the
 compulsory traffic (A and B read once, C written once). Statically invalid rows still carry the analytical
 columns (flops, bytes_model, intensity) of the configuration that was rejected, unless its values break a
@@ -102,8 +102,6 @@ INTEGER_COLUMNS: frozenset[str] = frozenset({
 BOOLEAN_COLUMNS: frozenset[str] = frozenset({"under_load"})
 BASELINE_FAMILY = "baseline"
 """The family of the vendor library's rows (cuBLAS on the GPU, numpy's BLAS on the CPU)."""
-LEGACY_BASELINE_FAMILY = "cublas"
-"""What tables and storages written before named the baseline's family; read as BASELINE_FAMILY."""
 BASELINE = "baseline"  # the study and strategy names of the baseline rows
 
 
