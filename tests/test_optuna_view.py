@@ -28,6 +28,7 @@ from tests.patience import patient
 from tuner import cli
 from tuner.errors import TunerError
 from tuner.results import table as results
+from tuner.search.opening import earlier_format
 from tuner.search.storage import close_storage, open_storage, own_storage_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,7 +200,7 @@ def test_a_sampler_that_cannot_be_copied_is_refused_before_anything_is_written(t
 
 @pytest.mark.parametrize(("kept", "change"), [
     ((results.RESULTS_PARQUET, results.METADATA_JSON, "study.log"), "its column 'sampler' is called 'strategy' now"),
-    (("study.log",), "its trials hold each parameter's position in its list, where they now hold the values"),
+    (("study.log",), "it keeps the run records of experiment 'fermi_like' in a study 'fermi_like/runs'"),
 ])
 def test_a_folder_written_by_an_earlier_version_is_refused_naming_the_change(tmp_path, capsys, kept, change):
     out = tmp_path / "run"
@@ -213,6 +214,32 @@ def test_a_folder_written_by_an_earlier_version_is_refused_naming_the_change(tmp
     assert error.startswith("error: ") and error.count("\n") == 1 and "Traceback" not in error
     assert "written by an earlier version of the tuner" in error and change in error
     assert {name: (out / name).read_bytes() for name in kept} == before
+
+
+def test_a_study_written_by_an_earlier_version_is_told_by_its_attributes():
+    current = {"axes": {"naive.BLOCK_X": [8, 16]}, "params": "values", "strategy": "tpe"}
+    assert earlier_format(current, True) is None
+    assert earlier_format({}, False) is None  # a study just created
+    assert "representation since replaced" in earlier_format({}, True)
+    assert "position in its list" in earlier_format({"axes": current["axes"]}, True)
+    assert "'sampler', which is called 'strategy' now" in earlier_format({**current, "sampler": "tpe"}, True)
+
+
+def test_run_records_kept_in_a_study_of_their_own_are_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    storage = open_storage(own_storage_url(out))
+    try:
+        optuna.create_study(storage=storage, study_name="fermi_like/runs").set_user_attr("first_started_utc", "x")
+    finally:
+        close_storage(storage)
+    before = (out / "study.log").read_bytes()
+    args = ["run", str(FERMI), "--backend", "replay", "--trials", "5", "--out", str(out), "--quiet", "--no-report"]
+    assert cli.main(args) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "keeps the run records of experiment 'fermi_like' in a study 'fermi_like/runs'" \
+        in error
+    assert (out / "study.log").read_bytes() == before
 
 
 def test_a_different_sampler_into_an_existing_folder_is_refused_with_the_reason(tmp_path, capsys):

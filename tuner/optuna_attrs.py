@@ -40,9 +40,6 @@ RUN_PREFIX = "run "
 """Followed by the run's start and its host/pid: that run's record."""
 FIRST_STARTED = "first_started_utc"
 """When the experiment's first run started."""
-LEGACY_ENVIRONMENTS = "environments"
-LEGACY_RUNS = "runs"
-"""The two lists a storage written before kept as user attributes of a study ``<experiment>/runs``."""
 
 # --- trial user attributes ----------------------------------------------------------------------------------------
 

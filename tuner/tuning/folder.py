@@ -39,8 +39,6 @@ from tuner.optuna_attrs import (
     ENVIRONMENT_PREFIX,
     FIRST_STARTED,
     LEDGER_PREFIX,
-    LEGACY_ENVIRONMENTS,
-    LEGACY_RUNS,
     RUN_PREFIX,
 )
 from tuner.results import table as results
@@ -67,15 +65,24 @@ def iso(moment: datetime) -> str:
 
 
 
+def refuse_earlier_ledger(storage: optuna.storages.BaseStorage, experiment: str) -> None:
+    """TunerError where the storage keeps the experiment's run records in a study of their own, as an earlier
+    version did; nothing is written."""
+    if f"{experiment}/runs" in {frozen.study_name for frozen in storage.get_all_studies()}:
+        raise TunerError(f"the Optuna storage was written by an earlier version of the tuner: it keeps the run "
+                         f"records of experiment '{experiment}' in a study '{experiment}/runs', where they are now "
+                         f"system attributes of the experiment's studies; it is left as it was: run into a new "
+                         f"output folder or storage")
+
+
 class Ledger:
     """The run records and environments of an experiment, kept in the storage beside its studies.
 
     Each environment and each run is a system attribute of its own (``tuner:environment <id>``, ``tuner:run <start>
     <host/pid>``, and ``tuner:first_started_utc``) of the run's first study, so that processes sharing the storage
     add theirs without overwriting another's, and Optuna's own tools, which show user attributes, list the
-    experiment's studies alone. They are read from every study of the experiment. Storages written before keep them
-    as user attributes of a study ``<experiment>/runs`` (each one an attribute, or two lists, ``environments`` and
-    ``runs``), which are read too.
+    experiment's studies alone. They are read from every study of the experiment. A storage that keeps them in a
+    study ``<experiment>/runs``, as an earlier version did, is refused (:func:`refuse_earlier_ledger`).
     """
 
     def __init__(self, storage: optuna.storages.BaseStorage, experiment: str, home: optuna.Study):
@@ -92,12 +99,10 @@ class Ledger:
         self.storage.set_study_system_attr(self.home, LEDGER_PREFIX + key, value)
 
     def _entries(self) -> list[dict[str, Any]]:
-        """The ledger's attributes, as each study of the experiment (and a ``runs`` study written before) holds them."""
+        """The ledger's attributes, as each study of the experiment holds them."""
         found = []
         for frozen in self.storage.get_all_studies():
-            if frozen.study_name == f"{self.experiment}/runs":
-                found.append(dict(frozen.user_attrs))
-            elif frozen.study_name.startswith(f"{self.experiment}/"):
+            if frozen.study_name.startswith(f"{self.experiment}/"):
                 found.append({key[len(LEDGER_PREFIX):]: value for key, value in frozen.system_attrs.items()
                               if key.startswith(LEDGER_PREFIX)})
         return found
@@ -108,11 +113,9 @@ class Ledger:
         runs: list[dict[str, Any]] = []
         starts: list[str] = []
         for attrs in self._entries():
-            environments.update(dict(attrs.get(LEGACY_ENVIRONMENTS, {})))
             environments.update({key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items()
                                  if key.startswith(ENVIRONMENT_PREFIX)})
-            runs += [*attrs.get(LEGACY_RUNS, []),
-                     *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+            runs += [value for key, value in attrs.items() if key.startswith(RUN_PREFIX)]
             if isinstance(attrs.get(FIRST_STARTED), str):
                 starts.append(attrs[FIRST_STARTED])
         self._first = min(starts) if starts else None

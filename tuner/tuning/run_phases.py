@@ -41,7 +41,7 @@ from tuner.search.transfer import transfer_best
 from tuner.search.workers import WorkerRegistry
 from tuner.tuning.baseline import measure_again_if_load_changed, measure_baseline
 from tuner.tuning.compile_failures import compile_failure_warning
-from tuner.tuning.folder import Ledger, Previous, Table, iso, now, reseed
+from tuner.tuning.folder import Ledger, Previous, Table, iso, now, refuse_earlier_ledger, reseed
 from tuner.tuning.options import RunOptions, RunSettings
 from tuner.tuning.parallel import search_on_each
 from tuner.tuning.progress import Progress
@@ -153,6 +153,7 @@ class Run:
     def _open_studies(self, spaces: list[StudySpace]) -> None:
         """Open every study (a study of the folder's own storage only with the strategy it was searched with)."""
         strategy = self.settings.strategy
+        refuse_earlier_ledger(self.store, self.experiment.name)
         for space in spaces if self.place.storage is None else ():  # before any study is opened: nothing written
             check_same_strategy(self.store, space.name, strategy, self.settings.name)
         for space in spaces:
