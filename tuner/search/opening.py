@@ -30,7 +30,7 @@ from tuner.optuna_attrs import (
 from tuner.results.objectives import DEFAULT, Objectives, label, metric_names, study_objective
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.energy_values import reported
-from tuner.search.study_space import VALUES, StudySpace, stored_space
+from tuner.search.study_space import VALUES, StudySpace
 from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
@@ -111,7 +111,6 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, strategy
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names(names)
-    space = stored_space(study, space)
     complete_measured(study, space, liveness or SoleWorker())
     study.sampler = make_sampler(strategy, space, seed)
     return study

@@ -65,14 +65,14 @@ from tuner.search.opening import (
     suggest_configuration,
 )
 from tuner.search.storage import open_storage
-from tuner.search.study_space import FAMILY_PARAM, StudySpace, stored_space, study_spaces
+from tuner.search.study_space import FAMILY_PARAM, StudySpace, study_spaces
 from tuner.search.trial_attrs import scalar_attrs, stored_record
 from tuner.search.trial_clock import restart_clock
 from tuner.search.worker_policy import Entry, WorkerPolicy, policy_for
 from tuner.strategies.sampler import DomainSampler
 
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Choice", "Evaluation", "StudySearch", "StudySpace",
-           "ask_configuration", "check_strategy", "check_same_strategy", "open_storage", "open_study", "stored_space",
+           "ask_configuration", "check_strategy", "check_same_strategy", "open_storage", "open_study",
            "strategy_name", "study_spaces", "suggest_configuration"]
 
 READY_POLL_S = 1.0
@@ -178,7 +178,7 @@ class StudySearch:
     def __init__(self, study: optuna.Study, space: StudySpace, backend: Backend, budget: Budget,
                  recorder: Recorder, progress: Reporter, liveness: Liveness | None = None,
                  callbacks: Sequence[Callback] = ()):
-        self.study, self.space, self.backend, self.budget = study, stored_space(study, space), backend, budget
+        self.study, self.space, self.backend, self.budget = study, space, backend, budget
         self.recorder, self.progress = recorder, progress
         self.callbacks = tuple(adapted(callback) for callback in callbacks)
         self.liveness = liveness or SoleWorker()

@@ -33,7 +33,6 @@ from tuner.search.study import (
     StudySpace,
     check_same_strategy,
     open_study,
-    stored_space,
     strategy_name,
     study_spaces,
 )
@@ -159,7 +158,7 @@ class Run:
         for space in spaces:
             study = open_study(self.store, space, strategy, self.own_seed, self.place.liveness,
                                self.settings.objective)
-            self.studies[stored_space(study, space)] = study
+            self.studies[space] = study
         self.order = list(self.studies.items())
         self.fresh = {at for at, (_, study) in enumerate(self.order) if not study.get_trials(deepcopy=False)}
 
