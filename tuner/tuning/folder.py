@@ -233,9 +233,8 @@ def _refuse_earlier_storage(out: Path, name: Naming) -> None:
     earlier = out / EARLIER_STORAGE_FILE
     if earlier.is_file() and not (out / STORAGE_FILE).exists():
         raise TunerError(f"{out} holds {EARLIER_STORAGE_FILE}, the SQLite storage a run folder kept before; its own "
-                         f"storage is the journal {STORAGE_FILE} now: copy the studies into it (optuna.copy_study "
-                         f"from sqlite:///{earlier.resolve()} to a JournalStorage over {out / STORAGE_FILE}) and run "
-                         f"again, or choose another folder with {name('out')}; the folder is left as it is")
+                         f"storage is the journal {STORAGE_FILE} now, and the studies an earlier version wrote are "
+                         f"not read: choose another folder with {name('out')}; the folder is left as it is")
 
 
 def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None, name: Naming) -> None:
