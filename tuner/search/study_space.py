@@ -1,25 +1,10 @@
-"""What one study searches: a problem, a dtype, the families listing that dtype, and their valid configurations as
-a search domain, seen two ways: by the strategies as value indices, by Optuna's storage as the values themselves.
-
-Each study is named ``<experiment>/<MxNxK>/<dtype>``. Its domain (:class:`~tuner.strategies.domain.Domain`) holds
-one candidate per valid configuration, in enumeration (file) order, with one axis per parameter: ``family`` when
-the study holds several families, then ``<family>.<PARAM>`` for each parameter of each family.
-
-The index view (what the strategies search, and what Optuna's samplers see through
-:mod:`tuner.strategies.index_view`): every axis in every point, so that samplers model all of them jointly; a
-parameter whose values are numbers is the position of the value in the increasing list of the values the
-experiment lists (``IntDistribution(0, n-1)``), a text or true/false parameter, and the family, is categorical
-over its values, and a configuration of one family holds every other family's parameters at their first position.
-
-The stored view (a trial's parameters in the storage, what ``optuna-dashboard``, ``study.trials_dataframe()`` and
-``optuna.load_study`` show): the family, where the study holds several, and only that family's parameters, each
-with its value: integers as ``IntDistribution(low, high)`` over the listed values' range, other numbers as
-``FloatDistribution``, text and true/false as ``CategoricalDistribution`` (study user attribute ``params``:
-``values``).
-
-The experiment's values are kept in the study's user attribute ``axes``; a study opened with other values is
-refused, since its positions would mean other values.
-"""
+"""What one study (``<experiment>/<MxNxK>/<dtype>``) searches: the families listing its dtype and their valid
+configurations as a :class:`~tuner.strategies.domain.Domain` (one candidate each, in file order; axes ``family``
+where there are several, then ``<family>.<PARAM>``), seen two ways. The index view, what strategies and Optuna's
+samplers search (:mod:`tuner.strategies.index_view`): every axis in every point, numbers as positions in their
+sorted list. The stored view, what the storage and Optuna's tools show: the family and its own parameters with
+their values (study user attribute ``params``: ``values``). The listed values are kept in ``axes``; a study
+opened with other values is refused."""
 
 from __future__ import annotations
 
