@@ -183,7 +183,7 @@ def run_experiment(work: Path, experiment: Path, trials: int | None, cache: str)
     return {"experiment": str(experiment.relative_to(ROOT) if experiment.is_relative_to(ROOT) else experiment),
             "trials": trials, "cache": cache, "wall_s": wall, "search_s": run["wall_s"],
             "evaluations": run["evaluations"], "device_busy_s": run["device_busy_s"],
-            "gpu_busy_fraction": run["gpu_busy_fraction"], "sampler": run["sampler"],
+            "gpu_busy_fraction": run["gpu_busy_fraction"], "strategy": run["strategy"],
             "cpu_busy_percent": cpu, "nvml_gpu_utilization_percent": gpu}
 
 
@@ -226,12 +226,12 @@ def produce(rounds: int, out: Path, experiments: list[Path], trials: int | None)
     if whole:
         lines += ["", "Experiments as a user runs them (python -m tuner run; compile cache cold: new, warm: filled by "
                   "the cold run; each into a new folder):",
-                  f"{'experiment':<32}  {'sampler':>7}  {'trials':>6}  {'cache':>5}  {'wall s':>7}  {'search s':>8}  "
+                  f"{'experiment':<32}  {'strategy':>8}  {'trials':>6}  {'cache':>5}  {'wall s':>7}  {'search s':>8}  "
                   f"{'evals':>5}  {'device s':>8}  {'GPU busy':>8}  {'CPU busy':>8}  {'NVML util':>9}"]
         for w in whole:
             budget = "file" if w["trials"] is None else str(w["trials"])
-            lines.append(f"{w['experiment']:<32}  {w['sampler']:>7}  {budget:>6}  {w['cache']:>5}  {w['wall_s']:7.1f}  "
-                         f"{w['search_s']:8.1f}  {w['evaluations']:>5}  {w['device_busy_s']:8.1f}  "
+            lines.append(f"{w['experiment']:<32}  {w['strategy']:>8}  {budget:>6}  {w['cache']:>5}  "
+                         f"{w['wall_s']:7.1f}  {w['search_s']:8.1f}  {w['evaluations']:>5}  {w['device_busy_s']:8.1f}  "
                          f"{100 * w['gpu_busy_fraction']:7.0f}%  {_percent(w['cpu_busy_percent']):>8}  "
                          f"{_percent(w['nvml_gpu_utilization_percent']):>9}")
         lines += ["GPU busy: the device time of every verification and timing (launches, flushes, read-back and "

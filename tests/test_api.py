@@ -46,7 +46,7 @@ def test_an_experiment_built_in_python_runs_with_callbacks_and_no_summary(tmp_pa
 def test_an_optuna_sampler_object_and_a_strategy_class_are_strategies(tmp_path):
     by_object = tuner.run(small_experiment(), backend=ScriptedBackend(), strategy=optuna.samplers.RandomSampler(seed=1),
                           trials=4, out=tmp_path / "a", quiet=True, report=False)
-    assert set(by_object.df.loc[by_object.df["family"] != "baseline", "sampler"]) == {"RandomSampler"}
+    assert set(by_object.df.loc[by_object.df["family"] != "baseline", "strategy"]) == {"RandomSampler"}
 
     class Descending(RandomSearch):
         name = "descending"
@@ -58,7 +58,7 @@ def test_an_optuna_sampler_object_and_a_strategy_class_are_strategies(tmp_path):
     by_class = tuner.run(small_experiment(), backend=ScriptedBackend(), strategy=Descending, trials=3,
                          out=tmp_path / "b", quiet=True, report=False)
     kernels = by_class.df[by_class.df["family"] != "baseline"]
-    assert set(kernels["sampler"]) == {"descending"} and kernels["config_key"].is_unique and len(kernels) == 3
+    assert set(kernels["strategy"]) == {"descending"} and kernels["config_key"].is_unique and len(kernels) == 3
 
 
 def test_a_storage_object_is_used_as_given(tmp_path):

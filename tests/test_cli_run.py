@@ -39,7 +39,7 @@ def test_cli_replay_run_writes_the_folder_and_matches_the_api(recording, tmp_pat
     assert f"results: {out}" in done.stdout
     assert "fermi_like/4096x4096x4096/float32" in done.stderr  # progress
     written, metadata = results.load(out)
-    assert metadata["runs"][0]["backend"] == "replay" and metadata["runs"][0]["sampler"] == "tpe"
+    assert metadata["runs"][0]["backend"] == "replay" and metadata["runs"][0]["strategy"] == "tpe"
 
     api = tuner.run(load_experiment(FERMI), backend="replay", replay=recording, out=tmp_path / "api", quiet=True,
                     report=False)

@@ -126,7 +126,7 @@ def test_a_front_of_two_points_takes_the_fastest_as_its_knee_and_ties_keep_one_r
 
 def test_the_objective_of_a_run_is_read_from_its_metadata():
     assert recorded_objective({"runs": [{"objective": ["edp"]}]}) == ("edp",)
-    assert recorded_objective({"runs": [{"sampler": "ils"}]}) == ("time",)  # recorded before objectives
+    assert recorded_objective({"runs": [{"strategy": "ils"}]}) == ("time",)  # recorded before objectives
     assert recorded_objective({}) == ("time",)
 
 

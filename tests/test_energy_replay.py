@@ -99,7 +99,7 @@ def test_an_experiment_whose_strategy_is_for_one_objective_searches_two_with_nsg
     assert cli.main(["run", str(experiment), "--backend", "replay", "--replay", str(recorded[1]), "--out", str(out),
                      "--no-report", "--objective", "time,energy", "--trials", "4"]) == 0
     assert "searched with nsga2" in capsys.readouterr().err
-    assert json.loads((out / "metadata.json").read_text())["runs"][-1]["sampler"] == "nsga2"
+    assert json.loads((out / "metadata.json").read_text())["runs"][-1]["strategy"] == "nsga2"
 
 
 def test_a_folder_searched_for_one_objective_is_not_continued_for_another(recorded, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """Optuna's own tools show the real study: parameter values (not positions), each trial's own family's parameters,
 the objective named with its unit, the studies named as the README names them and no others; the strategies
-meanwhile search the index view. A storage written by the previous version resumes as it was. A sampler object
+meanwhile search the index view. A folder written by an earlier version is refused, naming what changed. A sampler
+object
 works for every study; callbacks of Optuna's kind; a RunResult shows itself briefly."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tests.patience import patient
 from tuner import cli
 from tuner.errors import TunerError
 from tuner.results import table as results
+from tuner.search.opening import earlier_format
 from tuner.search.storage import close_storage, open_storage, own_storage_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,8 +36,9 @@ FERMI = ROOT / "experiments" / "fermi_like.yaml"
 STUDIES = ["fermi_like/4096x4096x4096/float32", "fermi_like/1024x1024x1024/float32",
            "fermi_like/1000x777x333/float32"]
 """The studies of fermi_like, as the README names them: <experiment>/<M>x<N>x<K>/<dtype>."""
-PREVIOUS = ROOT / "tests" / "data" / "positions_run"
-"""A run folder of fermi_like (3 random configurations per study) written by the version that stored positions."""
+EARLIER = ROOT / "tests" / "data" / "earlier_version_run"
+"""A run folder of fermi_like (3 random configurations per study) written by an earlier version: its table and
+records name the strategy ``sampler``, its studies hold positions, its run records sit in a study of their own."""
 DASHBOARD_START_S = 60.0
 
 
@@ -195,29 +198,48 @@ def test_a_sampler_that_cannot_be_copied_is_refused_before_anything_is_written(t
     assert not (tmp_path / "run").exists()
 
 
-def test_a_storage_written_by_the_previous_version_resumes(tmp_path):
+@pytest.mark.parametrize(("kept", "change"), [
+    ((results.RESULTS_PARQUET, results.METADATA_JSON, "study.log"), "its column 'sampler' is called 'strategy' now"),
+    (("study.log",), "it keeps the run records of experiment 'fermi_like' in a study 'fermi_like/runs'"),
+])
+def test_a_folder_written_by_an_earlier_version_is_refused_naming_the_change(tmp_path, capsys, kept, change):
     out = tmp_path / "run"
-    shutil.copytree(PREVIOUS, out)
-    before = tuner.RunResult(*_loaded(out))
-    result = tuner.run(FERMI, backend="replay", strategy="random", trials=5, out=out, quiet=True, report=False)
-    kernels = result.df[result.df["family"] != "baseline"]
-    assert kernels.groupby("study").size().to_dict() == dict.fromkeys(STUDIES, 5)
-    assert kernels["config_key"].is_unique  # nothing measured twice
-    old = before.df[before.df["family"] != "baseline"]
-    assert set(old["config_key"]) <= set(kernels["config_key"])
-    assert len(result.metadata["runs"]) == 2  # the earlier run, kept in its own place, and this one
-    storage, study = load(out, STUDIES[0])
+    out.mkdir()
+    for name in kept:
+        shutil.copy(EARLIER / name, out / name)
+    before = {name: (out / name).read_bytes() for name in kept}
+    args = ["run", str(FERMI), "--backend", "replay", "--trials", "5", "--out", str(out), "--quiet", "--no-report"]
+    assert cli.main(args) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and error.count("\n") == 1 and "Traceback" not in error
+    assert "written by an earlier version of the tuner" in error and change in error
+    assert {name: (out / name).read_bytes() for name in kept} == before
+
+
+def test_a_study_written_by_an_earlier_version_is_told_by_its_attributes():
+    current = {"axes": {"naive.BLOCK_X": [8, 16]}, "params": "values", "strategy": "tpe"}
+    assert earlier_format(current, True) is None
+    assert earlier_format({}, False) is None  # a study just created
+    assert "representation since replaced" in earlier_format({}, True)
+    assert "position in its list" in earlier_format({"axes": current["axes"]}, True)
+    assert "'sampler', which is called 'strategy' now" in earlier_format({**current, "sampler": "tpe"}, True)
+
+
+def test_run_records_kept_in_a_study_of_their_own_are_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    storage = open_storage(own_storage_url(out))
     try:
-        assert "params" not in study.user_attrs  # it goes on storing positions, as it began
-        for trial in study.get_trials():
-            assert set(trial.params) == {"family", "naive.BLOCK_X", "naive.BLOCK_Y", "tiled.TILE_WIDTH"}
+        optuna.create_study(storage=storage, study_name="fermi_like/runs").set_user_attr("first_started_utc", "x")
     finally:
         close_storage(storage)
-
-
-def _loaded(out: Path) -> tuple[Any, Path, Any]:
-    df, metadata = results.load(out)
-    return df, out, metadata
+    before = (out / "study.log").read_bytes()
+    args = ["run", str(FERMI), "--backend", "replay", "--trials", "5", "--out", str(out), "--quiet", "--no-report"]
+    assert cli.main(args) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "keeps the run records of experiment 'fermi_like' in a study 'fermi_like/runs'" \
+        in error
+    assert (out / "study.log").read_bytes() == before
 
 
 def test_a_different_sampler_into_an_existing_folder_is_refused_with_the_reason(tmp_path, capsys):

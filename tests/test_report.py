@@ -183,10 +183,10 @@ def build_run_folder(folder: Path) -> Path:
                                            "bandwidth_gbs": m.bandwidth_gbs} for m in experiment.machine_models]},
         "environments": {"env-0": FIXTURE_ENVIRONMENT},
         "runs": [{"started_utc": "2025-01-01T00:00:00+00:00", "finished_utc": "2025-01-01T00:00:30+00:00",
-                  "backend": "pycuda", "sampler": "tpe", "trials": 8, "gpu_busy_fraction": 0.41, "wall_s": 30.0,
+                  "backend": "pycuda", "strategy": "tpe", "trials": 8, "gpu_busy_fraction": 0.41, "wall_s": 30.0,
                   "evaluations": 8, "interrupted": False},
                  {"started_utc": "2025-01-01T00:00:30+00:00", "finished_utc": "2025-01-01T00:01:10+00:00",
-                  "backend": "pycuda", "sampler": "random", "trials": 16, "gpu_busy_fraction": 0.38,
+                  "backend": "pycuda", "strategy": "random", "trials": 16, "gpu_busy_fraction": 0.38,
                   "wall_s": 40.0, "evaluations": 27, "interrupted": False}],
     }
     results.save(results.to_frame(rows), metadata, folder)
@@ -342,14 +342,14 @@ def test_convergence_is_monotone_per_study(run_folder, written):
     fig = convergence_figure(run)
     lines = [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "best-so-far"]
     searched = run.kernels[run.kernels["trial"] >= 0]
-    assert len(lines) == 2 * len(searched.groupby(["study", "sampler"]))  # by trial and by wall time
+    assert len(lines) == 2 * len(searched.groupby(["study", "strategy"]))  # by trial and by wall time
     for line in lines:
         y = np.asarray(line.get_ydata(), dtype=float)
         y = y[np.isfinite(y)]
         assert len(y) > 0 and np.all(np.diff(y) >= 0)
     xlabels = {ax.get_xlabel() for ax in fig.axes}
     assert {TRIAL_LABEL, "wall time since the run started (s)"} <= xlabels
-    overall = run.ok.groupby(["study", "sampler"])["gflops"].max()
+    overall = run.ok.groupby(["study", "strategy"])["gflops"].max()
     finals = sorted(float(np.nanmax(line.get_ydata())) for line in lines)
     assert sorted(overall.tolist() * 2) == pytest.approx(finals)
 
@@ -707,9 +707,9 @@ def test_top_configurations_show_the_register_tile_shared_memory_intensity():
     row = pd.Series({"M": 4096, "N": 4096, "K": 4096, "family": "regblock", "dtype": "float32", "intensity": 31.5,
                      **{f"p_{k}": v for k, v in params.items()}})
     assert intensities_text(row) == "global 31.5 · shared 2 · block 32"
-    cublas = pd.Series({"M": 8, "N": 8, "K": 8, "family": "cublas", "dtype": "float32", "params": {},
-                        "intensity": 1.0})
-    assert intensities_text(cublas) == "global 1"
+    baseline = pd.Series({"M": 8, "N": 8, "K": 8, "family": "baseline", "dtype": "float32", "params": {},
+                          "intensity": 1.0})
+    assert intensities_text(baseline) == "global 1"
 
 
 def test_best_so_far_by_wall_time_follows_the_clock_not_the_trial_numbers():

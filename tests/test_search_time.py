@@ -13,7 +13,7 @@ MEASURED = {"backend": "cpu", "started_utc": "2026-01-01T01:00:00+00:00", "finis
 
 
 def rows(at: list[str], study: str = "s") -> pd.DataFrame:
-    return pd.DataFrame({"study": study, "sampler": "tpe", "trial": range(len(at)), "measured_at": at,
+    return pd.DataFrame({"study": study, "strategy": "tpe", "trial": range(len(at)), "measured_at": at,
                          "wall_offset_s": [0.1 * (i + 1) for i in range(len(at))],
                          "device_s": [3.0 + i for i in range(len(at))]})
 

@@ -122,15 +122,6 @@ def test_a_trial_stores_its_familys_values_while_the_strategies_see_every_axis_a
     assert space.domain.values == tuple(a.values for a in space.axes)  # a model reads their alignment
 
 
-def test_a_study_written_before_holds_positions_and_is_read_so():
-    space = fermi_space().stored_as("positions")
-    tiled32 = Config.make(space.problem, "tiled", "float32", {"TILE_WIDTH": 32})
-    assert space.params(tiled32) == {"family": "tiled", "naive.BLOCK_X": 0, "naive.BLOCK_Y": 0,
-                                     "tiled.TILE_WIDTH": 2}
-    assert space.config_of(space.params(tiled32)) == tiled32
-    assert space.distributions() == space.index_distributions()
-
-
 def test_a_single_family_needs_no_family_parameter():
     text = TINY.replace("""  - template: naive
     parameters: {BLOCK_X: [8, 16, 32, 64], BLOCK_Y: [4, 8, 16, 32]}

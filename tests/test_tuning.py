@@ -59,7 +59,7 @@ def test_run_writes_the_results_folder(tmp_path, no_report, capsys):
         {"name": "Fermi-like", "peak_gflops": {"float32": 1000, "float64": 500}, "bandwidth_gbs": 150}]
     assert metadata["environments"] == {metadata_id(ENVIRONMENT): ENVIRONMENT}
     run, = metadata["runs"]
-    assert run["backend"] == "scripted" and run["sampler"] == "grid" and run["trials"] == 100
+    assert run["backend"] == "scripted" and run["strategy"] == "grid" and run["trials"] == 100
     assert run["interrupted"] is False and run["evaluations"] == len(saved)
     assert run["wall_s"] > 0
     assert run["gpu_busy_fraction"] == pytest.approx(run["device_busy_s"] / run["wall_s"], rel=1e-2)
@@ -108,7 +108,7 @@ def test_cublas_baselines_are_rows_measured_once_per_problem(tmp_path):
     baselines = result.df[result.df["family"] == "baseline"]
     assert backend.baselines == [("4096x4096x4096", "float32"), ("1024x1024x1024", "float32"),
                                  ("1000x777x333", "float32")]
-    assert list(baselines["study"].unique()) == ["baseline"] and list(baselines["sampler"].unique()) == ["baseline"]
+    assert list(baselines["study"].unique()) == ["baseline"] and list(baselines["strategy"].unique()) == ["baseline"]
     assert (baselines["trial"] == -1).all() and baselines["gflops"].tolist() == pytest.approx([5000.0] * 3)
     assert baselines["config_key"].tolist() == [f"{p}/baseline/float32/" for p, _ in backend.baselines]
     again = ScriptedBackend()

@@ -17,8 +17,10 @@ DTYPE_ATTR = "dtype"
 OBJECTIVE_ATTR = "objective"
 """The names the study was created to search for (a list); absent in studies made before objectives, which searched
 time."""
-STRATEGY_ATTR = "sampler"
-"""The search strategy that searches the study (its name in the results table's ``sampler`` column)."""
+STRATEGY_ATTR = "strategy"
+"""The search strategy that searches the study (its name in the results table's ``strategy`` column)."""
+FORMER_STRATEGY_ATTR = "sampler"
+"""What storages written before named STRATEGY_ATTR: a study holding it is refused, naming the change."""
 AXES_ATTR = "axes"
 """Every axis and its values, as the experiment listed them when the study was created."""
 STORED_ATTR = "params"
@@ -38,9 +40,6 @@ RUN_PREFIX = "run "
 """Followed by the run's start and its host/pid: that run's record."""
 FIRST_STARTED = "first_started_utc"
 """When the experiment's first run started."""
-LEGACY_ENVIRONMENTS = "environments"
-LEGACY_RUNS = "runs"
-"""The two lists a storage written before kept as user attributes of a study ``<experiment>/runs``."""
 
 # --- trial user attributes ----------------------------------------------------------------------------------------
 

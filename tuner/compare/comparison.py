@@ -1,27 +1,8 @@
-"""Scoring search strategies on recorded spaces: every strategy run R times on every space under each convention.
-
-A *case* is one space under one convention (:mod:`tuner.compare.harness`). Three kinds of strategy take part:
-
-* ours (:mod:`tuner.strategies.catalog`) and Optuna's samplers (named ``optuna:<sampler>``,
-  :mod:`tuner.strategies.optuna_strategy`), which are not told their budget: ``runs`` runs of the largest budget
-  each (run r seeded by ``(seed, strategy's number, r)``, the same whatever the number of processes), a smaller
-  budget read off the same runs;
-* Kernel Tuner's strategies in its simulation mode (named ``kt:<strategy>``, :mod:`tuner.compare.kernel_tuner_peer`),
-  under convention (a) only (Kernel Tuner counts only configurations that pass the restrictions), which are told
-  their budget: ``runs`` runs of each budget apart.
-
-Per strategy and case:
-
-* the fraction of the optimum after each budget: mean, standard deviation, quartiles over the runs;
-* the methodology score P (:mod:`tuner.compare.methodology`), on ``score_runs`` further runs of each strategy that
-  go on, as the methodology package lets them, until the time axis' end and its margin, counting the recorded
-  time of each evaluation and the strategy's own time;
-* performance curves: the fraction of the optimum after every evaluation (of the largest budget's runs), and at
-  points of recorded time (compile + benchmark time, :mod:`tuner.recorded`), as quartiles over the runs.
-
-Uniform random search is the baseline of every figure; where the strategies chosen do not include it, it runs
-anyway (as the strategy ``random``).
-"""
+"""Scoring search strategies on recorded spaces: every strategy (ours, Optuna's samplers as ``optuna:<sampler>``,
+Kernel Tuner's as ``kt:<strategy>``, :mod:`tuner.compare.kernel_tuner_peer`) run R times on every case (a space
+under a convention, :mod:`tuner.compare.harness`): the fraction of the optimum after each budget, the methodology
+score P (:mod:`tuner.compare.methodology`) and the performance curves, with random search always among them as the
+baseline. What each number means: the README, "Comparing strategies on recorded spaces"."""
 
 from __future__ import annotations
 

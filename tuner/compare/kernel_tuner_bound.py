@@ -1,24 +1,8 @@
-"""Kernel Tuner's strategies with a bound on runs that no longer evaluate anything new (imports Kernel Tuner).
-
-Under a time limit, Kernel Tuner's budget (``kernel_tuner.util.TuningBudget``) counts the real time since the run
-started plus, in its simulation mode, the recorded compile, verification and benchmark time of each configuration
-the first time it is answered; a configuration answered again adds nothing to the simulated time. A strategy that
-keeps proposing configurations it has already evaluated (``nsga2`` and ``nsga3`` do, once their population has
-converged) therefore spends only real time, and its run goes on until the real clock reaches the limit: tens of
-minutes for a limit of recorded seconds, with no new evaluation.
-
-:class:`BoundedStrategy` runs a strategy of Kernel Tuner unchanged, with the budget Kernel Tuner made for the run
-replaced by a :class:`BoundedBudget` of the same limits and the same clock, which also ends the run
-
-* after :data:`tuner.compare.kernel_tuner_peer.STALL_PROPOSALS` proposals in a row that the simulation answers
-  from already evaluated configurations (the bound our harness puts on our strategies' repeats,
-  :data:`tuner.compare.harness.MAX_REPEATS`); none of them changed the run's curve;
-* once the run has taken :data:`~tuner.compare.kernel_tuner_peer.WALL_CAP_S` seconds of real time (a safety net,
-  far above what any strategy takes here otherwise).
-
-The run ends as at the end of its budget (the strategy catches Kernel Tuner's ``StopCriterionReached``); why it
-ended is kept in :attr:`BoundedStrategy.cut`.
-"""
+"""Kernel Tuner's strategies with a bound on runs that no longer evaluate anything new (imports Kernel Tuner):
+:class:`BoundedStrategy` runs a strategy unchanged with its budget replaced by a :class:`BoundedBudget` of the same
+limits and clock, which also ends the run after :data:`tuner.compare.kernel_tuner_peer.STALL_PROPOSALS` proposals
+in a row answered from evaluated configurations, or after :data:`~tuner.compare.kernel_tuner_peer.WALL_CAP_S` of
+real time; why it ended is kept in :attr:`BoundedStrategy.cut`. Why: the README, "Bounded runs"."""
 
 from __future__ import annotations
 

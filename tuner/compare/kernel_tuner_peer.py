@@ -1,29 +1,9 @@
-"""Kernel Tuner's strategies on a recorded space, in its simulation mode, scored as ours are.
-
-Kernel Tuner (``pip install kernel_tuner``, the ``kernel_tuner`` extra) replays a cache file when
-``tune_kernel(..., simulation_mode=True, cache=FILE)`` is called: every configuration a strategy asks is answered
-from the file. Each run here is one such call, with
-
-* the space as a cache file written from the recorded space (:func:`cache_document`): every recorded
-  configuration with its time (or Kernel Tuner's name for its failure), its runs, and its recorded time split so
-  that Kernel Tuner's simulated time (``compile_time + verification_time + benchmark_time``) is the recording's
-  cost of the configuration, the time our runs count for it;
-* the same restrictions: the recording's own (``restrictions``, checked expressions, :mod:`tuner.recorded`), else
-  membership in the recording, so that Kernel Tuner's search space is the recorded configurations, ours under
-  convention (a);
-* the same budget: ``strategy_options={"max_fevals": b}`` for b evaluations, or ``{"time_limit": s}`` for the
-  methodology score's runs; every other option at Kernel Tuner's default;
-* Python's and numpy's global generators seeded per run (Kernel Tuner's strategies draw from them).
-
-Counting. Kernel Tuner counts toward ``max_fevals`` each configuration the first time the simulation answers it,
-failed ones included, and never a configuration its restrictions reject: the distinct valid configurations
-evaluated, as convention (a) counts. Its strategies are told their budget, so each budget is run apart (ours,
-told nothing, are read off one run of the largest budget). The run's results are read in order: a configuration
-seen before adds nothing but the strategy's time; each new one is one evaluation, with its recorded time (ms) as
-the best-so-far curve's value and its recorded cost (s) on the cost axis, as a run of ours
-(:class:`tuner.compare.harness.BestSoFar`). The elapsed time adds Kernel Tuner's ``strategy_time`` and
-``framework_time`` of every result (its own time, simulation overhead included).
-"""
+"""Kernel Tuner's strategies on a recorded space in its simulation mode, scored as ours are: each run one
+``tune_kernel(..., simulation_mode=True, cache=FILE)`` call over a cache file written from the recording
+(:func:`cache_document`: its recorded cost split so that Kernel Tuner's simulated time is ours), with the same
+restrictions (:func:`restrictions_of`), the same budget (``max_fevals`` or ``time_limit``) and seeded global
+generators; its results read back as a :class:`tuner.compare.harness.BestSoFar` (:func:`curve_of`). How both sides
+count: the README, "Comparing strategies on recorded spaces"."""
 
 from __future__ import annotations
 

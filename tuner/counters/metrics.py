@@ -1,23 +1,8 @@
-"""The counters of the hierarchical roofline, and what one kernel's values of them say.
-
-A kernel's traffic is counted at each level of the memory hierarchy (the method of C. Yang, T. Kurth and
-S. Williams, "Hierarchical Roofline analysis for GPUs", 2020, which Nsight Compute's roofline charts follow):
-
-- **requested**: the bytes the threads' global-memory instructions ask for (``sm__sass_data_bytes_mem_global``),
-  what an analytical model of a kernel's operand reads counts;
-- **L1**: the bytes of the sectors the L1/TEX cache looks up for them (``l1tex__t_bytes``): the loads of a warp
-  are merged into 32-byte sectors, so a value many lanes of a warp read at once (a broadcast) counts once;
-- **L2**: the bytes the L2 cache serves (``lts__t_bytes``): what the L1 missed, and the writes;
-- **DRAM**: the bytes device memory moves (``dram__bytes``): what the L2 missed, and its write-backs.
-
-Operations are counted from the executed instructions, thread by thread, predicated on
-(``sm__sass_thread_inst_executed_op_{d,f,h}{add,mul,fma}_pred_on``): an add or a multiply is one FLOP, a fused
-multiply-add two (a half-precision instruction on a pair of values, HFMA2, counts once: no family here uses
-them). Tensor-core instructions are counted (``sm__inst_executed_pipe_tensor*``, warp-level), but how many
-operations one performs depends on its shape, which the counters do not say: a kernel that issues any is given
-the problem's 2·M·N·K operations, and says so. Shared-memory wavefronts (each up to 128 bytes through the
-L1/shared data path) and the kernel's duration under the profiler complete the record.
-"""
+"""The counters of the hierarchical roofline (Yang, Kurth, Williams, 2020, as Nsight Compute's roofline charts):
+the bytes requested, looked up in L1, served by L2 and moved by DRAM; the operations of the executed
+instructions (an FMA two; a kernel issuing tensor-core instructions is given the problem's 2·M·N·K, and says
+so); shared-memory wavefronts and the kernel's duration under the profiler; and what one kernel's values say.
+What each counter means: the README, "Hardware counters"."""
 
 from __future__ import annotations
 

@@ -1,28 +1,9 @@
-"""The energy window on a GPU: the kernel launched back to back while a thread reads the energy counter.
-
-After a configuration is timed (the timed samples are left as they were: the window comes after them, outside every
-event pair), it is launched again and again: for ``SETTLE_S`` first, uncounted, so that the power controller brings
-the clocks to this kernel's load (coming from the timed samples, or from another kernel, the clocks start where that
-load left them, and a window opened at once would take its time per launch partly at those clocks and its power at
-the settled ones; a window measured again right after one too short needs no settling), then for a window of at
-least ``MIN_WINDOW_S`` and long enough to hold ``MIN_UPDATES`` whole update periods of the counter after one period
-of lead (the counter updates every few tens of milliseconds and may lag what it counts). Launches are queued in
-chunks of about ``CHUNK_S`` of work, each closed by an event; the host waits on the chunk before the last, so that
-the device always has work queued and the host sleeps (the interpreter free for the thread that reads the counter)
-while it runs. The window's length is the time between the events before its first launch and after its last, on the
-device's clock.
-
-The counter's changes within the window give its mean power over whole update periods
-(:func:`tuner.energy.counter.counted_span`); one launch's energy is that power times the window's time per
-launch. A window that holds too few changes is measured again, twice as long, up to ``LONGEST_WINDOW_S``; the
-update interval seen sizes the next windows. A counter that does not change at all in a window of a second or
-more, or one that cannot be read, is taken as broken (:class:`CounterFailed`).
-
-The launches run hot (no L2 flush, no output reset between them), as a GEMM called repeatedly by an application
-does: their time per launch is kept (``Energy.window_s / launches``) beside the cold median of the timing. Where
-a launch takes less time than the host needs to queue one, the device idles between launches and the energy per
-launch includes that idle power; the time per launch shows it.
-"""
+"""The energy window on a GPU: after the timed samples, the kernel launched back to back (hot: no flush) for
+``SETTLE_S`` uncounted, then for a window of at least ``MIN_WINDOW_S`` holding ``MIN_UPDATES`` update periods of
+the energy counter, queued in chunks of about ``CHUNK_S`` while a thread reads the counter. One launch's energy
+is the counter's mean power over whole update periods (:func:`tuner.energy.counter.counted_span`) times the time
+per launch; a window with too few changes is measured again twice as long, up to ``LONGEST_WINDOW_S``, and a
+counter that never changes or cannot be read is :class:`CounterFailed`."""
 
 from __future__ import annotations
 

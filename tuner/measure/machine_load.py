@@ -1,30 +1,8 @@
-"""What else the machine did while something was measured: other processes' CPU time, and other processes' work
-on the GPU.
-
-A measurement shares its machine with whatever else runs there, and a ceiling or a kernel timed while another
-process held the cores it used reads too low (a cached ceiling then makes every later percentage of it too high).
-Like nvbench's throttle detection, which watches the clock during each measurement and names the samples it
-slowed, each measurement here is watched for other work, recorded with it, and flagged where that work may have
-slowed it.
-
-CPU. ``/proc/stat`` counts, per CPU, the time spent busy (user, nice, system, irq, softirq, steal), and
-``/proc/<pid>/stat`` each process's own time (utime, stime, and cutime, cstime of the children it has waited
-for). Over a window, the busy time of the CPUs this process may run on, less the time of the run's own processes
-(the process tree under the run's main process: the measuring process and its threads, the compilers), is other
-processes' time; over the window's length it is ``other_cpus``, the CPUs' worth of time others took (2.0: two
-whole CPUs). A measurement on ``threads`` of ``cpus`` CPUs leaves ``cpus − threads`` of them to others; it was
-*under load* when others took more than that by over ``LOAD_TOLERANCE`` of the measuring threads' time (and by
-more than ``RESOLUTION_TICKS`` of the counters, which count in clock ticks of 10 ms).
-
-GPU. NVML lists the processes holding a context on the GPU and samples each one's SM utilisation. Over a window,
-another process whose kernels used the SMs (``other_gpu_percent`` > 0), or, where NVML keeps no samples, which holds a
-context at all, puts the measurement under load. Inside a container NVML names processes by the host's process ids,
-which match none of the run's own: then the busiest process is taken for the run's own measuring process and the others
-counted.
-
-The readers of ``/proc`` and of NVML are small classes of their own, so that the judgement is tested with stand-ins
-for them; this module imports nothing of the project.
-"""
+"""What else the machine did while something was measured: other processes' CPU time (``/proc/stat`` and
+``/proc/<pid>/stat``, less the run's own process tree: ``other_cpus``) and other processes' work on the GPU (NVML:
+``other_gpu_processes``, ``other_gpu_percent``), and whether that may have slowed the measurement (*under load*,
+beyond ``LOAD_TOLERANCE`` and ``RESOLUTION_TICKS``). The readers of ``/proc`` and NVML are small classes of their
+own, so that the judgement is tested with stand-ins; this module imports nothing of the project."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Convergence: the best GFLOP/s found so far against trial number and against time (wall time, or a replay's
-recorded device time: :mod:`tuner.report.search_time`), per study, one line per sampler (a study continued with
-another sampler gets a line for each)."""
+recorded device time: :mod:`tuner.report.search_time`), per study, one line per strategy (a study continued
+with another strategy gets a line for each)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from tuner.report.search_time import RECORDED_LABEL, TIME_COLUMN, with_search_ti
 
 BASELINE_SCALE = 2.0
 """A cuBLAS line more than this many times the best trial is named in the corner instead of squashing the curves."""
-TRIAL_LABEL = "trial number (the sampler's evaluations in the study, in order)"
-SAMPLER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
+TRIAL_LABEL = "trial number (the strategy's evaluations in the study, in order)"
+STRATEGY_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#17becf")
 
 
 def best_so_far(rows: pd.DataFrame, by: str = "trial") -> pd.DataFrame:
-    """One sampler's evaluations in a study, ordered by ``by`` (``trial``, or a time such as ``wall_offset_s``:
+    """One strategy's evaluations in a study, ordered by ``by`` (``trial``, or a time such as ``wall_offset_s``:
     trials asked ahead finish out of trial order), with ``evaluation`` (1 for its first) and ``best`` (the best ok
     GFLOP/s up to each one; NaN before the first success)."""
     rows = rows.sort_values([by, "trial" if by != "trial" else "wall_offset_s"]).copy()
@@ -48,20 +48,21 @@ class TickLabels(Formatter):
 
 def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[str, str],
                 baseline: float | None, library: str) -> None:
-    lines = [(str(study), str(sampler), r)
-             for (study, sampler), r in rows.groupby(["study", "sampler"], dropna=False, sort=True)]
+    lines = [(str(study), str(strategy), r)
+             for (study, strategy), r in rows.groupby(["study", "strategy"], dropna=False, sort=True)]
     several_studies = len({study for study, _, _ in lines}) > 1
-    for study, sampler, line_rows in lines:
-        label = f"{sampler} ({study})" if several_studies else sampler
+    for study, strategy, line_rows in lines:
+        label = f"{strategy} ({study})" if several_studies else strategy
         if line_rows["replayed"].all() and not rows["replayed"].all():
             label += " (replayed)"
         for ax, x, by in ((ax_trial, "evaluation", "trial"), (ax_wall, TIME_COLUMN, TIME_COLUMN)):
             progress = best_so_far(line_rows, by)
             ok = progress[progress["status"] == "ok"]
             if progress[x].notna().any():
-                ax.step(progress[x], progress["best"], where="post", color=colors[sampler], linewidth=2,
+                ax.step(progress[x], progress["best"], where="post", color=colors[strategy], linewidth=2,
                         label=label, gid="best-so-far")
-                ax.scatter(ok[x], ok["performance"], s=10, color=colors[sampler], alpha=0.3, linewidths=0, gid="trials")
+                ax.scatter(ok[x], ok["performance"], s=10, color=colors[strategy], alpha=0.3, linewidths=0,
+                           gid="trials")
     top = float(rows.loc[rows["status"] == "ok", "performance"].max()) if (rows["status"] == "ok").any() else 0.0
     for ax in (ax_trial, ax_wall):
         if baseline is not None and baseline <= BASELINE_SCALE * max(top, 1e-9):
@@ -79,10 +80,10 @@ def _draw_panel(ax_trial: Axes, ax_wall: Axes, rows: pd.DataFrame, colors: dict[
 
 
 def convergence_figure(run: Run) -> Figure:
-    """One row of two panels (by trial, by time) per dtype and problem; one line per study and sampler."""
+    """One row of two panels (by trial, by time) per dtype and problem; one line per study and strategy."""
     searched = run.kernels[run.kernels["trial"].notna() & (run.kernels["trial"] >= 0)]
     searched = searched.assign(study=searched["study"].fillna("?").astype(str),
-                               sampler=searched["sampler"].fillna("?").astype(str))
+                               strategy=searched["strategy"].fillna("?").astype(str))
     searched, time_label = with_search_time(searched, run.metadata.get("runs") or [])
     slices = [(d, p) for d, p in run.slices() if ((searched["dtype"] == d) & (searched["problem"] == p)).any()]
     fig = Figure(figsize=(11, 1.2 + 3.1 * max(1, len(slices))), layout="constrained")
@@ -92,8 +93,8 @@ def convergence_figure(run: Run) -> Figure:
         ax.text(0.5, 0.5, "no searched trials in this run", ha="center", va="center", fontsize=12)
         return fig
     axes = fig.subplots(len(slices), 2, squeeze=False)
-    samplers = sorted(searched["sampler"].unique())
-    colors = {s: SAMPLER_COLORS[i % len(SAMPLER_COLORS)] for i, s in enumerate(samplers)}
+    strategies = sorted(searched["strategy"].unique())
+    colors = {s: STRATEGY_COLORS[i % len(STRATEGY_COLORS)] for i, s in enumerate(strategies)}
     by_slice = dict(iter(searched.groupby(["dtype", "problem"], sort=False)))
     baselines = dict(iter(run.baselines.groupby(["dtype", "problem"], sort=False)))
     for (dtype, problem), (ax_trial, ax_wall) in zip(slices, axes, strict=True):

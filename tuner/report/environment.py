@@ -47,8 +47,8 @@ def summary_items(run: Run) -> list[tuple[str, str]]:
         ("dtypes", ", ".join(sorted(kernels["dtype"].astype(str).unique()))),
     ]
     searched = kernels[kernels["trial"].fillna(-1) >= 0] if "trial" in kernels else kernels
-    if "sampler" in searched and not searched.empty:
-        items.append(("samplers", ", ".join(sorted(searched["sampler"].astype(str).unique()))))
+    if "strategy" in searched and not searched.empty:
+        items.append(("strategies", ", ".join(sorted(searched["strategy"].astype(str).unique()))))
     if "study" in searched and not searched.empty:
         items.append(("studies", str(searched["study"].nunique())))
     if recordings := replayed_recordings(run):
@@ -93,14 +93,14 @@ def environment_heading(run: Run, env_id: str) -> str:
 
 def runs_table(run: Run) -> Table:
     """Each run (and resume) of the experiment into this folder, as metadata.json lists them."""
-    table = Table(["started (UTC)", "finished (UTC)", "backend", "sampler", "trials", "evaluations", "wall s",
+    table = Table(["started (UTC)", "finished (UTC)", "backend", "strategy", "trials", "evaluations", "wall s",
                    f"{results.measuring_device(run.metadata)} busy", "interrupted"], numeric={4, 5, 6, 7})
     for entry in _runs(run):
         ended = "yes" if entry.get("interrupted") else "no"
         if entry.get("error"):
             ended = f"error: {entry['error']}"
         table.rows.append([str(entry.get("started_utc") or "—"), str(entry.get("finished_utc") or "—"),
-                           _backend(entry), str(entry.get("sampler") or "—"),
+                           _backend(entry), str(entry.get("strategy") or "—"),
                            str(entry.get("trials") or "—"), str(entry.get("evaluations") or "—"),
                            fixed(entry.get("wall_s"), 1), percent(entry.get("gpu_busy_fraction"), 0, scale=100),
                            ended])

@@ -1,23 +1,8 @@
-"""Parameter importances per Optuna study, by PED-ANOVA (Optuna's PedAnovaImportanceEvaluator): how differently
-each parameter's values are spread among the best trials than among all of them.
-
-The trials are the study's evaluations as the results table holds them (the table is rebuilt from the Optuna
-storage, so they are the same trials: one per evaluation), with the parameters named as the study names them
-(``family``, ``<family>.<PARAM>``; by their values, where the study holds positions) and the value the study was
-told (GFLOP/s of an ``ok`` evaluation, 0 for any other status). Reading the table rather than the storage takes
-a fraction of a second for ten thousand trials, and works wherever the storage is (``--storage``) or whatever
-became of it.
-
-PED-ANOVA rather than fANOVA: fANOVA's forest of trees grows exponentially with the number of values of a
-categorical parameter (a study of a thousand block shapes never finished), PED-ANOVA's Parzen estimators
-linearly with the trials. Its best trials are the top decile, but at least ``TOP_TRIALS`` of them (and at most
-half of the trials), so that a study of a few dozen trials does not rest on one or two.
-
-A study that searches several families has a conditional space (naive.BLOCK_X exists only in naive trials), so
-importances are computed per set of parameters the trials share, e.g. once for the naive trials and once for
-the tiled ones, plus once over the parameters common to all trials (such as the family) when those vary. The
-computation is time-boxed: what is left when ``deadline_s`` has passed is left out with a note.
-"""
+"""Parameter importances per Optuna study by PED-ANOVA (Optuna's PedAnovaImportanceEvaluator): how differently each
+parameter's values spread among the best trials (the top decile, at least ``TOP_TRIALS``, at most half) than
+among all. The trials are rebuilt from the results table (the study's own, read in a fraction of a second
+wherever the storage is); a study of several families gets one computation per set of parameters its trials
+share, time-boxed by ``deadline_s``."""
 
 from __future__ import annotations
 

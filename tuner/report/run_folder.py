@@ -35,7 +35,7 @@ from tuner.results.schema import BASELINE_FAMILY
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-KEY_COLUMNS = ("experiment", "study", "sampler", "metadata_id", "config_key", "problem", "family", "dtype", "status")
+KEY_COLUMNS = ("experiment", "study", "strategy", "metadata_id", "config_key", "problem", "family", "dtype", "status")
 NUMERIC_COLUMNS = ("gflops", "bandwidth_gbs", "effective_bandwidth_gbs", "flops", "time_median_ms", "wall_offset_s",
                    "trial", "M", "N", "K")
 REQUIRED_COLUMNS = ("problem", "family", "dtype", "status", "gflops")

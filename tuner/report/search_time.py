@@ -37,7 +37,7 @@ def replayed(rows: pd.DataFrame, runs: list[dict[str, Any]]) -> pd.Series:
 
 def with_search_time(rows: pd.DataFrame, runs: list[dict[str, Any]]) -> tuple[pd.DataFrame, str]:
     """``rows`` (one study's or several) with ``search_time_s``: ``wall_offset_s`` where measured; where every row of
-    a (study, sampler) line was replayed, the recorded ``device_s`` summed in the order the replay answered them.
+    a (study, strategy) line was replayed, the recorded ``device_s`` summed in the order the replay answered them.
     Also the axis' label."""
     rows = rows.copy()
     rows[TIME_COLUMN] = rows["wall_offset_s"] if "wall_offset_s" in rows else float("nan")
@@ -45,7 +45,7 @@ def with_search_time(rows: pd.DataFrame, runs: list[dict[str, Any]]) -> tuple[pd
     rows["replayed"] = by_replay
     if not by_replay.any() or "device_s" not in rows:
         return rows, WALL_LABEL
-    for _, line in rows.groupby(["study", "sampler"], dropna=False, sort=False):
+    for _, line in rows.groupby(["study", "strategy"], dropna=False, sort=False):
         if not by_replay[line.index].all():
             continue
         ordered = line.sort_values(["wall_offset_s", "trial"]) if "wall_offset_s" in line else line

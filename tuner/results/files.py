@@ -1,5 +1,5 @@
 """The results table's files in a run folder: results.parquet, results.csv (safe to open in a spreadsheet) and
-metadata.json, written atomically and read back (tables written before read as today's)."""
+metadata.json, written atomically and read back (a table an earlier version wrote is refused)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ import pandas as pd
 
 from tuner import atomic_file, input_file
 from tuner.errors import TunerError
-from tuner.measure.measurement import Status
-from tuner.results.schema import BASELINE_FAMILY, LEGACY_BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 
 RESULTS_PARQUET = "results.parquet"
 RESULTS_CSV = "results.csv"
 METADATA_JSON = "metadata.json"
 MAX_METADATA_BYTES = 64 * 2**20
+FORMER_STRATEGY_COLUMN = "sampler"
+"""What tables written before named the ``strategy`` column: such a table is refused, naming the change."""
+FORMER_BASELINE_FAMILY = "cublas"
+"""What tables written before named the baseline rows' family: such a table is refused, naming the change."""
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -74,25 +77,21 @@ def load_table(path: str | Path) -> pd.DataFrame:
     why = input_file.not_regular(table)
     if why is not None:
         raise input_file.InputFileError(f"{table} {why}")
-    return with_baseline_renamed(pd.read_parquet(table))
-
-
-def with_baseline_renamed(df: pd.DataFrame) -> pd.DataFrame:
-    """A table written before the baseline's family was named ``baseline``: its ``cublas`` rows as baseline rows
-    (family, configuration key, and the library they measured, which their reason names)."""
-    if "family" not in df.columns or not (df["family"] == LEGACY_BASELINE_FAMILY).any():
-        return df
-    df = df.copy()
-    old = df["family"] == LEGACY_BASELINE_FAMILY
-    df["family"] = df["family"].astype(object).where(~old, BASELINE_FAMILY).astype(df["family"].dtype)
-    if "config_key" in df.columns:
-        keys = df.loc[old, "config_key"].astype(str).str.replace(f"/{LEGACY_BASELINE_FAMILY}/", f"/{BASELINE_FAMILY}/",
-                                                                    n=1, regex=False)
-        df["config_key"] = df["config_key"].astype(object).where(~old, keys).astype(df["config_key"].dtype)
-    if "library" not in df.columns and "reason" in df.columns and "status" in df.columns:
-        library = df["reason"].where(old & (df["status"] == Status.OK.value) & df["reason"].notna())
-        df["library"] = library.astype("string")
+    df = pd.read_parquet(table)
+    changed = earlier_format(df)
+    if changed:
+        raise TunerError(f"{table} was written by an earlier version of the tuner: {changed}; it is left as it "
+                         f"was: rename it so, or run the experiment again into a new output folder")
     return df
+
+
+def earlier_format(df: pd.DataFrame) -> str | None:
+    """What changed since an earlier version wrote a table with these columns; None for a current table."""
+    if FORMER_STRATEGY_COLUMN in df.columns:
+        return f"its column '{FORMER_STRATEGY_COLUMN}' is called 'strategy' now"
+    if "family" in df.columns and (df["family"] == FORMER_BASELINE_FAMILY).any():
+        return f"its baseline rows' family '{FORMER_BASELINE_FAMILY}' is called '{BASELINE_FAMILY}' now"
+    return None
 
 
 def load_metadata(path: str | Path) -> Any:

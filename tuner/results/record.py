@@ -24,7 +24,7 @@ from tuner.peaks import compute_peak
 from tuner.results.analytics import Analytics
 from tuner.results.environment import Environment
 from tuner.results.objectives import median_seconds, performance_of
-from tuner.results.schema import BASELINE_FAMILY, LEGACY_BASELINE_FAMILY
+from tuner.results.schema import BASELINE_FAMILY
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Record:
     experiment: str
     study: str
     strategy: str
-    """The search strategy's name (the row's ``sampler``, as tables and storages have always named it)."""
+    """The search strategy's name (the row's ``strategy``)."""
     trial: int
     config: Config
     measurement: Measurement
@@ -56,7 +56,7 @@ class Record:
             "metadata_id": self.metadata_id,
             "wall_offset_s": self.wall_offset_s,
             "measured_at": self.measured_at,
-            "sampler": self.strategy,
+            "strategy": self.strategy,
             "device_s": self.device_s,
             "trial": self.trial,
             "transferred_from": self.transferred_from,
@@ -67,7 +67,7 @@ class Record:
         return cls(
             experiment=experiment,
             study=study,
-            strategy=attrs["sampler"],
+            strategy=attrs["strategy"],
             trial=int(attrs.get("trial", trial)),
             config=config_from_dict(attrs["config"]),
             measurement=Measurement.from_dict(attrs["measurement"]),
@@ -94,9 +94,7 @@ def config_to_dict(config: Config) -> dict[str, Any]:
 
 
 def config_from_dict(data: Mapping[str, Any]) -> Config:
-    sizes = data["sizes"] if "sizes" in data else {d: data[d] for d in MATMUL_DIMS}
-    family = BASELINE_FAMILY if data["family"] == LEGACY_BASELINE_FAMILY else data["family"]
-    return Config.make(Problem.of(sizes), family, data["dtype"], data["params"])
+    return Config.make(Problem.of(data["sizes"]), data["family"], data["dtype"], data["params"])
 
 
 def _param_value(value: Any) -> ParamValue | None:
@@ -160,7 +158,7 @@ def row(record: Record, analytics: Analytics, environment: Mapping[str, Any] | N
     data: dict[str, Any] = {
         "experiment": record.experiment,
         "study": record.study,
-        "sampler": record.strategy,
+        "strategy": record.strategy,
         "transferred_from": record.transferred_from,
         "trial": record.trial,
         "wall_offset_s": record.wall_offset_s,

@@ -5,7 +5,7 @@ Columns (stable names; ``p_<NAME>`` holds each kernel parameter, empty where a f
 =====================  ==========================================================================
 experiment             experiment name
 study                  Optuna study name (one per problem and dtype), or ``baseline`` for the vendor baseline
-sampler                search strategy of the row's study (``baseline`` for the vendor baseline)
+strategy               search strategy of the row's study (``baseline`` for the vendor baseline)
 transferred_from       the earlier study whose fastest configurations the row's came from (``search.transfer``);
                        empty where the strategy proposed it
 trial                  Optuna trial number in its study (-1 for baselines)
@@ -58,7 +58,7 @@ gpu_name, gpu_uuid     the GPU that measured the row (empty for a CPU's)
 library                what a baseline row measured (cuBLAS, numpy's BLAS, ...; empty for the other rows)
 =====================  ==========================================================================
 
-Baseline rows (family ``baseline``; tables written before name it ``cublas``, and are read as ``baseline``) hold the
+Baseline rows (family ``baseline``) hold the
 vendor library's GEMM on the same problem: no parameters and no launch geometry; their ``bytes_model`` is the
 compulsory traffic (A and B read once, C written once). Statically invalid rows still carry the analytical
 columns (flops, bytes_model, intensity) of the configuration that was rejected, unless its values break a
@@ -74,7 +74,7 @@ import pandas as pd
 from tuner.energy.columns import ENERGY_COLUMNS, ENERGY_INTEGER_COLUMNS, ENERGY_TEXT_COLUMNS
 
 BASE_COLUMNS: tuple[str, ...] = (
-    "experiment", "study", "sampler", "transferred_from", "trial", "wall_offset_s", "measured_at", "metadata_id",
+    "experiment", "study", "strategy", "transferred_from", "trial", "wall_offset_s", "measured_at", "metadata_id",
     "config_key", "problem", "M", "N", "K", "family", "dtype",
 )
 MEASURE_COLUMNS: tuple[str, ...] = (
@@ -91,7 +91,7 @@ MEASURE_COLUMNS: tuple[str, ...] = (
     *ENERGY_COLUMNS,
 )
 TEXT_COLUMNS: frozenset[str] = frozenset({
-    "experiment", "study", "sampler", "transferred_from", "measured_at", "metadata_id", "config_key", "problem",
+    "experiment", "study", "strategy", "transferred_from", "measured_at", "metadata_id", "config_key", "problem",
     "family", "dtype", "block", "grid", "status", "reason", "samples_ms", "device_name", "gpu_name", "gpu_uuid",
     "library",
 }) | ENERGY_TEXT_COLUMNS
@@ -103,9 +103,7 @@ INTEGER_COLUMNS: frozenset[str] = frozenset({
 BOOLEAN_COLUMNS: frozenset[str] = frozenset({"under_load"})
 BASELINE_FAMILY = "baseline"
 """The family of the vendor library's rows (cuBLAS on the GPU, numpy's BLAS on the CPU)."""
-LEGACY_BASELINE_FAMILY = "cublas"
-"""What tables and storages written before named the baseline's family; read as BASELINE_FAMILY."""
-BASELINE = "baseline"  # the study and sampler names of the baseline rows
+BASELINE = "baseline"  # the study and strategy names of the baseline rows
 
 
 

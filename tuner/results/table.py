@@ -18,7 +18,6 @@ from tuner.results.files import (
     load_table,
     save,
     spreadsheet_safe,
-    with_baseline_renamed,
 )
 from tuner.results.objective import best_rows, performance, unit_of
 from tuner.results.objectives import objective_of
@@ -40,7 +39,6 @@ from tuner.results.schema import (
     BASELINE_FAMILY,
     BOOLEAN_COLUMNS,
     INTEGER_COLUMNS,
-    LEGACY_BASELINE_FAMILY,
     MEASURE_COLUMNS,
     TEXT_COLUMNS,
     param_columns,
@@ -48,11 +46,10 @@ from tuner.results.schema import (
 )
 
 __all__ = [
-    "BASELINE", "BASELINE_FAMILY", "BASE_COLUMNS", "BOOLEAN_COLUMNS", "INTEGER_COLUMNS", "LEGACY_BASELINE_FAMILY",
+    "BASELINE", "BASELINE_FAMILY", "BASE_COLUMNS", "BOOLEAN_COLUMNS", "INTEGER_COLUMNS",
     "MAX_METADATA_BYTES", "MEASURE_COLUMNS", "METADATA_JSON", "RESULTS_CSV", "RESULTS_PARQUET", "TEXT_COLUMNS",
     "Analytics", "Record", "analytics_of", "baseline_config", "baseline_library", "best_rows", "ceilings_under_load",
     "config_cost", "config_from_dict", "config_of_row", "config_to_dict", "is_evaluation", "load", "load_metadata",
     "load_table", "measurement_from_row", "measuring_device", "objective_of", "on_cpu", "param_columns",
     "performance", "row", "row_params", "save", "spreadsheet_safe", "to_frame", "trial_record", "unit_of",
-    "with_baseline_renamed",
 ]

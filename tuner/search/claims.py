@@ -1,25 +1,9 @@
-"""Who measures what when several processes share one study: claims of configurations, and dead workers.
-
-A claim. As soon as a trial is asked it carries its configuration: its parameters, and the user attributes
-``config_key`` (the configuration's key) and ``worker`` (the process that asked it). The storage numbers trials
-atomically, so the claims of a key are ordered: the lowest-numbered *live* trial of a key owns it: a completed
-evaluation, a RUNNING trial whose worker is alive, or a trial waiting in the study's queue (a dead worker's
-configuration queued again, a transferred one), which the next ask of any worker takes. A trial that is not the owner
-of its key is never measured (the search loop fails it, with the user attribute ``lost_to`` naming the owner). Before
-measuring, a worker checks that it owns the trial; while a lower-numbered live trial has no claim yet (its worker is
-between asking and claiming), it waits, since that trial might claim the same key. A trial that is not live never
-becomes live again, and a queued trial counts as live from the moment it is numbered, so an owner stays the owner
-until it is measured or its worker dies.
-
-Dead workers. Whether a worker is alive is a :class:`Liveness` question. :class:`SoleWorker` is the answer for a
-storage only this process uses (the run folder's own, under the folder's lock): every other worker is
-dead. :class:`HostWorkers` knows the processes of this host (a worker id names the host, the process id and its
-start time) and presumes workers of other hosts alive; a heartbeat (Optuna's ``heartbeat_interval``) would
-answer for those. A dead worker's RUNNING trials are failed (user attribute ``dead_worker``) and their
-configurations put first in the study's queue (``enqueue_trial``, user attribute ``retry_of``), so that whichever
-worker asks next measures them. A trial without a worker is being asked: it is left alone, and counts as live
-(a higher-numbered trial waits for its claim), for CLAIM_WAIT_S.
-"""
+"""Who measures what when several processes share one study. An asked trial claims its configuration (user
+attributes ``config_key`` and ``worker``); the lowest-numbered *live* trial of a key owns it (completed, RUNNING
+with a live worker, or queued), and no other is measured (``lost_to`` names the owner); a worker waits while a
+lower-numbered live trial has not claimed yet (at most ``CLAIM_WAIT_S``). Liveness (:class:`Liveness`):
+:class:`SoleWorker` for a storage this process alone uses, :class:`HostWorkers` for this host's processes. A dead
+worker's RUNNING trials are failed (``dead_worker``) and their configurations queued first (``retry_of``)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ measured but did not tell, and a trial asked with its configuration's parameters
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
@@ -17,6 +19,7 @@ from tuner.optuna_attrs import (
     DTYPE_ATTR,
     EXPERIMENT_ATTR,
     FIXED_PARAMS_ATTR,
+    FORMER_STRATEGY_ATTR,
     OBJECTIVE_ATTR,
     PROBLEM_ATTR,
     RECORD_ATTR,
@@ -27,7 +30,7 @@ from tuner.optuna_attrs import (
 from tuner.results.objectives import DEFAULT, Objectives, label, metric_names, study_objective
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.energy_values import reported
-from tuner.search.study_space import VALUES, StudySpace, stored_space
+from tuner.search.study_space import VALUES, StudySpace
 from tuner.strategies import catalog
 from tuner.strategies.optuna_samplers import sampler_maker
 from tuner.strategies.protocol import StrategyFactory
@@ -37,11 +40,9 @@ from tuner.strategies.user_samplers import GivenSamplerProposer, copies_of, pris
 Choice = str | optuna.samplers.BaseSampler | StrategyFactory
 """A strategy: a name (:mod:`tuner.strategies.catalog`), an Optuna sampler, or a factory of a Strategy."""
 
-"""Study user attribute: the strategy that searches the study (its name in the results table)."""
-
 
 def strategy_name(strategy: Choice) -> str:
-    """How a strategy is named in the results table (the ``sampler`` column)."""
+    """How a strategy is named in the results table (the ``strategy`` column)."""
     if isinstance(strategy, str):
         return strategy
     named = getattr(strategy, "name", None)
@@ -86,6 +87,7 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, strategy
                liveness: Liveness | None = None, objective: Objectives = DEFAULT) -> optuna.Study:
     """Create the study or continue it: with the chosen strategy's sampler, and every trial a dead worker measured
     but did not finish completed from its record. ``objective``: one value per name, each maximised."""
+    refuse_earlier_format(storage, space.name)
     study = optuna.create_study(storage=storage, study_name=space.name, directions=["maximize"] * len(objective),
                                 load_if_exists=True)
     attrs = study.user_attrs
@@ -94,10 +96,6 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, strategy
                          f"not {label(objective)}; run into a new output folder or storage, or search for "
                          f"{label(study_objective(attrs))} again")
     if AXES_ATTR not in attrs:
-        if study.get_trials(deepcopy=False):
-            raise TunerError(f"study '{space.name}' in the Optuna storage was recorded with an earlier "
-                             f"representation of its parameters; move the storage aside (a run folder's results "
-                             f"table fills a new one) or run into a new output folder or storage")
         p = space.problem
         attrs = {EXPERIMENT_ATTR: space.experiment, PROBLEM_ATTR: p.label, **p.as_dict(), DTYPE_ATTR: space.dtype,
                  OBJECTIVE_ATTR: list(objective), STRATEGY_ATTR: strategy_name(strategy), STORED_ATTR: VALUES,
@@ -113,16 +111,39 @@ def open_study(storage: optuna.storages.BaseStorage, space: StudySpace, strategy
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.set_metric_names(names)
-    space = stored_space(study, space)
     complete_measured(study, space, liveness or SoleWorker())
     study.sampler = make_sampler(strategy, space, seed)
     return study
 
 
+def refuse_earlier_format(storage: optuna.storages.BaseStorage, name: str) -> None:
+    """TunerError where the study ``name`` exists as an earlier version wrote it; nothing is written."""
+    try:
+        study_id = storage.get_study_id_from_name(name)
+    except KeyError:
+        return
+    trials = storage.get_all_trials(study_id, deepcopy=False)
+    changed = earlier_format(storage.get_study_user_attrs(study_id), bool(trials))
+    if changed:
+        raise TunerError(f"study '{name}' in the Optuna storage was written by an earlier version of the tuner: "
+                         f"{changed}; it is left as it was: run into a new output folder or storage")
+
+
+def earlier_format(attrs: Mapping[str, Any], has_trials: bool) -> str | None:
+    """What changed since an earlier version wrote a study with these user attributes; None for a current one."""
+    if AXES_ATTR not in attrs:
+        return "its trials hold their parameters in a representation since replaced" if has_trials else None
+    if STORED_ATTR not in attrs:
+        return "its trials hold each parameter's position in its list, where they now hold the values themselves"
+    if FORMER_STRATEGY_ATTR in attrs:
+        return f"it names its strategy '{FORMER_STRATEGY_ATTR}', which is called '{STRATEGY_ATTR}' now"
+    return None
+
+
 def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, strategy: Choice,
                         called: Naming = option_name) -> None:
-    """TunerError where the study ``name`` exists and was searched with another strategy than ``strategy`` (a study
-    written before the strategy was kept names it in its evaluations' records); nothing is written. A run into a
+    """TunerError where the study ``name`` exists and was searched with another strategy than ``strategy``; nothing
+    is written. A run into a
     folder's own storage calls it: continuing a study with another strategy would mix the two, so that the results
     would say nothing about either (workers sharing a storage may each bring their own strategy; each row names
     its strategy). ``called``: how the error names the run's settings (:mod:`tuner.errors`)."""
@@ -131,11 +152,6 @@ def check_same_strategy(storage: optuna.storages.BaseStorage, name: str, strateg
     except KeyError:
         return
     searched = storage.get_study_user_attrs(study_id).get(STRATEGY_ATTR)
-    if searched is None:
-        records = [t.user_attrs[RECORD_ATTR] for t in storage.get_all_trials(study_id, deepcopy=False,
-                                                                             states=(TrialState.COMPLETE,))
-                   if isinstance(t.user_attrs.get(RECORD_ATTR), dict)]
-        searched = records[-1].get("sampler") if records else None
     chosen = strategy_name(strategy)
     if searched is not None and searched != chosen:
         raise TunerError(f"study '{name}' in the Optuna storage was searched with the strategy '{searched}', not "

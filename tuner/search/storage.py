@@ -1,25 +1,8 @@
-"""A run's Optuna storage: which URLs open which storage, and what can go wrong with them, told plainly.
-
-The run folder's own storage is a journal file, ``study.log`` (:func:`own_storage_url`): a process that alone writes
-its storage pays for one appended line per change, where a database pays for a transaction.
-
-URLs. Any SQLAlchemy database URL opens an ``RDBStorage``: ``sqlite:///path/study.db``,
-``postgresql://user:password@host/database`` (through the psycopg 3 driver; ``postgresql+psycopg://`` and
-``postgresql+psycopg2://`` name a driver explicitly), MySQL and the others SQLAlchemy knows where their
-driver is installed. ``journal:///shared/path/study.log`` opens a ``JournalStorage`` over a file
-(``JournalFileBackend``): an append-only log that several processes, on several hosts when the file lies on a
-shared disk, can use without a database server (``journal://relative/path.log`` is relative to the working
-folder).
-
-A storage that several processes share (any but the run folder's own) records heartbeats: an
-``RDBStorage`` is opened with Optuna's ``heartbeat_interval`` and ``grace_period`` (see
-:mod:`tuner.search.workers`).
-
-Failures. A run keeps every evaluation in its storage, so a URL is checked before anything is created, an
-in-memory database (gone with the process) is refused, a PostgreSQL server that cannot be reached is named
-with its URL (password hidden), and SQLite's failures (a full disk, a read-only file, a file that is no
-database) are named with the file they concern instead of surfacing as Optuna's StorageInternalError.
-"""
+"""A run's Optuna storage: the run folder's own journal ``study.log`` (:func:`own_storage_url`), which URL opens
+which storage (SQLAlchemy URLs an ``RDBStorage``, PostgreSQL through psycopg 3; ``journal:///PATH`` a
+``JournalStorage``; a shared one with heartbeats, :mod:`tuner.search.workers`), and its failures told plainly: a
+URL checked before anything is created, an in-memory database refused, an unreachable server named with its URL
+(password hidden), SQLite's failures named with their file."""
 
 from __future__ import annotations
 

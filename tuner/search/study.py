@@ -1,39 +1,9 @@
-"""The Optuna side of a run: one study per (problem, dtype) searched within its valid configurations, the budget,
-the storage, and what a run does with the trials an earlier run left unfinished.
-
-Search. A study's candidates are its valid configurations (:mod:`tuner.search.study_space`); its sampler is a
-:class:`~tuner.strategies.sampler.DomainSampler`, whatever the strategy, so every trial asks for a valid
-configuration that no trial of the study has taken, and no budget is spent on a configuration the static rules
-reject (a launch that the device refuses is still recorded, as ``invalid``). The direction is *maximize* and the
-value told is GFLOP/s for an ``ok`` evaluation, 0.0 for every other status; under another objective
-(:mod:`tuner.results.objectives`: energy, edp, or time and energy as two values of a multi-objective study) the
-values :func:`tuner.search.energy_values.reported` gives.
-
-Budget. ``trials`` is the number of distinct configurations evaluated per study at most (across resumes and
-workers). A study also stops when every candidate is taken and when its wall-time budget runs out.
-
-Ask ahead. The next few configurations (the backend's ``ask_ahead``, else LOOKAHEAD) are asked before the current
-one is measured and handed to ``backend.prefetch`` so that the CPU compiles while the GPU measures. The schedule
-is fixed: fill the queue, measure the oldest (where the backend says which are compiled: the oldest of those),
-tell it, ask one more. A backend that can ``submit`` measures the
-next configuration while the search records the one before, tells it and asks: the device waits on none of it.
-Before a study's first measurement (and its baseline's), its first configurations are asked and handed to the
-compilers (``prepare``); a run prepares the next study as soon as the current one has asked its last, and the
-device measures the next study's compiled configurations while the last ones of this study still compile
-(:mod:`tuner.search.pipeline`).
-
-Storage and resume. Each evaluated trial keeps in its user attribute ``record`` everything its results row needs
-(:meth:`tuner.results.table.Record.attrs`), so the table is rebuilt from storage. A trial asked but not yet measured is
-RUNNING and claims its configuration (:mod:`tuner.search.claims`). When a run stops early (interrupted, killed, out of
-time), its RUNNING trials stay: the next run over the same storage (which the run folder's lock keeps to one
-process) takes them over as its queue, in order, completing first the ones measured before the stop. With the
-sampler seeded per trial and strategies rebuilt from the storage, the resumed run then asks what the
-uninterrupted one would have, and reaches the same end. On a storage shared by several processes a RUNNING trial
-belongs to its worker while that worker lives; a dead worker's trials are failed and asked again. What differs
-between the sole worker and a worker sharing its study is its policy (:mod:`tuner.search.worker_policy`).
-
-The strategy, the sampler and the opening of a study are :mod:`tuner.search.opening`'s.
-"""
+"""The Optuna side of a run: one study per (problem, dtype), searched within its valid configurations
+(:mod:`tuner.search.study_space`) by a :class:`~tuner.strategies.sampler.DomainSampler` whatever the strategy; its
+budget (distinct configurations across resumes and workers, and wall time); asking a few configurations ahead so
+that they compile while the device measures (:mod:`tuner.search.pipeline`); and each trial's ``record``, from
+which the results table is rebuilt and an interrupted run resumed (its RUNNING trials taken over in order). The
+opening of a study is :mod:`tuner.search.opening`'s, the worker's part :mod:`tuner.search.worker_policy`'s."""
 
 from __future__ import annotations
 
@@ -65,14 +35,14 @@ from tuner.search.opening import (
     suggest_configuration,
 )
 from tuner.search.storage import open_storage
-from tuner.search.study_space import FAMILY_PARAM, StudySpace, stored_space, study_spaces
+from tuner.search.study_space import FAMILY_PARAM, StudySpace, study_spaces
 from tuner.search.trial_attrs import scalar_attrs, stored_record
 from tuner.search.trial_clock import restart_clock
 from tuner.search.worker_policy import Entry, WorkerPolicy, policy_for
 from tuner.strategies.sampler import DomainSampler
 
 __all__ = ["FAMILY_PARAM", "LOOKAHEAD", "RECORD_ATTR", "Budget", "Choice", "Evaluation", "StudySearch", "StudySpace",
-           "ask_configuration", "check_strategy", "check_same_strategy", "open_storage", "open_study", "stored_space",
+           "ask_configuration", "check_strategy", "check_same_strategy", "open_storage", "open_study",
            "strategy_name", "study_spaces", "suggest_configuration"]
 
 READY_POLL_S = 1.0
@@ -107,7 +77,7 @@ class Reporter(Protocol):
 class Recorder(Protocol):
     """Turns a measurement into a stamped Record (environment, clock) and keeps it once it is stored."""
 
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+    def record(self, study: str, trial: int, strategy: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record: ...
 
     def add(self, record: Record) -> None: ...
@@ -178,7 +148,7 @@ class StudySearch:
     def __init__(self, study: optuna.Study, space: StudySpace, backend: Backend, budget: Budget,
                  recorder: Recorder, progress: Reporter, liveness: Liveness | None = None,
                  callbacks: Sequence[Callback] = ()):
-        self.study, self.space, self.backend, self.budget = study, stored_space(study, space), backend, budget
+        self.study, self.space, self.backend, self.budget = study, space, backend, budget
         self.recorder, self.progress = recorder, progress
         self.callbacks = tuple(adapted(callback) for callback in callbacks)
         self.liveness = liveness or SoleWorker()

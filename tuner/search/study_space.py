@@ -1,26 +1,10 @@
-"""What one study searches: a problem, a dtype, the families listing that dtype, and their valid configurations as
-a search domain, seen two ways: by the strategies as value indices, by Optuna's storage as the values themselves.
-
-Each study is named ``<experiment>/<MxNxK>/<dtype>``. Its domain (:class:`~tuner.strategies.domain.Domain`) holds
-one candidate per valid configuration, in enumeration (file) order, with one axis per parameter: ``family`` when
-the study holds several families, then ``<family>.<PARAM>`` for each parameter of each family.
-
-The index view (what the strategies search, and what Optuna's samplers see through
-:mod:`tuner.strategies.index_view`): every axis in every point, so that samplers model all of them jointly; a
-parameter whose values are numbers is the position of the value in the increasing list of the values the
-experiment lists (``IntDistribution(0, n-1)``), a text or true/false parameter, and the family, is categorical
-over its values, and a configuration of one family holds every other family's parameters at their first position.
-
-The stored view (a trial's parameters in the storage, what ``optuna-dashboard``, ``study.trials_dataframe()`` and
-``optuna.load_study`` show): the family, where the study holds several, and only that family's parameters, each
-with its value: integers as ``IntDistribution(low, high)`` over the listed values' range, other numbers as
-``FloatDistribution``, text and true/false as ``CategoricalDistribution`` (study user attribute ``params``:
-``values``). Studies written before that (no ``params`` attribute) hold every axis as its index view; they are
-read and continued that way (``stored = POSITIONS``), so that a folder written then resumes as it was.
-
-The experiment's values are kept in the study's user attribute ``axes``; a study opened with other values is
-refused, since its positions would mean other values.
-"""
+"""What one study (``<experiment>/<MxNxK>/<dtype>``) searches: the families listing its dtype and their valid
+configurations as a :class:`~tuner.strategies.domain.Domain` (one candidate each, in file order; axes ``family``
+where there are several, then ``<family>.<PARAM>``), seen two ways. The index view, what strategies and Optuna's
+samplers search (:mod:`tuner.strategies.index_view`): every axis in every point, numbers as positions in their
+sorted list. The stored view, what the storage and Optuna's tools show: the family and its own parameters with
+their values (study user attribute ``params``: ``values``). The listed values are kept in ``axes``; a study
+opened with other values is refused."""
 
 from __future__ import annotations
 
@@ -37,7 +21,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 from tuner.config import Config, ParamValue, Problem
 from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
-from tuner.optuna_attrs import AXES_ATTR, RECORD_ATTR, STORED_ATTR
+from tuner.optuna_attrs import RECORD_ATTR
 from tuner.results.objectives import study_objective
 from tuner.results.record import Record
 from tuner.search.energy_values import reported
@@ -50,7 +34,8 @@ if TYPE_CHECKING:
     from tuner.experiment.schema import Experiment
 
 FAMILY_PARAM = "family"
-VALUES, POSITIONS = "values", "positions"
+VALUES = "values"
+"""How a study's trials hold their parameters (study user attribute ``params``): the values themselves."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +98,6 @@ class StudySpace:
     """Config key -> the static rules it breaks, for every listed but invalid combination."""
     arch: str = CompileSettings().arch
     """The target whose resource limits the configurations respect."""
-    stored: str = VALUES
-    """How the study's trials hold their parameters in the storage (VALUES, or POSITIONS: written before)."""
 
     @property
     def baseline(self) -> str | None:
@@ -176,10 +159,6 @@ class StudySpace:
     def config(self, candidate: int) -> Config:
         return self.valid[candidate]
 
-    def stored_as(self, stored: str) -> StudySpace:
-        """The same space over a study whose trials hold their parameters as ``stored`` says."""
-        return self if stored == self.stored else dataclasses.replace(self, stored=stored)
-
     def candidate(self, config: Config) -> int:
         """The candidate of a configuration, -1 when it is not one of the study's valid configurations."""
         point = self._point_of_config(config)
@@ -225,8 +204,6 @@ class StudySpace:
 
     def distributions(self) -> dict[str, BaseDistribution]:
         """The distribution of every parameter a trial of the study may hold (each trial holds its family's)."""
-        if self.stored == POSITIONS:
-            return self.index_distributions()
         return {axis.name: axis.stored_distribution() for axis in self.axes}
 
     def distributions_of(self, params: Mapping[str, Any]) -> dict[str, BaseDistribution]:
@@ -244,8 +221,6 @@ class StudySpace:
         return None if point is None else self._stored_at(point)
 
     def _stored_at(self, point: np.ndarray) -> dict[str, Any]:
-        if self.stored == POSITIONS:
-            return self.index_params(point)
         family = self._family_at(point)
         return {axis.name: axis.values[int(index)] for axis, index in zip(self.axes, point, strict=True)
                 if axis.family in (None, family)}
@@ -256,8 +231,6 @@ class StudySpace:
     def point_of(self, params: Mapping[str, Any]) -> np.ndarray | None:
         """The value indices stored parameters stand for (the family's own; another family's are not looked at);
         None where one is missing or names no listed value."""
-        if self.stored == POSITIONS:
-            return self.index_point(params)
         if len(self.choices) == 1:
             family: Any = next(iter(self.choices))
         else:
@@ -325,14 +298,6 @@ class StudySpace:
             segments.append((entry, rows[keep[start:start + len(rows)]]))
             start += len(rows)
         return dataclasses.replace(self, valid=ConfigSequence(self.problem, segments))
-
-
-def stored_space(study: optuna.Study, space: StudySpace) -> StudySpace:
-    """The space as the study's trials hold their parameters: by value, or by position in a study written before
-    (one that lists its axes but not how it stores them)."""
-    attrs = study.user_attrs
-    return space.stored_as(POSITIONS if AXES_ATTR in attrs and STORED_ATTR not in attrs else
-                           str(attrs.get(STORED_ATTR, VALUES)))
 
 
 def _is_number(value: object) -> bool:

@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 
 from tuner.config import Config
 from tuner.optuna_attrs import TRANSFER_ATTR
-from tuner.search.study_space import StudySpace, stored_space
+from tuner.search.study_space import StudySpace
 from tuner.strategies.sampler import trial_params
 
 
@@ -35,7 +35,6 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
     space, the latest study first, until ``count`` have been transferred to it (counting those transferred before
     and leaving out configurations it holds already) or it holds ``budget`` trials (failed ones aside); how many
     were queued now."""
-    space = stored_space(study, space)
     held = study.get_trials(deepcopy=False)
     wanted = min(count - sum(1 for trial in held if TRANSFER_ATTR in trial.user_attrs),
                  budget - sum(1 for trial in held if trial.state != TrialState.FAIL))
@@ -65,7 +64,6 @@ def transfer_best(study: optuna.Study, space: StudySpace, earlier: Sequence[tupl
 def _ranked(study: optuna.Study, space: StudySpace) -> list[tuple[str, Config]]:
     """The study's measured configurations, best first by its objective (the fastest first under time and
     energy; rates differ between problems, so each study ranks its own)."""
-    space = stored_space(study, space)
     measured = [(trial.values[0], config)
                 for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
                 if trial.values is not None and trial.values[0] > 0

@@ -1,28 +1,10 @@
-"""Which workers of a shared storage are alive: each keeps a heartbeat, and a worker whose heartbeat stops is dead.
-
-Every run process that works in a shared storage (a PostgreSQL database, a journal file: several processes on
-one host or several hosts) registers as a worker: a trial of the study ``<experiment>/workers``, RUNNING while
-it works, whose user attribute ``worker`` holds the worker's id (``host/pid/start``). That study lives in a storage
-beside the studies' (:mod:`tuner.search.workers_storage`), so that Optuna's tools list the studies alone. A thread
-beats for it:
-
-* in a database, through Optuna's own heartbeats: the registry's ``RDBStorage`` is opened with
-  ``heartbeat_interval`` and ``grace_period`` (``GRACE_PERIODS`` intervals), the thread calls
-  ``record_heartbeat``, and ``optuna.storages.fail_stale_trials`` fails the trial of a worker whose heartbeat is
-  older than the grace period (the database's clock judges, so the hosts' clocks need not agree);
-* in a journal file, which has no heartbeats of its own, the thread writes a new value (its clock's time) into
-  the trial's user attribute ``beat``; a worker whose beat has not changed for the grace period, as this
-  process's clock measures it, is failed the same way (so the hosts' clocks need not agree here either).
-
-A worker's ``rank`` is how many live workers had joined before it (0 for a worker alone): the run's seed is
-offset by it, so that a worker alone proposes what a run without a shared storage would, and workers that join
-one after another propose the same as they did before (:func:`tuner.tuning.run_phases.worker_seed`).
-
-A worker that finishes completes its trial. A worker is alive while its trial is RUNNING; on this host, a worker
-whose process is gone is dead at once. The search loop asks :meth:`WorkerRegistry.alive` about the worker of
-each RUNNING trial it meets (the :class:`tuner.search.claims.Liveness` protocol): a dead worker's trials are failed and
-their configurations measured again by a live one; a live worker's trials are never touched.
-"""
+"""Which workers of a shared storage are alive. Each run process registers as a RUNNING trial of the study
+``<experiment>/workers`` (in a storage beside the studies', :mod:`tuner.search.workers_storage`) and a thread keeps
+its heartbeat: Optuna's own in a database (the database's clock judges), a changing ``beat`` attribute in a journal
+(this process's clock judges); a trial whose heartbeat stops for the grace period is failed, and on this host a
+worker whose process is gone is dead at once. A worker's ``rank`` (live workers joined before it) offsets its seed
+(:func:`tuner.tuning.run_phases.worker_seed`); :meth:`WorkerRegistry.alive` answers the search loop's
+:class:`tuner.search.claims.Liveness` questions."""
 
 from __future__ import annotations
 

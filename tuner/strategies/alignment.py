@@ -1,24 +1,7 @@
-"""Alignment axes: for the model of :mod:`tuner.strategies.gaussian_process`, one more axis per integer parameter,
-each value's alignment, the exponent of the largest power of two that divides it (a multiple of 32 has at least
-5; 48 has 4, 96 has 5).
-
-Why. A GPU kernel's block and tile sizes act through what they divide and are divided by: a block width that is a
-multiple of the warp (32) fills its warps, a row of a multiple of 32 words is read in whole transactions, a tile
-of 4 loads as one vector. Listed in increasing order (16, 32, 48, …, 256), such values put 48 between 32 and 64,
-and a model that measures distance in index steps takes 32's neighbours, 16 and 48, to be like it, while the
-values like it are 64, 96, 128. The alignment axis puts 32, 96, 160 and 224 at one level, 64 and 192 at the next:
-the model learns from the data how much either way of comparing two values matters (each axis has its own
-weights), so a parameter whose alignment says nothing costs a weight that the fit turns down.
-
-An axis gets an alignment axis when its values are integers listed in increasing order, at least three of them,
-reaching a warp's width (:data:`WARP`), and their alignments do not simply follow the index order (a list of powers
-of two: 4, 8, 16 are aligned 2, 3, 4, which the index steps already say). Small counts (tiles and unroll factors of
-1 to 8) are left out: their alignment says little more than whether they are odd, and there 1 means none (no
-tiling), not a size that is odd; a model that took 1 to be like 3 would carry what it learned of a tile of 3 into
-the untiled configurations. Zero divides by every power: it is given the highest level. The levels are
-the alignments' ranks (an ordered axis of as many values as there are distinct alignments, capped at
-:data:`CAP`).
-"""
+"""Alignment axes for the model of :mod:`tuner.strategies.gaussian_process`: for an integer parameter whose
+values reach a warp (:data:`WARP`) and are not all powers of two, each value's alignment (the exponent of the
+largest power of two dividing it; zero at the highest level), ranked and capped at :data:`CAP`. Why: the README,
+"How `bo` and `ils` search"."""
 
 from __future__ import annotations
 

@@ -1,42 +1,8 @@
-"""Bayesian optimisation over the valid configurations, with an iterated local search beside it: a Gaussian
-process on the parameters' value indices (:mod:`tuner.strategies.gaussian_process`) picks among the neighbours of
-the best configurations and candidates from farther away, and every ``local_every``-th proposal is an iterated
-local search's (:mod:`tuner.strategies.local_search`), which is told every result.
-
-It starts with ``initial`` candidates drawn at random (five: the methodology's score weighs the first evaluations
-as much as the later ones, and a random draw there scores as random search does). Then the model proposes the
-candidate of the lowest confidence bound, mean − κ·standard deviation with κ = ``explore``·√(ln n) after n
-observations (GP-UCB's schedule: the longer the search, the more an uncertain candidate is worth trying), among
-
-* every untried neighbour (any other value of one parameter) of the ``top`` best configurations;
-* ``pairs`` candidates two parameters away from the best one (two values redrawn: a space's restrictions often
-  tie parameters together, so that the way to a better configuration leads through two at once);
-* ``spread`` candidates drawn from the whole domain (the model's global view).
-
-Why the local search. A GPU kernel's best configuration often needs a value that is bad on average (no shared
-memory, one thread row) together with others, and a model fitted to a few dozen observations can be sure that
-such a region is slow: it keeps refining the region it believes in. The local search walks down from wherever its
-starts and kicks land, one step at a time, and so reaches such a region by way of configurations the model would
-not have picked; once it has, the model takes the region up. Each covers the other's blind spot: on the shared
-convolution spaces the model alone finds a lone optimum that the local search rarely reaches, and the local
-search a region that the model alone misses.
-
-The model does not take a parameter at its value where a restriction pins it because of another parameter (a
-tile's stride where the tile is one): there the value is a placeholder, and a model that carried into that region
-what it learned of the value elsewhere (a stride of 0 is slow wherever there is a tile to stride through) would
-keep away from it for the wrong reason (``conditional``; :mod:`tuner.strategies.gaussian_process`).
-
-The model also sees a block size's alignment (the power of two it is a multiple of: ``aligned``;
-:mod:`tuner.strategies.alignment`): where the values run 16, 32, 48, …, 256, the best width is often a lone
-multiple of 32 whose index neighbours are slow, and a model that saw only index steps would take its neighbours'
-slowness for its own.
-
-The model is refitted (its weights, by marginal likelihood, on at most ``fit_max`` observations) when the number
-of observations has grown by half since the last fit, and conditioned on every new observation, on at most
-``train_max`` of them (the best half and the most recent half), so that a proposal takes a few milliseconds however
-long the search. Its linear algebra runs on one thread: the matrices are small, and a thread pool spinning beside
-the measurements costs more than it gives.
-"""
+"""Bayesian optimisation over the valid configurations (``bo``): after ``initial`` random draws, a Gaussian process
+(:mod:`tuner.strategies.gaussian_process`) proposes by a lower confidence bound among the neighbours of the ``top``
+best, ``pairs`` two-parameter moves and ``spread`` random candidates; every ``local_every``-th proposal is an
+iterated local search's (:mod:`tuner.strategies.local_search`). Why it is built so: the README, "How `bo` and `ils`
+search"."""
 
 from __future__ import annotations
 

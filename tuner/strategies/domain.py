@@ -1,23 +1,10 @@
-"""What a search strategy searches: candidates numbered ``0 … size-1``, each a row of value indices.
-
-A domain has one *axis* per parameter. A candidate is a row of value indices, the position of its value in the
-axis' list. An axis is *ordered* when its values are numbers listed in increasing order, so that one index
-step is one step of the value (tile sizes 16, 32, 64); otherwise (text, booleans, a family) it is *categorical*
-and only equality means anything.
-
-A row packs into one int64 *key* by mixed radix (the first axis most significant), so the key of a combination is
-its position in the full product in ``itertools.product`` order; lookups are a binary search in the sorted keys.
-A domain either lists its candidates (``indices``; the valid configurations of a study or of a recording) or is
-the whole product (``indices`` None: candidate ``i`` is the combination whose key is ``i``).
-
-Neighbourhood. The neighbours of a candidate are the candidates one parameter away from it: ``hamming``, any
-other value of one parameter; ``adjacent``, the next value up or down of one ordered parameter (any other value of
-a categorical one). Only candidates of the domain are neighbours, so in a domain of valid configurations a
-neighbour is always valid.
-
-Distance (for mapping a point of the index box to the nearest candidate): the sum over axes of the index
-difference divided by the axis' largest difference for ordered axes, and 1 for every differing categorical axis.
-"""
+"""What a search strategy searches: candidates ``0 … size-1``, each a row of value indices, one axis per
+parameter, *ordered* (numbers listed in increasing order: one index step is one step of the value) or
+*categorical*. A row packs into one int64 key by mixed radix (its position in the full product); a domain lists
+its candidates (``indices``) or is the whole product. Neighbours are one parameter away (``hamming``: any other
+value; ``adjacent``: the next value up or down of an ordered axis), and only candidates are neighbours; the
+distance that maps a point to the nearest candidate sums normalised index differences and categorical
+mismatches."""
 
 from __future__ import annotations
 

@@ -1,35 +1,8 @@
-"""A Gaussian process over a domain's candidates: the model of :mod:`tuner.strategies.bayesian`.
-
-Kernel. k(x, y) = exp(-Σᵢ (aᵢ [xᵢ ≠ yᵢ] + bᵢ |xᵢ - yᵢ| / (rᵢ - 1))), over the axes of more than one value: aᵢ
-weighs any difference of axis i (what a categorical parameter can only say), bᵢ the number of steps between the
-values of an ordered axis of more than two values (rᵢ values; 0 for the others). It is the exponential kernel of
-a weighted Hamming distance plus a weighted L1 distance of the value indices, so it suits both parameters whose
-values act as categories and ones whose effect grows with the value. The weights, and a small noise term, are
-fitted by maximising the marginal likelihood (L-BFGS-B with its gradient) under a log-normal prior that keeps
-them near 1 while there are few observations.
-
-Distances as one matrix product. With one-hot columns for each axis and "thermometer" columns ([x > l] for each
-level l) for each ordered one, [xᵢ ≠ yᵢ] = ½|onehot(x)ᵢ - onehot(y)ᵢ|² and |xᵢ - yᵢ| = |T(x)ᵢ - T(y)ᵢ|², and a
-squared difference of encodings is the sum of their squares less twice their product, so every distance between
-two sets of candidates is a weighted product of their encodings: the model predicts for hundreds of candidates in
-well under a millisecond.
-
-Conditional parameters. Where a restriction pins a parameter because of another's value (a stride where the tile
-is one: :mod:`tuner.strategies.conditional`), its value there is a placeholder, and what the model learned of that
-value elsewhere must not carry over. Such an axis is encoded halfway between its values (no one-hot column set,
-every thermometer column ½): as far from each value, half as far as two values are from each other, and at no
-distance from another candidate where it is inactive too. The distances remain squared distances between
-encodings, so the kernel remains positive definite.
-
-Alignment. A size parameter whose values are not all powers of two (block widths 16, 32, 48, …) also enters as
-its values' alignment (the power of two they are multiples of: :mod:`tuner.strategies.alignment`), an ordered axis
-of its own with its own weights, so that the model can see 32 and 96 alike where the index steps put 48 between 32
-and 64.
-
-Targets. The model is fitted to the logarithm of the times (what matters is the ratio of two times), standardised;
-a failure (``inf``) counts as the worst time seen plus a tenth of the range, so that the model learns to keep away
-from it without a failure flattening everything else.
-"""
+"""A Gaussian process over a domain's candidates, the model of :mod:`tuner.strategies.bayesian`: an exponential
+kernel of weighted Hamming and step distances between value indices, computed as one product of one-hot and
+thermometer encodings; conditional axes encoded halfway between their values, alignment axes
+(:mod:`tuner.strategies.alignment`) as ordered axes of their own, targets the standardised log of the times (a
+failure: the worst time plus a tenth of the range); weights and noise fitted by marginal likelihood."""
 
 from __future__ import annotations
 

@@ -1,37 +1,7 @@
-"""Iterated local search over the domain's neighbourhood (Lourenço, Martin, Stützle, "Iterated local search",
-2003; Kernel Tuner's ``greedy_ils`` is one), its kicks widening as in variable neighbourhood search (Mladenović,
-Hansen, "Variable neighborhood search", 1997).
-
-It starts from the best of ``initial`` candidates drawn at random. A local search moves to the first neighbour
-found better than where it stands; where none is better it has reached a local optimum. It then kicks the best
-local optimum so far and searches locally from the candidate the kick lands on. After ``restart_after``
-evaluations without a new best it starts afresh from a random candidate. A failed candidate is no place to
-descend from (its neighbours mostly fail too, where the domain is the full product): from there it kicks at once.
-
-Neighbours. By default (``adjacent``) the neighbours are the candidates one step away: the next value up or down
-of one ordered parameter, any other value of a categorical one; a larger change of a value is several steps, made
-by moves or kicks. (``hamming``: any other value of one parameter, the one-step neighbours tried first.) Fewer
-neighbours make a local optimum cheaper to confirm, and the kicks reach what they leave out.
-
-Which neighbour first. Neighbours already evaluated come first, since trying them costs nothing: where one is
-better, the search moves to the best of them without an evaluation; then the untried ones in random order.
-Trying the known neighbours first matters most after a kick: a kick that lands in the basin of a local optimum
-already found goes back there at no cost instead of measuring its way back, so a kick that leads nowhere new
-costs about one evaluation, and many more kicks fit into a budget.
-
-Kicks. A local search has tried every neighbour of its optimum, one step away, so a kick draws a free candidate
-``ring`` steps away from the best local optimum, each step on a parameter drawn at random (the same one may take
-several; where none of a few draws is free, the free candidate nearest one of them). The ring starts at two steps
-and widens by one after ``patience`` kicks in a row that landed on a working candidate without finding a better
-local optimum; it is back at two on a new best and after the widest (as many steps as there are parameters to
-change). So the search looks close first and farther the longer close looks fail, as variable neighbourhood
-search does, rather than setting a fixed number of parameters to random values: that is too far where the better
-optima are two or three small steps away (the search keeps falling back to the optimum it kicked) and too near
-where they are farther.
-
-While results are awaited (a study asks ahead), it proposes the next untried neighbours; once all are asked it
-kicks ahead, so no evaluation waits on another.
-"""
+"""Iterated local search (``ils``; Lourenço, Martin, Stützle, 2003) with kicks that widen as in variable
+neighbourhood search (Mladenović, Hansen, 1997): first-improvement descent over the one-step neighbours (known
+ones first, they cost nothing), kicks ``ring`` steps from the best local optimum, a fresh start after
+``restart_after`` evaluations without a new best. Why: the README, "How `bo` and `ils` search"."""
 
 from __future__ import annotations
 

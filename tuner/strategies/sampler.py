@@ -1,28 +1,10 @@
-"""Every strategy inside an Optuna study: one sampler whose every proposal is a free candidate of the study's domain.
-
-:class:`DomainSampler` is the study's Optuna sampler whatever the strategy. It proposes all of the study's
-parameters at once (relative sampling over a fixed search space) and maps the proposal to the nearest candidate of
-the domain (a valid configuration) that no trial of the study has taken: evaluated (COMPLETE), asked and not yet
-finished (RUNNING), or waiting in the study's queue (WAITING). What is evaluated is what the trial's parameters
-say, so a proposal is never repeated and never invalid. Where the proposal comes from:
-
-* :class:`OptunaProposer`: an Optuna sampler, made afresh for every trial from a seed derived from the run's seed,
-  the study and the trial number (:mod:`tuner.strategies.optuna_samplers`; a sampler object given by the user is
-  copied afresh the same way, :mod:`tuner.strategies.user_samplers`). It sees the study in the index view
-  (:mod:`tuner.strategies.index_view`: every axis, numbers as positions), whatever the storage holds. It samples the
-  parameters it models jointly (its relative search space) and the others one by one (its independent sampling);
-  the result, a point of the index box, is projected.
-* :class:`StrategyProposer`: a :class:`~tuner.strategies.protocol.Strategy`, kept alive across trials. Before each
-  ask it is told every evaluation completed since, in trial order; each trial it asks notes how many results it had
-  been told then (system attribute ``tuner:asked``). A new process rebuilds the strategy from the storage by making
-  the same calls again: tells and asks in the recorded order, so a resumed study proposes what an uninterrupted one
-  would have.
-
-Values. A strategy minimises; the study maximises (GFLOP/s, 0 for a failure), so a strategy is told the inverse
-of a trial's value, ``inf`` for a failure. In a study of several objectives (time and energy, each maximised) a
-strategy is told the product of their inverses: for speed and work per joule, a quantity proportional to the
-energy-delay product.
-"""
+"""Every strategy inside an Optuna study: :class:`DomainSampler` proposes all of a study's parameters at once and
+maps the proposal to the nearest free candidate (no trial COMPLETE, RUNNING or WAITING took it), so a proposal is
+never repeated and never invalid. The proposal comes from an :class:`OptunaProposer` (an Optuna sampler made
+afresh for every trial from the run's seed, the study and the trial; it sees the index view,
+:mod:`tuner.strategies.index_view`) or a :class:`StrategyProposer` (our Strategy, told every completed evaluation
+in trial order and rebuilt from the storage by the same calls). A strategy minimises: it is told the inverse of a
+trial's value (``inf`` for a failure), of several objectives the product of their inverses."""
 
 from __future__ import annotations
 

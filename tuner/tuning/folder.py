@@ -40,8 +40,6 @@ from tuner.optuna_attrs import (
     ENVIRONMENT_PREFIX,
     FIRST_STARTED,
     LEDGER_PREFIX,
-    LEGACY_ENVIRONMENTS,
-    LEGACY_RUNS,
     RUN_PREFIX,
 )
 from tuner.results import table as results
@@ -69,15 +67,24 @@ def iso(moment: datetime) -> str:
 
 
 
+def refuse_earlier_ledger(storage: optuna.storages.BaseStorage, experiment: str) -> None:
+    """TunerError where the storage keeps the experiment's run records in a study of their own, as an earlier
+    version did; nothing is written."""
+    if f"{experiment}/runs" in {frozen.study_name for frozen in storage.get_all_studies()}:
+        raise TunerError(f"the Optuna storage was written by an earlier version of the tuner: it keeps the run "
+                         f"records of experiment '{experiment}' in a study '{experiment}/runs', where they are now "
+                         f"system attributes of the experiment's studies; it is left as it was: run into a new "
+                         f"output folder or storage")
+
+
 class Ledger:
     """The run records and environments of an experiment, kept in the storage beside its studies.
 
     Each environment and each run is a system attribute of its own (``tuner:environment <id>``, ``tuner:run <start>
     <host/pid>``, and ``tuner:first_started_utc``) of the run's first study, so that processes sharing the storage
     add theirs without overwriting another's, and Optuna's own tools, which show user attributes, list the
-    experiment's studies alone. They are read from every study of the experiment. Storages written before keep them
-    as user attributes of a study ``<experiment>/runs`` (each one an attribute, or two lists, ``environments`` and
-    ``runs``), which are read too.
+    experiment's studies alone. They are read from every study of the experiment. A storage that keeps them in a
+    study ``<experiment>/runs``, as an earlier version did, is refused (:func:`refuse_earlier_ledger`).
     """
 
     def __init__(self, storage: optuna.storages.BaseStorage, experiment: str, home: optuna.Study):
@@ -94,12 +101,10 @@ class Ledger:
         self.storage.set_study_system_attr(self.home, LEDGER_PREFIX + key, value)
 
     def _entries(self) -> list[dict[str, Any]]:
-        """The ledger's attributes, as each study of the experiment (and a ``runs`` study written before) holds them."""
+        """The ledger's attributes, as each study of the experiment holds them."""
         found = []
         for frozen in self.storage.get_all_studies():
-            if frozen.study_name == f"{self.experiment}/runs":
-                found.append(dict(frozen.user_attrs))
-            elif frozen.study_name.startswith(f"{self.experiment}/"):
+            if frozen.study_name.startswith(f"{self.experiment}/"):
                 found.append({key[len(LEDGER_PREFIX):]: value for key, value in frozen.system_attrs.items()
                               if key.startswith(LEDGER_PREFIX)})
         return found
@@ -110,11 +115,9 @@ class Ledger:
         runs: list[dict[str, Any]] = []
         starts: list[str] = []
         for attrs in self._entries():
-            environments.update(dict(attrs.get(LEGACY_ENVIRONMENTS, {})))
             environments.update({key[len(ENVIRONMENT_PREFIX):]: value for key, value in attrs.items()
                                  if key.startswith(ENVIRONMENT_PREFIX)})
-            runs += [*attrs.get(LEGACY_RUNS, []),
-                     *(value for key, value in attrs.items() if key.startswith(RUN_PREFIX))]
+            runs += [value for key, value in attrs.items() if key.startswith(RUN_PREFIX)]
             if isinstance(attrs.get(FIRST_STARTED), str):
                 starts.append(attrs[FIRST_STARTED])
         self._first = min(starts) if starts else None
@@ -235,9 +238,8 @@ def _refuse_earlier_storage(out: Path, name: Naming) -> None:
     earlier = out / EARLIER_STORAGE_FILE
     if earlier.is_file() and not (out / STORAGE_FILE).exists():
         raise TunerError(f"{out} holds {EARLIER_STORAGE_FILE}, the SQLite storage a run folder kept before; its own "
-                         f"storage is the journal {STORAGE_FILE} now: copy the studies into it (optuna.copy_study "
-                         f"from sqlite:///{earlier.resolve()} to a JournalStorage over {out / STORAGE_FILE}) and run "
-                         f"again, or choose another folder with {name('out')}; the folder is left as it is")
+                         f"storage is the journal {STORAGE_FILE} now, and the studies an earlier version wrote are "
+                         f"not read: choose another folder with {name('out')}; the folder is left as it is")
 
 
 def _refuse_without_table(out: Path, experiment: Experiment, storage: str | None, name: Naming) -> None:
@@ -277,7 +279,7 @@ def record_of_row(row: Mapping[str, Any]) -> Record:
         return None if value is None or pd.isna(value) else float(value)
 
     return Record(
-        experiment=str(row["experiment"]), study=str(row["study"]), strategy=str(row["sampler"]),
+        experiment=str(row["experiment"]), study=str(row["study"]), strategy=str(row["strategy"]),
         trial=int(row["trial"]), config=results.config_of_row(row), measurement=results.measurement_from_row(row),
         metadata_id=str(row["metadata_id"]), wall_offset_s=float(number("wall_offset_s") or 0.0),
         measured_at=str(row["measured_at"]), device_s=number("device_s"),
@@ -344,22 +346,22 @@ class Table:
         except OSError:
             self.source = ""
 
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+    def record(self, study: str, trial: int, strategy: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        return self.record_from(self.backend, self.environment_id, study, trial, sampler, config, measurement,
+        return self.record_from(self.backend, self.environment_id, study, trial, strategy, config, measurement,
                                 device_s)
 
     def on_device(self, backend: Backend, environment_id: str) -> DeviceTable:
         """The Recorder of the searches that measure with ``backend`` (one of several GPUs)."""
         return DeviceTable(self, backend, environment_id)
 
-    def record_from(self, backend: Backend, environment_id: str, study: str, trial: int, sampler: str,
+    def record_from(self, backend: Backend, environment_id: str, study: str, trial: int, strategy: str,
                     config: Config, measurement: Measurement, device_s: float | None) -> Record:
         """The record of an evaluation by ``backend``, whose own environment is ``environment_id``."""
         recorded_id = backend.environment_id(config)
         moment = now()
         return Record(
-            experiment=self.experiment.name, study=study, strategy=sampler, trial=trial, config=config,
+            experiment=self.experiment.name, study=study, strategy=strategy, trial=trial, config=config,
             measurement=measurement,
             metadata_id=recorded_id or environment_id,
             wall_offset_s=round((moment - self.ledger.first_started).total_seconds(), 3),
@@ -432,9 +434,9 @@ class DeviceTable:
     backend: Backend
     environment_id: str
 
-    def record(self, study: str, trial: int, sampler: str, config: Config, measurement: Measurement,
+    def record(self, study: str, trial: int, strategy: str, config: Config, measurement: Measurement,
                device_s: float | None) -> Record:
-        return self.table.record_from(self.backend, self.environment_id, study, trial, sampler, config,
+        return self.table.record_from(self.backend, self.environment_id, study, trial, strategy, config,
                                       measurement, device_s)
 
     def add(self, record: Record) -> None:

@@ -1,37 +1,8 @@
-"""A tuning run: every study of an experiment searched on a backend, recorded, saved and summarised.
-
-``run()`` is ``tuner.run`` and what ``python -m tuner run`` calls. For each problem and dtype it measures the
-vendor baseline (:mod:`tuner.tuning.baseline`: cuBLAS on the GPU, numpy's BLAS on the CPU; once, and again where
-the load changed), then searches the study (:mod:`tuner.search.study`).
-
-Output folder (default ``reports/<experiment name>/``): the Optuna storage ``study.log`` (unless ``storage``
-names another), ``results.parquet`` and ``results.csv`` (:mod:`tuner.results.table`, rebuilt from the storage and
-saved every few seconds and at the end) and ``metadata.json``::
-
-    {"experiment": {"name", "path", "source" (the YAML text), "machine_models": [...]},
-     "environments": {metadata_id: the backend's environment dict},
-     "runs": [{"started_utc", "finished_utc", "backend", "sampler", "objective", "trials", "timeout_s", "seed",
-               "transfer",
-               "gpu_busy_fraction", "device_busy_s", "wall_s", "evaluations", "interrupted", "error",
-               "recording", "counters"}, ...],
-     "counters": {how the folder's counters.parquet was read (tuner.counters.store.conditions)}}
-
-The runs and environments live in the storage too (system attributes of the run's first study,
-:class:`tuner.tuning.folder.Ledger`), so the folder can always be rebuilt from it. ``wall_s`` is the wall time of the
-search (after the backend has described its device) and ``gpu_busy_fraction`` the backend's device time over it;
-a replayed run has no fraction (its ``device_busy_s`` is the recorded device time of what it replayed). After the
-search the hardware counters that ``measure.counters`` asks for are read (:mod:`tuner.counters`); ``counters``
-says what was read and how, or why not, and how long it took (not part of ``wall_s``).
-
-Running the same command again continues the same studies. Ctrl-C abandons the evaluation in progress,
-saves everything, writes the report and re-raises KeyboardInterrupt after printing the command that continues.
-At the end the report is written (``tuner.report.write_report``); a failing report is a warning, never a loss
-of results.
-
-This module enters a run: the options checked and laid over the experiment's settings
-(:mod:`tuner.tuning.options`), the folder claimed and locked, the backends started, the storage opened and who
-else works in it; :class:`tuner.tuning.run_phases.Run` then runs its phases.
-"""
+"""A tuning run, ``tuner.run`` and ``python -m tuner run``: the options checked and laid over the experiment's
+settings (:mod:`tuner.tuning.options`), the folder claimed and locked, the backends started, the storage opened
+and who else works in it; :class:`tuner.tuning.run_phases.Run` then measures each study's baseline, searches it,
+saves the table and metadata.json (their contents: the README, "What a run writes"), reads the counters asked
+for and writes the report."""
 
 from __future__ import annotations
 

@@ -33,7 +33,6 @@ from tuner.search.study import (
     StudySpace,
     check_same_strategy,
     open_study,
-    stored_space,
     strategy_name,
     study_spaces,
 )
@@ -41,7 +40,7 @@ from tuner.search.transfer import transfer_best
 from tuner.search.workers import WorkerRegistry
 from tuner.tuning.baseline import measure_again_if_load_changed, measure_baseline
 from tuner.tuning.compile_failures import compile_failure_warning
-from tuner.tuning.folder import Ledger, Previous, Table, iso, now, reseed
+from tuner.tuning.folder import Ledger, Previous, Table, iso, now, refuse_earlier_ledger, reseed
 from tuner.tuning.options import RunOptions, RunSettings
 from tuner.tuning.parallel import search_on_each
 from tuner.tuning.progress import Progress
@@ -153,12 +152,13 @@ class Run:
     def _open_studies(self, spaces: list[StudySpace]) -> None:
         """Open every study (a study of the folder's own storage only with the strategy it was searched with)."""
         strategy = self.settings.strategy
+        refuse_earlier_ledger(self.store, self.experiment.name)
         for space in spaces if self.place.storage is None else ():  # before any study is opened: nothing written
             check_same_strategy(self.store, space.name, strategy, self.settings.name)
         for space in spaces:
             study = open_study(self.store, space, strategy, self.own_seed, self.place.liveness,
                                self.settings.objective)
-            self.studies[stored_space(study, space)] = study
+            self.studies[space] = study
         self.order = list(self.studies.items())
         self.fresh = {at for at, (_, study) in enumerate(self.order) if not study.get_trials(deepcopy=False)}
 
@@ -166,7 +166,7 @@ class Run:
         recording = self.recording
         self.record = {
             "started_utc": iso(self.started), "finished_utc": None, "backend": self.backend.name,
-            "sampler": strategy_name(self.settings.strategy), "objective": list(self.settings.objective),
+            "strategy": strategy_name(self.settings.strategy), "objective": list(self.settings.objective),
             "trials": self.budget.trials, "timeout_s": self.budget.timeout_s, "seed": self.settings.seed,
             "transfer": self.experiment.search.transfer,
             "recording": str(recording.path) if recording else None,
