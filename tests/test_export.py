@@ -53,6 +53,7 @@ def assert_same_table(folder: Path, files: list[Path], fmt: str) -> None:
             assert all(space.status[row] == "invalid" for row in range(len(space)) if (family, row) not in found)
 
 
+@pytest.mark.slow  # every configuration of the exhaustive recording, exported and read back
 @pytest.mark.parametrize("fmt", ["kernel-tuner-cache", "t4"])
 def test_the_exhaustive_recording_round_trips_and_covers_its_whole_product(fmt, tmp_path, capsys):
     (path,) = exported(EXHAUSTIVE, fmt, tmp_path, capsys)

@@ -74,6 +74,7 @@ def test_an_experiment_file_with_a_thousand_nots_is_one_paragraph(tmp_path):
 
 # --- output paths ------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a whole command in a process of its own
 @pytest.mark.parametrize("kind", ["a name past 255 bytes", "a path past 4,095 bytes"])
 def test_run_refuses_an_output_path_the_system_cannot_hold(tmp_path, kind):
     out = tmp_path / ("a" * 300) if kind.startswith("a name") else tmp_path.joinpath(*["a"] * 2100)
@@ -91,6 +92,7 @@ def run_folder(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # a whole command in a process of its own
 @pytest.mark.parametrize("kind", ["an existing file", "a place that cannot be made", "a name past 255 bytes"])
 def test_export_at_a_place_it_cannot_write_is_one_paragraph(run_folder, tmp_path, kind):
     target = {"an existing file": tmp_path / "file.json", "a place that cannot be made": Path("/proc/nowhere"),
@@ -120,6 +122,7 @@ def test_a_recording_named_by_a_long_file_name_is_refused_with_the_way_out(tmp_p
 
 @pytest.mark.parametrize(("records", "outcomes"), [({}, "none recorded"), (None, "2 invalid")],
                          ids=["no entries", "no valid entries"])
+@pytest.mark.slow  # a whole command in a process of its own
 def test_compare_on_a_recording_without_a_valid_entry_is_one_paragraph(tmp_path, records, outcomes):
     cache = {"device_name": "X", "kernel_name": "k", "problem_size": [8, 8, 8], "tune_params_keys": ["A"],
              "tune_params": {"A": [1, 2]},
@@ -183,6 +186,7 @@ def test_a_folder_holding_only_another_experiments_tables_is_not_taken_over(tmp_
     assert [p.name for p in out.iterdir()] == [left] and (out / left).read_bytes() == kept[left]
 
 
+@pytest.mark.slow  # a whole command in a process of its own
 def test_compare_writes_no_output_through_a_planted_link(tmp_path):
     cache = {f"{a},{b}": {"A": a, "B": b, "time": 1.0 + (a - 3) ** 2 + (b - 2) ** 2, "times": [1.0],
                           "compile_time": 100.0} for a in range(6) for b in range(6)}
@@ -202,6 +206,7 @@ def test_compare_writes_no_output_through_a_planted_link(tmp_path):
     assert not any((out / name).is_symlink() for name in outside) and (out / "comparison.txt").read_text()
 
 
+@pytest.mark.slow  # a whole command in a process of its own
 def test_compare_on_a_recording_with_a_long_file_name_writes_every_output(tmp_path):
     cache = {f"{a},{b}": {"A": a, "B": b, "time": 1.0 + (a - 3) ** 2 + (b - 2) ** 2, "times": [1.0],
                           "compile_time": 100.0} for a in range(6) for b in range(6)}
