@@ -2,9 +2,11 @@
 
 A dtype names the inputs' storage and the arithmetic together. ``tf32`` is float32 storage multiplied with TF32's
 10 explicit significand bits on tensor cores; ``bfloat16`` and ``float16`` are 16-bit storage multiplied on tensor
-cores. Those three accumulate, and write their output, in float32 (the family's accumulator); the other dtypes
-accumulate and write in their own type. Inputs are drawn so that they are exact in the dtype (rounded to it once,
-on the host), so the float64 product of the stored values is the exact answer the kernel approximates.
+cores; ``float8_e4m3`` and ``float8_e5m2`` are Hopper's 8-bit formats (ml_dtypes' ``float8_e4m3fn``, finite with
+no infinities, and ``float8_e5m2``). The tensor-core dtypes accumulate, and write their output, in float32 (the
+family's accumulator); the other dtypes accumulate and write in their own type. Inputs are drawn so that they
+are exact in the dtype (rounded to it once, on the host), so the float64 product of the stored values is the exact
+answer the kernel approximates.
 
 This module imports nothing of the project.
 """
@@ -45,18 +47,24 @@ PRECISIONS: dict[str, Precision] = {p.dtype: p for p in (
     Precision("tf32", "float32", "float", "float32", 11, True, 4),
     Precision("bfloat16", "bfloat16", "__nv_bfloat16", "float32", 8, True, 2),
     Precision("float16", "float16", "__half", "float32", 11, True, 2),
+    Precision("float8_e4m3", "float8_e4m3fn", "__nv_fp8_e4m3", "float32", 4, True, 1),
+    Precision("float8_e5m2", "float8_e5m2", "__nv_fp8_e5m2", "float32", 3, True, 1),
 )}
 """Every dtype, in the order that seeds each dtype's inputs (new dtypes go last, so earlier inputs stay the same)."""
 
 
+ML_DTYPES_STORAGE = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+"""Storage types numpy lacks, taken from ml_dtypes."""
+
+
 @cache
 def numpy_dtype(dtype: str) -> np.dtype:
-    """The numpy type of a dtype's elements in memory (bfloat16 from ml_dtypes)."""
+    """The numpy type of a dtype's elements in memory (bfloat16 and the FP8 types from ml_dtypes)."""
     storage = PRECISIONS[dtype].storage
-    if storage == "bfloat16":
+    if storage in ML_DTYPES_STORAGE:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, storage))
     return np.dtype(storage)
 
 
