@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from tuner.config import Config, Problem
-from tuner.kernels.matmul import tolerance
+from tuner.kernels.discovery import get_family
 from tuner.measure.measurement import Measurement, Status
 from tuner.settings import CompileSettings, MeasureSettings
 
@@ -45,12 +45,13 @@ def on_hopper() -> bool:
 
 
 def assert_right_on_hopper(result: Measurement, config: Config) -> None:
-    """An sm_90a kernel's measurement: verified within the dtype's tolerance and timed, without local memory, on a
+    """An sm_90a kernel's measurement: verified within its family's tolerance and timed, without local memory, on a
     Hopper GPU; refused as invalid with the reason on any other."""
     if not on_hopper():
         assert result.status is Status.INVALID and "runs only on GPUs of that architecture" in result.reason
         return
     assert result.status is Status.OK, result.reason
-    assert result.error is not None and result.error <= tolerance(config.dtype, config.problem).bound
+    assert result.error is not None
+    assert result.error <= get_family(config.family).tolerance(config.dtype, config.problem).bound
     assert result.timing is not None and result.timing.count >= 3
     assert result.resources.local_bytes == 0

@@ -28,8 +28,9 @@ DIM_LIMIT = 2**32
 BOX_LIMIT = 256
 SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
 """Swizzle span in bytes → CUtensorMapSwizzle (CU_TENSOR_MAP_SWIZZLE_NONE, _32B, _64B, _128B)."""
-DATA_TYPES = {"float16": 6, "float32": 7, "float64": 8, "bfloat16": 9}
-"""Storage type → CUtensorMapDataType (cuda.h). tf32 is stored as float32 and copied bit for bit."""
+DATA_TYPES = {"float16": 6, "float32": 7, "float64": 8, "bfloat16": 9, "float8_e4m3fn": 0, "float8_e5m2": 0}
+"""Storage type → CUtensorMapDataType (cuda.h). tf32 is stored as float32 and copied bit for bit; the FP8 types as
+bytes (CU_TENSOR_MAP_DATA_TYPE_UINT8)."""
 
 
 class TensorMapRefused(ValueError):

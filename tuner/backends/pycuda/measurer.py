@@ -278,13 +278,13 @@ class GpuMeasurer:
         return Loaded(launcher.run, ws, resources, launcher.close)
 
     def baseline(self, problem: Problem, dtype: str) -> Measurement:
-        from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
+        from tuner.backends.pycuda.cublas import BaselineUnavailable
+        from tuner.backends.pycuda.vendor_gemm import baseline_kernel, baseline_launcher
 
         self._stop_counting()
-        ws = self._workspace(MATMUL, problem, dtype)
+        ws = self._workspace(baseline_kernel(dtype), problem, dtype)
         try:
-            run, library = gemm_launcher(int(ws.device["A"]), int(ws.device["B"]), int(ws.device["C"]), problem.M,
-                                         problem.N, problem.K, dtype)
+            run, library = baseline_launcher(ws.device, problem, dtype)
         except BaselineUnavailable as exc:
             return Measurement(Status.INVALID, str(exc))
         result = self._verify_and_time(run, ws, Resources())
@@ -304,15 +304,17 @@ class GpuMeasurer:
         """Start making a problem's inputs and reference, in a thread of their own (numpy and BLAS leave the
         measuring thread the interpreter while they compute), and load the baseline's library: the next
         requests about the problem find them made."""
-        from tuner.backends.pycuda.cublas import BaselineUnavailable, gemm_launcher
+        from tuner.backends.pycuda.cublas import BaselineUnavailable
+        from tuner.backends.pycuda.vendor_gemm import baseline_kernel, baseline_launcher
 
-        key = (MATMUL, problem, dtype)
+        kernel = baseline_kernel(dtype)
+        key = (kernel, problem, dtype)
         if key not in self.workspaces and key not in self.upcoming:
             if self._maker is None:
                 self._maker = ThreadPoolExecutor(1, thread_name_prefix="tuner-inputs")
-            self.upcoming[key] = self._maker.submit(host_data, MATMUL, problem, dtype, self.measure.input_seed)
+            self.upcoming[key] = self._maker.submit(host_data, kernel, problem, dtype, self.measure.input_seed)
         with contextlib.suppress(BaselineUnavailable):
-            gemm_launcher(0, 0, 0, problem.M, problem.N, problem.K, dtype)  # nothing launched: the library loads
+            baseline_launcher({}, problem, dtype)  # nothing launched: the library loads
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""

@@ -1,0 +1,61 @@
+"""The FP8 families' default spaces and the configurations the GPU tests run compile for sm_90a without spilling,
+into FP8 wgmma (QGMMA.64xBNx32.F32.E4M3.E4M3, or E5M2) fed by TMA copies, with no local memory."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tests.fp8_configs import FP8_CONFIGS
+from tests.machine_code import sass_or_skip
+from tuner.compile.nvcc import compile_configs
+from tuner.config import Config, Problem
+from tuner.kernels.discovery import get_family
+from tuner.kernels.targets import target
+from tuner.space.entry_space import violations
+
+pytestmark = pytest.mark.slow
+
+ARCH = "sm_90a"
+PROBLEM = Problem(4096, 4096, 4096)
+
+
+def default_space(name: str) -> list[Config]:
+    family = get_family(name)
+    configs = []
+    for dtype in family.dtypes:
+        for values in itertools.product(*(p.default for p in family.parameters)):
+            params = dict(zip(family.parameter_names, values, strict=True))
+            if not violations(family, params, dtype, target(ARCH)):
+                configs.append(Config.make(PROBLEM, name, dtype, params))
+    return configs
+
+
+CONFIGS = list(dict.fromkeys(
+    default_space("wgmma_fp8") + default_space("wgmma_fp8_blocks")
+    + [Config.make(PROBLEM, family, dtype, params) for family, dtype, params in FP8_CONFIGS]))
+
+
+@pytest.fixture(scope="module")
+def compiled(nvcc):
+    return compile_configs(CONFIGS, ARCH, ("-O3",))
+
+
+def test_every_tested_configuration_is_valid():
+    for config in CONFIGS:
+        family = get_family(config.family)
+        assert not violations(family, config.param_dict, config.dtype, target(ARCH)), config.key
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.key)
+def test_compiles_to_fp8_wgmma_without_spills(compiled, config):
+    result = compiled[config]
+    assert result.ok, result.log
+    r = result.resources
+    assert (r.local_bytes, r.spill_store_bytes, r.spill_load_bytes) == (0, 0, 0), result.log
+    assert "C7508" not in result.log, "ptxas ignored setmaxnreg"
+    sass = sass_or_skip(result.binary)
+    fp8_type = config.dtype[-4:].upper()
+    assert f"QGMMA.64x{config.param_dict['BN']}x32.F32.{fp8_type}.{fp8_type}" in sass
+    assert "UTMALDG.2D" in sass
