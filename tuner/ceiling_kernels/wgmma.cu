@@ -30,11 +30,11 @@
 #elif defined(WGMMA_FLOAT8_E4M3)
 #define SHAPE_TYPES "m64n256k32.f32.e4m3.e4m3"
 #define TRANSPOSES ""
-#define FILL(i) (0x18181818u + (unsigned)((i) % 7))  // 0.0625 to 0.109 in e4m3: exponent field 3 of bias 7
+#define FILL(i) (0x18181818u + (unsigned)((i) % 7))  // 0.0625 to 0.109 in e4m3 (exponent bias 7)
 #elif defined(WGMMA_FLOAT8_E5M2)
 #define SHAPE_TYPES "m64n256k32.f32.e5m2.e5m2"
 #define TRANSPOSES ""
-#define FILL(i) (0x2C2C2C2Cu + (unsigned)((i) % 7))  // 0.0625 to 0.156 in e5m2: exponent field 11 of bias 15
+#define FILL(i) (0x2C2C2C2Cu + (unsigned)((i) % 7))  // 0.0625 to 0.1875 in e5m2 (exponent bias 15)
 #else
 #if defined(WGMMA_BFLOAT16)
 #define SHAPE_TYPES "m64n256k16.f32.bf16.bf16"
