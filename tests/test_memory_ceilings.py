@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.backends.pycuda import ceilings, device, memory_ceilings, summary
-from tuner.peaks import LEVEL_KEYS
+from tuner.peaks import LEVEL_KEYS, tensor_dtypes
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1", "pci_bus_id": "0000:19:00.0", "compute_capability": "9.0",
         "arch": "sm_90", "multiprocessors": 132, "sm_clock_mhz": 1980.0, "memory_clock_mhz": 2619.0,
@@ -55,7 +55,7 @@ def test_ceilings_cached_without_a_level_are_measured_again_and_complete_ones_re
     def measure(dev, timer, progress=False):
         measured.append(dev["name"])
         names = [f"{d}_gflops" for d in device.CEILING_DTYPES] + ["bandwidth_gbs", *LEVEL_KEYS.values()]
-        names += [f"{d}_tensor_gflops" for d in ("float64", "tf32", "bfloat16", "float16")]
+        names += [f"{d}_tensor_gflops" for d in tensor_dtypes(dev["compute_capability"])]  # sm_90: FP8 too
         return {"measured": dict.fromkeys(names, 1.0), "details": {}}
 
     monkeypatch.setattr(ceilings, "measure_ceilings", measure)

@@ -12,10 +12,13 @@ from tests.test_memory_ceilings import H100
 from tuner.backends.pycuda import ceilings, device, summary, tensor_ceilings
 from tuner.backends.pycuda.tensor_ceilings import MMA_SYNC, WGMMA, pick
 from tuner.compile.nvcc import compile_source
+from tuner.precision import PRECISIONS
 
 MMA_RATES = {"float64": 66_400.0, "tf32": 311_000.0, "bfloat16": 622_000.0, "float16": 622_000.0}
 WGMMA_SASS = {"tf32": "HGMMA.64x256x8.F32.TF32", "bfloat16": "HGMMA.64x256x16.F32.BF16",
-              "float16": "HGMMA.64x256x16.F32 "}
+              "float16": "HGMMA.64x256x16.F32 ", "float8_e4m3": "QGMMA.64x256x32.F32.E4M3.E4M3",
+              "float8_e5m2": "QGMMA.64x256x32.F32.E5M2.E5M2"}
+"""The machine instruction of each dtype's wgmma (HGMMA for 16- and 32-bit operands, QGMMA for 8-bit ones)."""
 
 
 def test_the_faster_instruction_gives_each_dtype_its_ceiling_and_float64_stays_with_mma_sync():
@@ -36,7 +39,12 @@ def test_only_sm_90_has_a_wgmma_ceiling_and_an_operation_is_two_per_multiply_add
     assert tensor_ceilings.wgmma_arch("8.0") is None and tensor_ceilings.wgmma_arch("12.0") is None
     assert tensor_ceilings.wgmma_operations("bfloat16", blocks=1, iterations=1) == 2 * 64 * 256 * 16 * 4
     assert tensor_ceilings.wgmma_operations("tf32", blocks=396, iterations=10) == 2 * 64 * 256 * 8 * 4 * 396 * 10
-    assert set(tensor_ceilings.WGMMA_K) == {"tf32", "bfloat16", "float16"}  # no float64 wgmma
+    assert tensor_ceilings.wgmma_operations("float8_e4m3", blocks=2, iterations=3) == 2 * 64 * 256 * 32 * 4 * 2 * 3
+    assert tensor_ceilings.wgmma_operations("float8_e5m2", blocks=1, iterations=1) == 2 * 64 * 256 * 32 * 4
+    # no float64 wgmma; each dtype's k-step is 32 bytes of K, a quarter of the 128-byte operand rows
+    assert set(tensor_ceilings.WGMMA_K) == {"tf32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2"}
+    assert {dtype: k * PRECISIONS[dtype].bytes for dtype, k in tensor_ceilings.WGMMA_K.items()} == dict.fromkeys(
+        tensor_ceilings.WGMMA_K, 32)
 
 
 def test_tuner_device_names_the_instruction_each_tensor_ceiling_came_from():
@@ -85,5 +93,5 @@ def test_the_wgmma_ceiling_kernel_is_a_loop_of_wgmma_without_spills(nvcc, dtype,
     between = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;(.*?)WARPGROUP\.DEPBAR\.LE gsb0, 0x1 ;", sass, re.S)
     assert between, sass
     for stretch in between:
-        assert stretch.count("HGMMA.64x256") == tensor_ceilings.WGMMA_KSTEPS
+        assert len(re.findall(r"[HQ]GMMA\.64x256", stretch)) == tensor_ceilings.WGMMA_KSTEPS
         assert not re.search(r"\b(LDS|LDG|STS|STG|LDL|STL)\b", stretch)

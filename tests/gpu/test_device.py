@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 import sys
 
@@ -79,6 +81,22 @@ def test_wgmma_ceilings_pass_mma_sync_and_stay_below_the_datasheet_on_sm_90(summ
         assert summary["ceilings"]["tensor_instructions"][dtype] == "wgmma"
         assert measured[f"{dtype}_tensor_gflops"] == pytest.approx(wgmma_rate * 1e3)
     assert summary["ceilings"]["tensor_instructions"]["float64"] == "mma.sync"
+
+
+def test_sm_90_has_8_bit_tensor_ceilings_from_wgmma_and_tuner_device_prints_them(summary):
+    if summary["device"]["compute_capability"] != "9.0":
+        pytest.skip(f"the 8-bit tensor ceilings are wgmma's, sm_90's; this is a {summary['device']['arch']}")
+    measured, details = summary["peaks"]["measured"], summary["ceilings"]["details"]
+    for dtype in ("float8_e4m3", "float8_e5m2"):
+        rate = measured[f"{dtype}_tensor_gflops"]
+        assert isinstance(rate, float) and math.isfinite(rate) and rate > 0, (dtype, rate)
+        assert summary["ceilings"]["tensor_instructions"][dtype] == "wgmma"
+        assert f"mma_{dtype}" not in details and details[f"wgmma_{dtype}"]["operations"] > 0
+    done = subprocess.run([sys.executable, "-m", "tuner", "device"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for dtype in ("float8_e4m3", "float8_e5m2"):
+        assert re.search(rf"{dtype} tensor \(wgmma\) +[0-9.]+ TFLOP/s +[0-9.]+ TFLOP/s +[0-9]+%", done.stdout), \
+            done.stdout
 
 
 def test_the_context_sleeps_while_it_waits_for_the_gpu():

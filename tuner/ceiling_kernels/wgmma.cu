@@ -1,11 +1,13 @@
 // Tensor-core throughput through warpgroup MMA (sm_90a only), for the ceiling of one dtype (WGMMA_* is defined
 // ahead of this text). Each block is one warpgroup; it issues back-to-back wgmma.mma_async m64n256k16 (bfloat16,
-// float16) or m64n256k8 (tf32) into one accumulator tile in registers (128 per thread), both operands read from
-// shared memory through descriptors as the wgmma family makes them: K-major, 128-byte swizzle, rows of 128 bytes,
-// 8-row groups 1024 bytes apart; the KSTEPS k-steps of one 128-byte row make one commit group, and up to IN_FLIGHT
-// groups are left running (wait_group IN_FLIGHT) while the next is issued. Only shared memory is read inside the
-// loop, so no memory traffic limits the rate. The operands hold small non-zero values (zeros can run faster than
-// real data) and the sums are stored, so nothing is dropped. Operations per wgmma: 2·64·256·K.
+// float16), m64n256k8 (tf32) or m64n256k32 (float8_e4m3, float8_e5m2: both operands of the one type; FP8 wgmma has
+// no transpose immediates, K-major is its only layout) into one accumulator tile in registers (128 per thread),
+// both operands read from shared memory through descriptors as the wgmma family makes them: K-major, 128-byte
+// swizzle, rows of 128 bytes, 8-row groups 1024 bytes apart; the KSTEPS k-steps of one 128-byte row (32 bytes of K
+// each, in every dtype) make one commit group, and up to IN_FLIGHT groups are left running (wait_group IN_FLIGHT)
+// while the next is issued. Only shared memory is read inside the loop, so no memory traffic limits the rate. The
+// operands hold small non-zero values (zeros can run faster than real data) and the sums are stored, so nothing is
+// dropped. Operations per wgmma: 2·64·256·K.
 #include <stdint.h>
 
 #ifndef IN_FLIGHT
@@ -25,6 +27,14 @@
 #define SHAPE_TYPES "m64n256k8.f32.tf32.tf32"
 #define TRANSPOSES ""
 #define FILL(i) __float_as_uint(1e-3f * (float)((i) % 7 + 1))
+#elif defined(WGMMA_FLOAT8_E4M3)
+#define SHAPE_TYPES "m64n256k32.f32.e4m3.e4m3"
+#define TRANSPOSES ""
+#define FILL(i) (0x18181818u + (unsigned)((i) % 7))  // 0.0625 to 0.109 in e4m3 (exponent bias 7)
+#elif defined(WGMMA_FLOAT8_E5M2)
+#define SHAPE_TYPES "m64n256k32.f32.e5m2.e5m2"
+#define TRANSPOSES ""
+#define FILL(i) (0x2C2C2C2Cu + (unsigned)((i) % 7))  // 0.0625 to 0.1875 in e5m2 (exponent bias 15)
 #else
 #if defined(WGMMA_BFLOAT16)
 #define SHAPE_TYPES "m64n256k16.f32.bf16.bf16"

@@ -8,14 +8,14 @@ import yaml
 
 from tuner.config import PLAIN_DTYPES
 from tuner.measure.machine_load import Load
-from tuner.peaks import LEVEL_LABELS, TENSOR_DTYPES
+from tuner.peaks import ALL_TENSOR_DTYPES, LEVEL_LABELS
 from tuner.peaks import key as peak_key
 from tuner.report.formatting import fixed, number, percent
 from tuner.report.run_folder import Run
 from tuner.report.tables import Table
 from tuner.results import table as results
 
-PEAK_KEYS = (*(peak_key(d) for d in PLAIN_DTYPES), *(peak_key(d, "tensor") for d in TENSOR_DTYPES), "bandwidth_gbs",
+PEAK_KEYS = (*(peak_key(d) for d in PLAIN_DTYPES), *(peak_key(d, "tensor") for d in ALL_TENSOR_DTYPES), "bandwidth_gbs",
              *LEVEL_LABELS)
 
 

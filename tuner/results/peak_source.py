@@ -1,7 +1,8 @@
 """What a run's measured arithmetic peak of a dtype is the rate of, in words: the CPU's cores, the GPU's CUDA cores,
 or its tensor cores through ``mma.sync`` or ``wgmma`` (measured by :mod:`tuner.backends.pycuda.tensor_ceilings`).
 
-Ceilings recorded before the instruction was kept name none; they were all measured with ``mma.sync``. On sm_90
+Ceilings recorded before the instruction was kept name none; they were all measured with ``mma.sync`` (and had
+no 8-bit dtype: a float8 run whose environment holds no float8 tensor ceiling has no known peak). On sm_90
 that rate is below what the tensor cores reach through ``wgmma``, so a wgmma kernel's share of it can pass 100%
 without the ceiling having been measured too low: :func:`short_of_tensor_rate` says where.
 """
@@ -13,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from tuner.peaks import MMA_SYNC, WGMMA_DTYPES, unit_peaks
+from tuner.peaks import MMA_SYNC, WGMMA_DTYPES, tensor_instruction_default, unit_peaks
 from tuner.results.environment import Environment, environments_of
 
 
@@ -24,10 +25,11 @@ def peak_unit(environment: Environment, dtype: str) -> str | None:
 
 
 def tensor_instruction(environment: Environment, dtype: str) -> str:
-    """The instruction the dtype's tensor-core ceiling was measured with (mma.sync where none is recorded)."""
+    """The instruction the dtype's tensor-core ceiling was measured with (where none is recorded: mma.sync, and
+    wgmma for the 8-bit dtypes, which have no other)."""
     recorded = environment.ceilings.get("tensor_instructions")
     found = recorded.get(dtype) if isinstance(recorded, Mapping) else None
-    return str(found) if found else MMA_SYNC
+    return str(found) if found else tensor_instruction_default(dtype)
 
 
 def unit_words(environment: Environment, dtype: str, unit: str, measured: bool = True) -> str:

@@ -3,9 +3,9 @@
 The kernels (``tuner/ceiling_kernels``): a streaming copy for bandwidth (bytes read + written per median time),
 multiply-add chains per dtype for the CUDA cores' operations per second, and mma.sync chains on register fragments
 per tensor-core dtype (float64, tf32, bfloat16, float16; ``tuner.peaks`` names them), on sm_90 beside back-to-back
-wgmma from shared memory, the higher of the two kept (:mod:`tuner.backends.pycuda.tensor_ceilings`), and 16-byte
-loads from working sets the L2, the L1 and shared memory hold (:mod:`tuner.backends.pycuda.memory_ceilings`), each
-timed by ``tuner.measure``.
+wgmma from shared memory, the higher of the two kept, and wgmma alone for float8_e4m3 and float8_e5m2
+(:mod:`tuner.backends.pycuda.tensor_ceilings`), and 16-byte loads from working sets the L2, the L1 and shared
+memory hold (:mod:`tuner.backends.pycuda.memory_ceilings`), each timed by ``tuner.measure``.
 """
 
 from __future__ import annotations

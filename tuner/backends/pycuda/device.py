@@ -31,10 +31,12 @@ LANES_PER_SM: dict[str, dict[str, int]] = {
 CEILING_DTYPES = ("float32", "float64", "int32")
 TENSOR_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "8.0": {"float64": 128, "tf32": 1024, "bfloat16": 2048, "float16": 2048},
-    "9.0": {"float64": 256, "tf32": 2048, "bfloat16": 4096, "float16": 4096},
+    "9.0": {"float64": 256, "tf32": 2048, "bfloat16": 4096, "float16": 4096, "float8_e4m3": 8192,
+            "float8_e5m2": 8192},
 }
 """Dense tensor-core operations per SM per clock (NVIDIA's A100 and H100 whitepapers; on sm_90 the full rate
-needs wgmma, mma.sync reaches about two thirds of it in 16-bit types)."""
+needs wgmma, mma.sync reaches about two thirds of it in 16-bit types; FP8's rate is twice the 16-bit one in
+either format)."""
 
 
 def theoretical_peaks(device: dict[str, Any]) -> dict[str, float | None]:

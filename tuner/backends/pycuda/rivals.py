@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tuner.backends.pycuda.cublas import BaselineUnavailable
 from tuner.config import Problem
 from tuner.measure.measurement import Measurement, Status
+
+if TYPE_CHECKING:
+    from tuner.backends.pycuda.cublaslt import LtGemm
 
 Timer = Callable[[Callable[[], None]], Measurement]
 """Verifies and times one launch callable on the problem's workspace."""
@@ -29,6 +33,13 @@ def fastest_lt_algorithm(pointers: tuple[int, int, int], problem: Problem, dtype
         gemm = LtGemm(a, b, c, problem.M, problem.N, problem.K, dtype, count)
     except BaselineUnavailable as exc:
         return Measurement(Status.INVALID, str(exc))
+    return fastest_algorithm(gemm, problem, verify_and_time)
+
+
+def fastest_algorithm(gemm: LtGemm, problem: Problem, verify_and_time: Timer) -> Measurement:
+    """The fastest verified measurement among ``gemm``'s algorithms (an :class:`LtGemm`, or the FP8 GEMM's
+    :class:`tuner.backends.pycuda.cublaslt_fp8.LtFp8Gemm`), which is closed after; its reason names the algorithm
+    and how many were tried, and the last failure stands where no algorithm passed."""
     try:
         best: tuple[float, Measurement, str] | None = None
         failed = Measurement(Status.INVALID, f"cuBLASLt's heuristic returned no algorithm for {problem.label}")

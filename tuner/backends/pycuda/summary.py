@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from tuner.backends.pycuda import ceilings as gpu_ceilings
 from tuner.backends.pycuda import device as gpu_device
-from tuner.backends.pycuda import memory_ceilings, tensor_ceilings
+from tuner.backends.pycuda import memory_ceilings
 from tuner.backends.pycuda.device import CEILING_DTYPES, LANES_PER_SM, TENSOR_FLOPS_PER_SM_CLOCK, describe
 from tuner.measure.ceilings_cache import read_cached, write_cached
 from tuner.measure.machine_load import LoadMeter, NvmlProcesses
-from tuner.peaks import LEVEL_KEYS, LEVEL_LABELS, TENSOR_DTYPES
+from tuner.peaks import ALL_TENSOR_DTYPES, LEVEL_KEYS, LEVEL_LABELS, tensor_dtypes, tensor_instruction_default
 from tuner.peaks import key as peak_key
 from tuner.settings import cache_root
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tuner.backends.pycuda.timing import Timer
 
 PUBLISHED_TENSOR_TFLOPS = {"NVIDIA H100 80GB HBM3": {"float64": 66.9, "tf32": 494.7, "bfloat16": 989.4,
-                                                    "float16": 989.4}}
+                                                    "float16": 989.4, "float8_e4m3": 1978.9, "float8_e5m2": 1978.9}}
 """Datasheet dense tensor-core rates, printed beside the computed and the measured ones."""
 PUBLISHED_BANDWIDTH_GBS = {"NVIDIA H100 80GB HBM3": 3350.0, "NVIDIA H200": 4800.0}
 """Datasheet DRAM bandwidths, printed beside the computed figure as a check of the formula."""
@@ -35,7 +35,7 @@ def _complete(cached: dict[str, Any], device: dict[str, Any]) -> bool:
     measured = (cached.get("peaks") or {}).get("measured") or {}
     wanted = [f"{d}_gflops" for d in CEILING_DTYPES] + ["bandwidth_gbs", *LEVEL_KEYS.values()]
     if device.get("compute_capability") in TENSOR_FLOPS_PER_SM_CLOCK:
-        wanted += [peak_key(d, "tensor") for d in TENSOR_DTYPES]
+        wanted += [peak_key(d, "tensor") for d in tensor_dtypes(device["compute_capability"])]
     return all(k in measured for k in wanted)
 
 
@@ -128,13 +128,13 @@ def _peak_lines(info: dict[str, Any]) -> list[str]:
     rows += [(label.split(" (")[0], key, "B/s") for key, label in LEVEL_LABELS.items()
              if key in measured or theoretical.get(key)]
     instructions = info["ceilings"].get("tensor_instructions", {})
-    rows += [(f"{dtype} tensor ({instructions.get(dtype, tensor_ceilings.MMA_SYNC)})", peak_key(dtype, "tensor"),
-              "FLOP/s") for dtype in TENSOR_DTYPES
+    rows += [(f"{dtype} tensor ({instructions.get(dtype, tensor_instruction_default(dtype))})",
+              peak_key(dtype, "tensor"), "FLOP/s") for dtype in ALL_TENSOR_DTYPES
              if peak_key(dtype, "tensor") in measured or theoretical.get(peak_key(dtype, "tensor"))]
     for label, key, unit in rows:
         peak, got = theoretical.get(key), measured.get(key)
         share = f"{100 * got / peak:.0f}%" if peak and got else "?"
-        lines.append(f"  {label:<24}  {_rate(peak, unit):>14}  {_rate(got, unit):>12}  {share:>8}")
+        lines.append(f"  {label:<26}  {_rate(peak, unit):>16}  {_rate(got, unit):>15}  {share:>8}")
     return lines
 
 
@@ -143,13 +143,14 @@ def _formula_lines(d: dict[str, Any], theoretical: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     tensor = TENSOR_FLOPS_PER_SM_CLOCK.get(d["compute_capability"])
     if tensor:
-        rates = "/".join(str(tensor[dtype]) for dtype in TENSOR_DTYPES)
+        dtypes = [dtype for dtype in ALL_TENSOR_DTYPES if dtype in tensor]
+        rates = "/".join(str(tensor[dtype]) for dtype in dtypes)
         datasheet = PUBLISHED_TENSOR_TFLOPS.get(d["name"])
-        sheet = ("; NVIDIA publishes " + "/".join(f"{datasheet[dtype]:g}" for dtype in TENSOR_DTYPES) + " TFLOP/s "
+        sheet = ("; NVIDIA publishes " + "/".join(f"{datasheet[dtype]:g}" for dtype in dtypes) + " TFLOP/s "
                  "dense for this GPU") if datasheet else ""
-        lines.append(f"  (tensor: {d['multiprocessors']} SMs × {rates} {'/'.join(TENSOR_DTYPES)} operations per SM "
+        lines.append(f"  (tensor: {d['multiprocessors']} SMs × {rates} {'/'.join(dtypes)} operations per SM "
                      f"per clock × {d['sm_clock_mhz']:.0f} MHz{sheet}; mma.sync reaches about two thirds of the "
-                     f"16-bit rate on sm_90, whose full rate needs wgmma)")
+                     f"16-bit rate on sm_90, whose full rate needs wgmma; the FP8 ceilings are wgmma's alone)")
     lanes = LANES_PER_SM.get(d["compute_capability"])
     if lanes:
         per_sm = "/".join(str(lanes[dtype]) for dtype in CEILING_DTYPES)
@@ -185,7 +186,7 @@ def format_summary(info: dict[str, Any]) -> str:
         f"  CUDA (PyCUDA built for)   {v['cuda']}",
         f"  nvcc                      {v['nvcc'] or 'not found'}",
         f"  PyCUDA                    {v['pycuda']}",
-        "peaks                       theoretical      measured    % of theoretical",
+        f"{'peaks':<30}{'theoretical':>16}  {'measured':>15}  % of theoretical",
     ]
     lines += _peak_lines(info)
     lines += _formula_lines(d, info["peaks"]["theoretical"])

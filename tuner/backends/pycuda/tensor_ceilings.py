@@ -2,10 +2,12 @@
 
 Every GPU from sm_80 has its tensor-core ceilings measured with mma.sync chains on register fragments
 (``tuner/ceiling_kernels/mma.cu``). On sm_90 mma.sync reaches only part of the tensor cores' rate, which needs
-wgmma: ``tuner/ceiling_kernels/wgmma.cu`` issues back-to-back ``wgmma.mma_async`` m64n256k16 (bfloat16, float16)
-and m64n256k8 (tf32) from shared memory, WGMMA_BLOCKS_PER_SM one-warpgroup blocks per SM. Both are measured and
-the device keeps the higher rate per dtype, with the instruction that gave it; float64 has no wgmma (DMMA is
-mma.sync only), so its ceiling stays mma.sync's.
+wgmma: ``tuner/ceiling_kernels/wgmma.cu`` issues back-to-back ``wgmma.mma_async`` m64n256k16 (bfloat16, float16),
+m64n256k8 (tf32) and m64n256k32 (float8_e4m3, float8_e5m2) from shared memory, WGMMA_BLOCKS_PER_SM one-warpgroup
+blocks per SM. Both are measured and the device keeps the higher rate per dtype, with the instruction that gave it;
+float64 has no wgmma (DMMA is mma.sync only), so its ceiling stays mma.sync's, and the 8-bit dtypes have no
+mma.sync ceiling (only wgmma reaches sm_90's full FP8 rate), so theirs is wgmma's. Both FP8 formats are measured, each
+with both operands in it (a mixed e4m3 × e5m2 product is not measured apart: NVIDIA gives one FP8 rate).
 """
 
 from __future__ import annotations
@@ -14,17 +16,20 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from tuner.peaks import FP8_DTYPES
+from tuner.peaks import MMA_SYNC as MMA_SYNC  # the instructions, as the ceilings name them
+from tuner.peaks import WGMMA as WGMMA
+
 if TYPE_CHECKING:
     from tuner.backends.pycuda.timing import Timer
     from tuner.measure.measurement import Timing
     from tuner.settings import MeasureSettings
 
-MMA_SYNC = "mma.sync"
-WGMMA = "wgmma"
 WGMMA_ARCH = {"9.0": "sm_90a"}
 """The target that compiles wgmma, per compute capability that has it."""
-WGMMA_K = {"tf32": 8, "bfloat16": 16, "float16": 16}
-"""The K of each dtype's wgmma (its shape is m64n256kK); the dtypes wgmma multiplies."""
+WGMMA_K = {"tf32": 8, "bfloat16": 16, "float16": 16, **dict.fromkeys(FP8_DTYPES, 32)}
+"""The K of each dtype's wgmma (its shape is m64n256kK: 32 bytes of K in every dtype); the dtypes wgmma
+multiplies."""
 WGMMA_M, WGMMA_N = 64, 256
 WGMMA_KSTEPS = 4
 """wgmma per commit group: the k-steps of one 128-byte operand row (the kernel's KSTEPS)."""
@@ -38,9 +43,10 @@ WGMMA_THREADS = 128
 WGMMA_SHARED_BYTES = (WGMMA_M + WGMMA_N) * 128 + 1024
 """A (64 rows) and B (256 rows) of 128 bytes, and the slack that aligns them to the swizzle's 1024-byte period."""
 METHOD = (f"wgmma (sm_90): {WGMMA_BLOCKS_PER_SM} blocks of one warpgroup per SM, {WGMMA_ITERATIONS} commit groups "
-          f"of {WGMMA_KSTEPS} m{WGMMA_M}n{WGMMA_N}k16 (tf32: k8) wgmma from 128-byte-swizzled shared memory, "
-          f"{WGMMA_IN_FLIGHT} group left in flight, 2·m·n·k operations each / median time; the tensor ceiling of a "
-          "dtype is the higher of mma.sync's and wgmma's")
+          f"of {WGMMA_KSTEPS} m{WGMMA_M}n{WGMMA_N}k16 (tf32: k8; float8_e4m3, float8_e5m2: k32, both operands of "
+          f"the one format) wgmma from 128-byte-swizzled shared memory, {WGMMA_IN_FLIGHT} group left in flight, "
+          "2·m·n·k operations each / median time; the tensor ceiling of a dtype is the higher of mma.sync's and "
+          "wgmma's (the 8-bit dtypes': wgmma's)")
 
 
 def wgmma_arch(compute_capability: str) -> str | None:
