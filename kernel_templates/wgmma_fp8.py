@@ -54,6 +54,10 @@ def registers_fit(estimate: Callable[[Params, str], int]) -> Constraint:
         wgmma._if_positive(lambda p, d: estimate(p, d) <= wgmma.register_budget(p)))
 
 
+PINGPONG_RULE = Constraint(
+    "PINGPONG 0 or 1, and 1 only with two consumers (they take turns issuing their MMAs)",
+    lambda p, d: int(p.get("PINGPONG", 0)) in (0, 1) and (not int(p.get("PINGPONG", 0)) or int(p["CONSUMERS"]) == 2))
+
 SHARED_CONSTRAINTS = tuple(c for c in wgmma.CONSTRAINTS if not c.description.startswith(REGISTER_RULE))
 """The wgmma family's rules but its register estimate (the FP8 families add promoted sums to it)."""
 
@@ -61,11 +65,14 @@ CONSTRAINTS = (
     *SHARED_CONSTRAINTS,
     registers_fit(estimated_registers),
     Constraint("PROMOTE ≥ 0 (k-slices between promotions to float32; 0: none)", lambda p, d: promote(p) >= 0),
+    PINGPONG_RULE,
 )
 
 PARAMETERS = (
     *(p for p in wgmma.FAMILY.parameters if p.name not in ("BK",)),
     Parameter("BK", "depth of a slice: 128 bytes of A's row (128 FP8 elements)", (128,)),
+    Parameter("PINGPONG", "1: the two consumers issue their MMAs in turn, one promoting while the other multiplies",
+              (0,)),
 )
 
 FAMILY = Family(

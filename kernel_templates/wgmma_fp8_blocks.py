@@ -27,6 +27,7 @@ CONSTRAINTS = (
     Constraint("BN 64, 128 or 256: a tile's columns meet B's 128-column scale blocks where the kernel expects",
                lambda p, d: int(p["BN"]) in (64, 128, 256)),
     Constraint("SCALING 'blocks'", lambda p, d: p.get("SCALING", "blocks") == "blocks"),
+    wgmma_fp8.PINGPONG_RULE,
 )
 
 FAMILY = Family(

@@ -1,6 +1,6 @@
 """The FP8 configurations the GPU tests and the compile tests run: per family, a ladder from the plainest (one
 consumer, no cluster, one block per tile) to the fastest designs (two consumers with setmaxnreg, persistent blocks,
-clusters of two), with promotion and split-K, so that a failure points at the feature that brought it."""
+clusters of two), with promotion, ping-pong and split-K, so that a failure points at the feature that brought it."""
 
 from __future__ import annotations
 
@@ -14,12 +14,17 @@ FP8_LADDER: list[dict[str, int]] = [
     dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, PROMOTE=4),
     dict(_BASE, BM=64, BN=128, CONSUMERS=1, CLUSTER=1, PERSISTENT=1, REGALLOC=0, PROMOTE=2, SPLIT_K=3),
     dict(_BASE, BM=128, BN=256, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, PROMOTE=0, SPLIT_K=4),
+    dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, PROMOTE=1, PINGPONG=1),
+    dict(_BASE, BM=128, BN=256, CONSUMERS=2, CLUSTER=1, PERSISTENT=1, REGALLOC=1, PROMOTE=0, PINGPONG=1, SPLIT_K=2),
 ]
 BLOCKS_LADDER: list[dict[str, int | str]] = [
     dict(_BASE, BM=64, BN=64, CONSUMERS=1, CLUSTER=1, PERSISTENT=0, REGALLOC=0, SCALING="blocks"),
     dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=1, PERSISTENT=1, REGALLOC=1, SCALING="blocks"),
     dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, SCALING="blocks"),
     dict(_BASE, BM=256, BN=64, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, SCALING="blocks", SPLIT_K=2),
+    dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, SCALING="blocks", PINGPONG=1),
+    dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=1, PERSISTENT=0, REGALLOC=1, SCALING="blocks", PINGPONG=1,
+         SPLIT_K=3),
 ]
 
 FP8_CONFIGS: list[tuple[str, str, dict]] = (

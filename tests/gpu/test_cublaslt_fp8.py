@@ -32,7 +32,8 @@ def results() -> dict[tuple[str, str, str], dict]:
     arguments = [str(value) for case in CASES for value in (*PROBLEM, case[0], case[1], 0.5, 2.0, case[2])]
     done = subprocess.run([sys.executable, "-m", "tests.gpu.cublaslt_fp8_probe", *arguments], cwd=ROOT,
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))})
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == len(CASES), done.stdout

@@ -16,20 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from tuner.backends.pycuda.torch_views import torch_view
 from tuner.kernels.verify import NUMPY_DTYPES
 
 
 class BaselineUnavailable(Exception):
     """No library can run this GEMM here; the message says why."""
-
-
-class _DeviceArray:
-    """Just enough of an array for torch.as_tensor to view device memory it does not own."""
-
-    def __init__(self, pointer: int, shape: tuple[int, int], dtype: str):
-        self.__cuda_array_interface__ = {
-            "shape": shape, "typestr": np.dtype(NUMPY_DTYPES[dtype]).str, "data": (pointer, False), "version": 3,
-        }
 
 
 GEMM_EX_TYPES: dict[str, tuple[str, str, str]] = {
@@ -95,7 +87,7 @@ def _torch_gemm(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> t
                           f"{dtype} GEMMs write")
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     view: dict[str, Any] = {
-        name: torch.as_tensor(_DeviceArray(pointer, shape, dtype), device="cuda")
+        name: torch_view(pointer, shape, np.dtype(NUMPY_DTYPES[dtype]).str)
         for name, pointer, shape in (("a", a, (M, K)), ("b", b, (K, N)), ("c", c, (M, N)))
     }
 

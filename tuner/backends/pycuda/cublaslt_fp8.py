@@ -46,6 +46,8 @@ OUTPUT_TYPES = {"float32": (CUDA_R_32F, "CUDA_R_32F"), "bfloat16": (CUDA_R_16BF,
 NO_GEMM = {("float8_e5m2", "float8_e5m2")}
 """Input pairs cuBLASLt has no FP8 GEMM of."""
 ALIGNMENT = " (cuBLASLt's FP8 kernels ask for 16-byte-aligned pointers and leading dimensions)"
+SCALE_SPACING = 16
+"""Bytes between the two scales in their device buffer."""
 FAST_ACCUMULATION = 0
 """CUBLASLT_MATMUL_DESC_FAST_ACCUM (an int8_t): 0, partial sums promoted to float32 periodically."""
 
@@ -87,10 +89,11 @@ class LtFp8Gemm(LtGemm):
         import numpy as np
         import pycuda.driver as cuda
 
-        self.scales: Any = cuda.to_device(np.array([scale_a, scale_b], np.float32))
+        # Each scale on a 16-byte boundary of its own, as cuBLASLt asks of the pointers it reads.
+        self.scales: Any = cuda.to_device(np.array([scale_a, 0, 0, 0, scale_b, 0, 0, 0], np.float32))
         base = int(self.scales)
         try:
-            self._build(lt, (b, a, c), count, scale_attributes(base, base + 4))
+            self._build(lt, (b, a, c), count, scale_attributes(base, base + SCALE_SPACING))
         except BaselineUnavailable as exc:
             self._free_scales()
             shape = ALIGNMENT if "Heuristic" in str(exc) else ""  # the heuristic, not the library, refused the shape

@@ -305,7 +305,7 @@ class GpuMeasurer:
         measuring thread the interpreter while they compute), and load the baseline's library: the next
         requests about the problem find them made."""
         from tuner.backends.pycuda.cublas import BaselineUnavailable
-        from tuner.backends.pycuda.vendor_gemm import baseline_kernel, baseline_launcher
+        from tuner.backends.pycuda.vendor_gemm import baseline_kernel, load_baseline_library
 
         kernel = baseline_kernel(dtype)
         key = (kernel, problem, dtype)
@@ -314,7 +314,7 @@ class GpuMeasurer:
                 self._maker = ThreadPoolExecutor(1, thread_name_prefix="tuner-inputs")
             self.upcoming[key] = self._maker.submit(host_data, kernel, problem, dtype, self.measure.input_seed)
         with contextlib.suppress(BaselineUnavailable):
-            baseline_launcher({}, problem, dtype)  # nothing launched: the library loads
+            load_baseline_library(dtype)
 
     def device_summary(self, request: tuple[bool, bool]) -> dict[str, Any]:
         """The GPU's summary; ``request``: (measure the ceilings again, say what is measured)."""

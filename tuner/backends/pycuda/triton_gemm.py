@@ -14,6 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
+from tuner.backends.pycuda.torch_views import torch_view
+
 CONFIGS = [
     triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP": 8}, num_stages=stages, num_warps=warps)
     for bm, bn, bk, stages, warps in (
@@ -52,13 +54,6 @@ def _matmul(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constex
     tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-class _DeviceMatrix:
-    """Just enough of an array for torch.as_tensor to view device memory it does not own."""
-
-    def __init__(self, pointer: int, shape: tuple[int, int], typestr: str):
-        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (pointer, False), "version": 3}
-
-
 def autotuned_launcher(pointers: tuple[int, int, int], M: int, N: int, K: int,
                        dtype: str) -> tuple[Callable[[], None], str]:
     """A callable queuing C = A·B with the configuration Triton's autotuner chose for this shape (tuned now, on
@@ -68,7 +63,7 @@ def autotuned_launcher(pointers: tuple[int, int, int], M: int, N: int, K: int,
     typestr = {"bfloat16": "<i2", "float16": "<f2", "float32": "<f4"}[element]
     a_ptr, b_ptr, c_ptr = pointers
     views: dict[str, Any] = {
-        name: torch.as_tensor(_DeviceMatrix(pointer, shape, kind), device="cuda")
+        name: torch_view(pointer, shape, kind)
         for name, pointer, shape, kind in (("a", a_ptr, (M, K), typestr), ("b", b_ptr, (K, N), typestr),
                                            ("c", c_ptr, (M, N), "<f4"))
     }

@@ -9,6 +9,9 @@ from tuner.config import Problem
 from tuner.kernels import fp8_matmul
 from tuner.kernels.family import MATMUL, Kernel
 
+TORCH_FP8 = {"float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+"""torch's names of the FP8 dtypes."""
+
 
 def baseline_kernel(dtype: str) -> Kernel:
     """The arguments, reference and tolerance the vendor's GEMM of this dtype is measured with."""
@@ -20,10 +23,65 @@ def baseline_launcher(pointers: Mapping[str, int], problem: Problem, dtype: str)
     description; BaselineUnavailable where no library runs it here."""
     a, b, c = (int(pointers.get(name, 0)) for name in ("A", "B", "C"))
     if fp8_matmul.is_fp8(dtype):
-        from tuner.backends.pycuda.cublaslt_fp8 import fp8_gemm_launcher
-
-        return fp8_gemm_launcher(a, b, c, problem.M, problem.N, problem.K, dtype, dtype, fp8_matmul.SCALE_A,
-                                 fp8_matmul.SCALE_B)
+        return _fp8_launcher(a, b, c, problem, dtype)
     from tuner.backends.pycuda.cublas import gemm_launcher
 
     return gemm_launcher(a, b, c, problem.M, problem.N, problem.K, dtype)
+
+
+def load_baseline_library(dtype: str) -> None:
+    """Load the library the vendor's GEMM of this dtype runs in, launching nothing; BaselineUnavailable where none
+    is found."""
+    if fp8_matmul.is_fp8(dtype):
+        from tuner.backends.pycuda.cublaslt import library
+
+        library()
+        return
+    from tuner.backends.pycuda.cublas import gemm_launcher
+
+    gemm_launcher(0, 0, 0, 1, 1, 1, dtype)
+
+
+def _fp8_launcher(a: int, b: int, c: int, problem: Problem, dtype: str) -> tuple[Callable[[], None], str]:
+    """cuBLASLt's FP8 GEMM through its C API, tried once; where cuBLASLt refuses the launch, the same library
+    through torch's ``_scaled_mm`` (which picks its own algorithm and settings)."""
+    import pycuda.driver as cuda
+
+    from tuner.backends.pycuda.cublas import BaselineUnavailable
+    from tuner.backends.pycuda.cublaslt_fp8 import fp8_gemm_launcher
+
+    try:
+        launch, description = fp8_gemm_launcher(a, b, c, problem.M, problem.N, problem.K, dtype, dtype,
+                                                fp8_matmul.SCALE_A, fp8_matmul.SCALE_B)
+        if a and b and c:
+            launch()
+            cuda.Context.synchronize()
+        return launch, description
+    except BaselineUnavailable as exc:
+        refused = str(exc)
+    try:
+        return _torch_scaled_mm(a, b, c, problem, dtype, refused)
+    except (ImportError, AttributeError, RuntimeError, ValueError, TypeError) as exc:  # torch's refusals vary
+        raise BaselineUnavailable(f"{refused}; torch's _scaled_mm could not run it either ({exc})") from None
+
+
+def _torch_scaled_mm(a: int, b: int, c: int, problem: Problem, dtype: str,
+                     refused: str) -> tuple[Callable[[], None], str]:
+    import torch
+
+    from tuner.backends.pycuda.torch_views import torch_view
+
+    M, N, K = problem.M, problem.N, problem.K
+    fp8 = getattr(torch, TORCH_FP8[dtype])
+    a_view, b_view = torch_view(a, (M, K), "|u1", fp8), torch_view(b, (N, K), "|u1", fp8)
+    c_view = torch_view(c, (M, N), "<f4")
+    scale_a = torch.tensor(fp8_matmul.SCALE_A, device="cuda")
+    scale_b = torch.tensor(fp8_matmul.SCALE_B, device="cuda")
+
+    def launch() -> None:
+        torch._scaled_mm(a_view, b_view.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float32, out=c_view)
+
+    launch()
+    torch.cuda.synchronize()
+    return launch, (f"cuBLASLt's FP8 GEMM through torch {torch.__version__} _scaled_mm (per-tensor scales, float32 "
+                    f"out; its C API refused the launch here: {refused})")
