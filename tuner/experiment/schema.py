@@ -20,7 +20,7 @@ from tuner.experiment.run_settings import COUNTERS, SEED, TIMEOUT, TRANSFER, TRI
 from tuner.experiment.validator import _describe, _Validator
 from tuner.experiment.yaml_document import FieldPath, read_document
 from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
-from tuner.kernels.family import Family, FamilyError, Parameter
+from tuner.kernels.family import Family, Parameter
 from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
 from tuner.names.file_names import family_name_refusal
@@ -28,7 +28,14 @@ from tuner.recorded.family import recorded_family, recording_name
 from tuner.recorded.load import load_recorded_once
 from tuner.results.objectives import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
-from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
+from tuner.space.entry_space import (
+    ENTRY_REFUSALS,
+    EntrySpace,
+    KernelSpec,
+    entry_space,
+    satisfiable_space,
+    size_refusal,
+)
 from tuner.space.restriction_rules import restriction_refusal
 from tuner.strategies.catalog import NAMES
 
@@ -52,6 +59,9 @@ class Experiment:
     path: str | None = None
     template_dirs: tuple[Path, ...] = ()
     """Folders of kernel families beside the package's own (resolved against the experiment file's folder)."""
+    spaces: tuple[EntrySpace, ...] = field(default=(), compare=False, repr=False)
+    """The space of each kernel entry, as the experiment's check built it (empty before the check); the run
+    searches these (:func:`tuner.space.entry_space.entry_spaces`)."""
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -70,19 +80,21 @@ def _check_index_range(v: _Validator, problem: Problem, family: Family, path: Fi
         raise v.r.error(path, refusal)
 
 
-def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
-            recordings: dict[str, Path]) -> KernelSpec:
+def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str, known: dict[str, Family],
+            recordings: dict[str, Path]) -> tuple[KernelSpec, EntrySpace]:
+    """A kernel entry and its space, checked against its family (one of ``known``, the families of this
+    reading)."""
     if isinstance(value, dict) and "recorded" in value:
-        return _recorded_kernel(v, value, path, arch, file, recordings)
+        return _recorded_kernel(v, value, path, arch, file, known, recordings)
     if isinstance(value, dict) and "template" not in value:
         raise v.r.error(path, "missing required key 'template' (a kernel family) or 'recorded' (a brute-force "
                               "recording: a Kernel Tuner cache file or T4 results file)")
     m = v.mapping(value, path, ("template",), ("parameters", "restrictions"))
-    known = families()
     name = v.text(m["template"], (*path, "template"))
     if name not in known:
-        raise v.r.error((*path, "template"), f"unknown template '{name}'{did_you_mean(name, known)}; known "
-                                             f"templates: {', '.join(known)} "
+        listed = sorted(known)
+        raise v.r.error((*path, "template"), f"unknown template '{name}'{did_you_mean(name, listed)}; known "
+                                             f"templates: {', '.join(listed)} "
                                              f"(more with template_dirs: or --templates DIR)")
     family = known[name]
     ppath = (*path, "parameters")
@@ -109,20 +121,16 @@ def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
             raise v.r.error((*rpath, i), refusal)
     spec = KernelSpec(name, values, dtypes, arch, restrictions)
     try:
-        total, valid, reasons = count_valid(spec)
-    except FamilyError as exc:
+        return spec, satisfiable_space(spec, family)
+    except ENTRY_REFUSALS as exc:
         raise v.r.error(ppath, str(exc)) from None
-    if valid == 0:
-        why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
-        raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
-                               f"(all {total} rejected: {why})")
-    return spec
 
 
-def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
-                     recordings: dict[str, Path]) -> KernelSpec:
-    """An entry that searches a recorded space: its parameters and values are the recording's. ``recordings``:
-    the files of the entries read so far, by family name."""
+def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str, known: dict[str, Family],
+                     recordings: dict[str, Path]) -> tuple[KernelSpec, EntrySpace]:
+    """An entry that searches a recorded space: its parameters and values are the recording's, its family one
+    that stands for the recording (added to ``known``). ``recordings``: the files of the entries read so far, by
+    family name."""
     m = v.mapping(value, path, ("recorded",), ("name", "dtype"))
     where = (*path, "recorded")
     recording = Path(file).resolve().parent / Path(v.text(m["recorded"], where)).expanduser()
@@ -141,10 +149,10 @@ def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file
     too_long = family_name_refusal(name)
     if too_long is not None:
         raise v.r.error((*path, "name") if "name" in m else where, f"{too_long}; name the recording with 'name:'")
-    known = families().get(name)
-    if known is not None and known.recording is None:
+    same_name = known.get(name)
+    if same_name is not None and same_name.recording is None:
         raise v.r.error((*path, "name") if "name" in m else where,
-                        f"'{name}' is the name of a kernel family ({known.declaration}); name the recording "
+                        f"'{name}' is the name of a kernel family ({same_name.declaration}); name the recording "
                         f"otherwise with 'name:'")
     if recordings.setdefault(name, recording) != recording:
         raise v.r.error((*path, "name") if "name" in m else where,
@@ -154,13 +162,16 @@ def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file
     refusal = size_refusal(space.values, (dtype,))
     if refusal is not None:
         raise v.r.error(where, f"the recording's parameters {refusal}")
-    use_recorded_family(recorded_family(space, name, dtype, recording))
-    return KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
+    family = recorded_family(space, name, dtype, recording)
+    use_recorded_family(family)
+    known[name] = family
+    spec = KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
+    return spec, entry_space(spec, family)
 
 
-def _check_recorded_problem(v: _Validator, problem: Problem, spec: KernelSpec, path: FieldPath) -> None:
+def _check_recorded_problem(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
     """A recorded entry only answers for the problem it was recorded at (where the recording says which)."""
-    recording = families()[spec.family].recording
+    recording = family.recording
     if recording is None:
         return
     recorded = load_recorded_once(recording).problem_size
@@ -261,33 +272,35 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     folders = _template_dirs(v, top.get("template_dirs", []), file)
     try:
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
-        families()  # a family that cannot be loaded is a mistake of the folders named here
+        known = dict(families())  # a family that cannot be loaded is a mistake of the folders named here
     except TunerError as exc:
         raise document.error(("template_dirs",), str(exc)) from None
     recordings: dict[str, Path] = {}
-    kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch, file, recordings))
-    dims = tuple(dict.fromkeys(d for k in kernels for d in families()[k.family].dims))
+    entries = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch, file, known, recordings))
+    spaces = tuple(space for _, space in entries)
+    dims = tuple(dict.fromkeys(d for space in spaces for d in space.family.dims))
     problems = items("problems", lambda v_, x, p: _problem(v_, x, p, dims))
     v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
     for i, problem in enumerate(problems):
-        for spec in kernels:
-            _check_index_range(v, problem, families()[spec.family], ("problems", i))
-            _check_recorded_problem(v, problem, spec, ("problems", i))
-    for i, spec in enumerate(kernels):
-        mistake = family_mistake(spec, problems)
+        for space in spaces:
+            _check_index_range(v, problem, space.family, ("problems", i))
+            _check_recorded_problem(v, problem, space.family, ("problems", i))
+    for i, space in enumerate(spaces):
+        mistake = family_mistake(space, problems)
         if mistake is not None:
             raise document.error(("kernels", i, "template"), mistake)
     return Experiment(
         name=_name(v, top["name"]),
         description=v.text(top["description"], ("description",)) if "description" in top else "",
         problems=problems,
-        kernels=kernels,
+        kernels=tuple(spec for spec, _ in entries),
         machine_models=machine_models,
         search=search,
         measure=measure,
         compile=compile_,
         path=file,
         template_dirs=(*folders, *(Path(os.fspath(d)).resolve() for d in template_dirs)),
+        spaces=spaces,
     )
 
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from tuner.config import ParamValue, Problem
 from tuner.kernels import matmul
-from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Parameter
 from tuner.recorded.space import RecordedSpace
-
-if TYPE_CHECKING:
-    from tuner.space.entry_space import Entries
+from tuner.space.entry_space import Entries, entry_spaces
 
 
 def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> Family:
@@ -66,5 +63,5 @@ def recording_name(path: Path) -> str:
 
 
 def is_recorded(experiment: Entries) -> bool:
-    """Whether any kernel entry of the experiment is a recording."""
-    return any(get_family(spec.family).recording is not None for spec in experiment.kernels)
+    """Whether any kernel entry of the experiment is a recording (as its check resolved the entries' families)."""
+    return any(space.family.recording is not None for space in entry_spaces(experiment))

@@ -118,7 +118,7 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     elif experiment.path is None:
-        check_experiment(experiment)
+        experiment = check_experiment(experiment)
     else:
         check_name(experiment)
     use_family_dirs(experiment.template_dirs)
