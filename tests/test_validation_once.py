@@ -1,5 +1,6 @@
-"""Reading an experiment resolves its families once and builds each kernel entry's space once; the run searches
-those very spaces, and no stage between the file and the search looks a family up by name again."""
+"""Reading an experiment resolves its families once and builds each kernel entry's space once; the run makes its
+studies once over those very spaces, and no stage between the file and the search looks a family up by name
+again."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def from_checking_stages(counted: Counter[tuple[str, str]], name: str) -> dict[s
             if function == name and caller.startswith(CHECKING_STAGES)}
 
 
-WATCHED = (discovery.get_family, entry_space.entry_space, entry_space.build_entry_space)
+WATCHED = (discovery.get_family, entry_space.entry_space, entry_space.build_entry_space, study_spaces)
 
 
 def test_a_read_and_a_replayed_run_build_each_entry_space_once(tmp_path):
@@ -67,6 +68,7 @@ def test_a_read_and_a_replayed_run_build_each_entry_space_once(tmp_path):
         tuner.run(experiment, backend="replay", trials=3, out=tmp_path / "run", quiet=True, report=False,
                   summary=False)
     assert total(running, "build_entry_space") == total(running, "entry_space") == 0
+    assert total(running, "study_spaces") == 1  # checked against the recording, then searched
     assert from_checking_stages(running, "get_family") == {}
     searched = {id(entry) for space in study_spaces(experiment) for entry, _ in space.valid.segments}
     assert searched == {id(space) for space in experiment.spaces}

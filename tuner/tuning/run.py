@@ -35,7 +35,7 @@ from tuner.search.storage import (
     own_storage_url,
     repair_journal_end,
 )
-from tuner.search.study import Choice, study_spaces
+from tuner.search.study import Choice, StudySpace, study_spaces
 from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE, renamed_keyword
 from tuner.tuning.backends import default_backend, open_backends
@@ -135,11 +135,12 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
         if options.remeasure_ceilings:
             remeasure_ceilings(chosen, name)
         check_energy(chosen, settings.objective)
-        _check_replayable(settings.experiment, chosen[0])
+        spaces = study_spaces(settings.experiment, chosen[0].recorded_configs())
+        _check_replayable(spaces, chosen[0])
         resume = options.resume_command(settings.experiment, settings.out, settings.objective, backend)
         with _opened(settings, options, label, len(chosen)) as (store, liveness):
             place = Place(settings.out, label, previous, liveness)
-            return Run(settings, options, chosen, store, place, resume).execute()
+            return Run(settings, options, chosen, store, place, resume, spaces).execute()
     except BaseException:
         if created:
             _remove_if_unused(settings.out)
@@ -227,13 +228,13 @@ def _remove_if_unused(folder: Path) -> None:
         return
 
 
-def _check_replayable(experiment: Experiment, backend: Backend) -> None:
+def _check_replayable(spaces: list[StudySpace], backend: Backend) -> None:
     """Refuse a recording that holds no configuration of one of the experiment's studies (of another experiment,
     say), before anything is written: such a study would end at once with nothing in it."""
     recording, answerable = backend.recording(), backend.recorded_configs()
     if recording is None or answerable is None:
         return
-    for space in study_spaces(experiment, answerable):
+    for space in spaces:
         if len(space.valid) == 0:
             raise TunerError(f"the recording {recording.path} holds no valid configuration of the study "
                              f"{space.name} (it holds {len(answerable)} configurations, of other problems, dtypes or "
