@@ -24,7 +24,7 @@ from tuner.kernels.family import Family, Parameter
 from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
 from tuner.names.file_names import family_name_refusal
-from tuner.recorded.family import recorded_family, recording_name
+from tuner.recorded.family import recorded_family, recorded_problem_refusal, recording_name
 from tuner.recorded.load import load_recorded_once
 from tuner.results.objectives import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
@@ -74,8 +74,9 @@ def _problem(v: _Validator, value: Any, path: FieldPath, dims: tuple[str, ...]) 
     return Problem(**{d: v.integer(m[d], (*path, d)) for d in dims})
 
 
-def _check_index_range(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
-    refusal = index_range_refusal(problem, family)
+def _check_problem(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
+    """The problem within the family's 32-bit index range and, for a recorded family, the problem recorded."""
+    refusal = index_range_refusal(problem, family) or recorded_problem_refusal(family, problem)
     if refusal is not None:
         raise v.r.error(path, refusal)
 
@@ -167,21 +168,6 @@ def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file
     known[name] = family
     spec = KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
     return spec, entry_space(spec, family)
-
-
-def _check_recorded_problem(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
-    """A recorded entry only answers for the problem it was recorded at (where the recording says which)."""
-    recording = family.recording
-    if recording is None:
-        return
-    recorded = load_recorded_once(recording).problem_size
-    sizes = recorded if isinstance(recorded, list) else [recorded]
-    if not all(isinstance(s, int) for s in sizes):
-        return
-    given = [problem[d] for d in problem.dims][:len(sizes)]
-    if given != sizes[:len(given)]:
-        raise v.r.error(path, f"{recording.name} was recorded at problem size {recorded} "
-                              f"({', '.join(problem.dims[:len(sizes)])}), not {problem.label}")
 
 
 def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> Any:
@@ -283,8 +269,7 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
     for i, problem in enumerate(problems):
         for space in spaces:
-            _check_index_range(v, problem, space.family, ("problems", i))
-            _check_recorded_problem(v, problem, space.family, ("problems", i))
+            _check_problem(v, problem, space.family, ("problems", i))
     for i, space in enumerate(spaces):
         mistake = family_mistake(space, problems)
         if mistake is not None:

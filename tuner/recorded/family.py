@@ -16,6 +16,7 @@ from typing import cast
 from tuner.config import ParamValue, Problem
 from tuner.kernels import matmul
 from tuner.kernels.family import Constraint, Family, Parameter
+from tuner.recorded.load import load_recorded_once
 from tuner.recorded.space import RecordedSpace
 from tuner.space.entry_space import Entries, entry_spaces
 
@@ -52,6 +53,22 @@ def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> 
         kernel_name=space.kernel or name,
         recording=path,
     )
+
+
+def recorded_problem_refusal(family: Family, problem: Problem) -> str | None:
+    """Why a family that stands for a recording does not answer for ``problem``: the recording says it was recorded
+    at another. None where it answers, or where the family is no recording."""
+    if family.recording is None:
+        return None
+    recorded = load_recorded_once(family.recording).problem_size
+    sizes = recorded if isinstance(recorded, list) else [recorded]
+    if not all(isinstance(s, int) for s in sizes):
+        return None
+    given = [problem[d] for d in problem.dims][:len(sizes)]
+    if given == sizes[:len(given)]:
+        return None
+    return (f"{family.recording.name} was recorded at problem size {recorded} "
+            f"({', '.join(problem.dims[:len(sizes)])}), not {problem.label}")
 
 
 def recording_name(path: Path) -> str:
