@@ -18,7 +18,7 @@ from tuner.kernels import matmul
 from tuner.kernels.family import Constraint, Family, Parameter
 from tuner.recorded.load import load_recorded_once
 from tuner.recorded.space import RecordedSpace
-from tuner.space.entry_space import Entries, entry_spaces
+from tuner.space.entry_space import Entries, entry_families
 
 
 def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> Family:
@@ -81,4 +81,4 @@ def recording_name(path: Path) -> str:
 
 def is_recorded(experiment: Entries) -> bool:
     """Whether any kernel entry of the experiment is a recording (as its check resolved the entries' families)."""
-    return any(space.family.recording is not None for space in entry_spaces(experiment))
+    return any(family.recording is not None for family in entry_families(experiment).values())

@@ -279,6 +279,11 @@ def entry_spaces(entries: Entries) -> tuple[EntrySpace, ...]:
     return tuple(entry_space(spec) for spec in entries.kernels)
 
 
+def entry_families(entries: Entries) -> dict[str, Family]:
+    """The family of each kernel entry, by name, as the experiment's check resolved it."""
+    return {space.family.name: space.family for space in entry_spaces(entries)}
+
+
 def count_valid(spec: KernelSpec) -> tuple[int, int, Counter]:
     """(combinations, valid combinations, how many each rule rejected) for one kernel entry."""
     space = entry_space(spec)
