@@ -91,7 +91,7 @@ def test_an_experiment_built_in_python_is_checked_once_and_runs_on_the_spaces_it
     assert from_checking_stages(running, "get_family") == {}
 
 
-def test_an_experiment_whose_kernels_are_replaced_after_its_check_searches_its_new_kernels():
+def test_an_experiment_whose_kernels_are_replaced_after_its_check_searches_its_new_kernels(tmp_path):
     experiment = tuner.load_experiment(FERMI)
     fewer = dataclasses.replace(experiment.kernels[1], values={"TILE_WIDTH": (16,)})
     changed = dataclasses.replace(experiment, kernels=(fewer,))
@@ -99,3 +99,7 @@ def test_an_experiment_whose_kernels_are_replaced_after_its_check_searches_its_n
     (entry,) = entry_space.entry_spaces(changed)
     assert entry.spec == fewer and entry.values == ((16,),)
     assert [len(space.valid) for space in study_spaces(changed)] == [1, 1, 1]
+    with calls(*WATCHED) as running:
+        df = tuner.run(changed, backend=ScriptedBackend(), out=tmp_path / "run", quiet=True, report=False).df
+    assert total(running, "build_entry_space") == 1
+    assert set(df.loc[df["family"] != "baseline", "config_key"].str.split("/").str[-1]) == {"TILE_WIDTH=16"}

@@ -7,6 +7,7 @@ for and writes the report."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import signal
@@ -38,6 +39,7 @@ from tuner.search.storage import (
 from tuner.search.study import Choice, StudySpace, study_spaces
 from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE, renamed_keyword
+from tuner.space.entry_space import entry_spaces
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.early_refusals import refuse_before_measuring
 from tuner.tuning.folder import previous_run, storage_name
@@ -122,6 +124,8 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     else:
         check_name(experiment)
     use_family_dirs(experiment.template_dirs)
+    # one whose kernels were replaced after its check has their spaces built here, once for the whole run
+    experiment = dataclasses.replace(experiment, spaces=entry_spaces(experiment))
     settings = resolve(options, experiment, name)
     label = storage_name(options.storage)
     previous = previous_run(settings.out, settings.experiment, label, name)  # before anything is opened or written
