@@ -269,6 +269,7 @@ class StudySpace:
         """Why the configuration is statically invalid, or None when it may be measured."""
         if config.key in self.rejected:
             return self.rejected[config.key]
+        # a configuration of a family the study does not list (a row of another table) names its own family
         family = self.families[config.family] if config.family in self.families else get_family(config.family)
         broken = violations(family, config.param_dict, config.dtype, target(self.arch))
         if broken:
