@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from tuner.config import Config, Problem
 from tuner.space.configs import ConfigSequence, union
-from tuner.space.entry_space import Entries, EntrySpace, KernelSpec, entry_space
+from tuner.space.entry_space import Entries, EntrySpace, KernelSpec, entry_space, entry_spaces
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ def kernel_space(spec: KernelSpec, problem: Problem) -> KernelSpace:
 
 def experiment_space(experiment: Entries) -> list[KernelSpace]:
     """One KernelSpace per problem and kernel entry, problems first."""
-    return [kernel_space(spec, problem) for problem in experiment.problems for spec in experiment.kernels]
+    entries = entry_spaces(experiment)
+    return [KernelSpace(problem, entry) for problem in experiment.problems for entry in entries]
 
 
 def valid_configs(experiment: Entries) -> list[Config]:
     """Every valid configuration of the experiment, without repeats, in a deterministic order."""
-    entries = [entry_space(spec) for spec in experiment.kernels]
+    entries = entry_spaces(experiment)
     return [config for problem in experiment.problems for config in union(problem, entries)]

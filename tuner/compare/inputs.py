@@ -49,14 +49,12 @@ def _spaces_of(path: Path) -> dict[str, RecordedSpace]:
 
 def _experiment_spaces(path: Path) -> dict[str, RecordedSpace]:
     from tuner.experiment.schema import load_experiment  # the experiment parser is only needed here
-    from tuner.kernels.discovery import get_family
+    from tuner.space.entry_space import entry_families
 
-    experiment = load_experiment(path)
     spaces = {}
-    for spec in experiment.kernels:
-        recording = get_family(spec.family).recording
-        if recording is None:
-            raise TunerError(f"{path}: the kernel entry '{spec.family}' is a template; a comparison needs recorded "
-                             f"spaces (entries 'recorded: FILE')")
-        spaces[spec.family] = load_recorded_once(recording)
+    for name, family in entry_families(load_experiment(path)).items():
+        if family.recording is None:
+            raise TunerError(f"{path}: the kernel entry '{name}' is a template; a comparison needs recorded spaces "
+                             f"(entries 'recorded: FILE')")
+        spaces[name] = load_recorded_once(family.recording)
     return spaces

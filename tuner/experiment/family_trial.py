@@ -14,21 +14,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tuner.config import Problem
-from tuner.kernels.discovery import get_family, is_package_family
+from tuner.kernels.discovery import is_package_family
 from tuner.kernels.family import FamilyError
 from tuner.kernels.model import cost
 from tuner.kernels.render import launch, render
-from tuner.space.entry_space import KernelSpec, entry_space
+from tuner.space.entry_space import EntrySpace
 
 
-def family_mistake(spec: KernelSpec, problems: Sequence[Problem]) -> str | None:
-    """Why the family of ``spec`` fails on the entry's first valid configuration (its template, launch geometry
-    or cost model, on any of ``problems``), or None where it does not. The package's own families and recorded
-    ones are not tried: they are tested with the package, or have no code."""
-    family = get_family(spec.family)
+def family_mistake(entry: EntrySpace, problems: Sequence[Problem]) -> str | None:
+    """Why the family of a kernel entry fails on the entry's first valid configuration (its template, launch
+    geometry or cost model, on any of ``problems``), or None where it does not. The package's own families and
+    recorded ones are not tried: they are tested with the package, or have no code."""
+    family = entry.family
     if family.recording is not None or is_package_family(family):
         return None
-    entry = entry_space(spec)
     first = entry.valid_rows[:1]
     try:
         for index, problem in enumerate(problems):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 
@@ -12,9 +13,9 @@ from tuner.experiment.problem_checks import problem_refusal
 from tuner.experiment.run_settings import COUNTERS, SEARCH
 from tuner.experiment.schema import STRATEGIES, Experiment, name_refusal, pair_refusal
 from tuner.kernels.discovery import families, use_family_dirs
-from tuner.kernels.family import Family, FamilyError
+from tuner.kernels.family import Family
 from tuner.results.objectives import PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
-from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
+from tuner.space.entry_space import ENTRY_REFUSALS, EntrySpace, KernelSpec, satisfiable_space, size_refusal
 from tuner.space.restriction_rules import restriction_refusal
 
 BUILT_IN_PYTHON = "<Experiment built in Python>"
@@ -31,10 +32,11 @@ def check_name(experiment: Experiment) -> None:
         raise ExperimentError(file, "name", refusal)
 
 
-def check_experiment(experiment: Experiment) -> None:
+def check_experiment(experiment: Experiment) -> Experiment:
     """Validate an experiment built in Python as a file would be: ExperimentError naming the field for an unknown
     family, parameter or dtype, an empty or unsatisfiable kernel entry, an unknown strategy, or a search setting
-    or measure.counters that breaks its rule (tuner.experiment.run_settings)."""
+    or measure.counters that breaks its rule (tuner.experiment.run_settings). The experiment checked, with the
+    space of each kernel entry built."""
     file = experiment.path or BUILT_IN_PYTHON
 
     def fail(field_: str, message: str) -> ExperimentError:
@@ -55,10 +57,9 @@ def check_experiment(experiment: Experiment) -> None:
     unrunnable = problem_refusal(experiment.problems, used)
     if unrunnable is not None:
         raise fail(*unrunnable)
-    for i, spec in enumerate(experiment.kernels):
-        _check_entry(i, spec, known, fail)
-    for i, spec in enumerate(experiment.kernels):
-        mistake = family_mistake(spec, experiment.problems)
+    spaces = tuple(_check_entry(i, spec, known, fail) for i, spec in enumerate(experiment.kernels))
+    for i, space in enumerate(spaces):
+        mistake = family_mistake(space, experiment.problems)
         if mistake is not None:
             raise fail(f"kernels[{i}].template", mistake)
     if experiment.search.strategy not in STRATEGIES:
@@ -77,11 +78,13 @@ def check_experiment(experiment: Experiment) -> None:
         raise fail("search.objective", str(exc)) from None
     if is_pair(objective) and experiment.search.strategy not in PAIR_SAMPLERS:
         raise fail("search.strategy", pair_refusal(experiment.search.strategy))
+    return dataclasses.replace(experiment, spaces=spaces)
 
 
 def _check_entry(i: int, spec: KernelSpec, known: Mapping[str, Family],
-                 fail: Callable[[str, str], ExperimentError]) -> None:
-    """Kernel entry ``i``: its family, parameters, values, dtypes, size, restrictions and a valid configuration."""
+                 fail: Callable[[str, str], ExperimentError]) -> EntrySpace:
+    """Kernel entry ``i``: its family, parameters, values, dtypes, size, restrictions and a valid configuration;
+    its space."""
     if spec.family not in known:
         raise fail(f"kernels[{i}].template", f"unknown template '{spec.family}'"
                                              f"{did_you_mean(spec.family, known)}; known templates: "
@@ -114,10 +117,6 @@ def _check_entry(i: int, spec: KernelSpec, known: Mapping[str, Family],
         if refusal is not None:
             raise fail(f"kernels[{i}].restrictions[{j}]", refusal)
     try:
-        total, valid, reasons = count_valid(spec)
-    except FamilyError as exc:
+        return satisfiable_space(spec, family)
+    except ENTRY_REFUSALS as exc:
         raise fail(f"kernels[{i}].parameters", str(exc)) from None
-    if valid == 0:
-        why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
-        raise fail(f"kernels[{i}].parameters", f"no combination of these values satisfies the family's "
-                                               f"constraints (all {total} rejected: {why})")

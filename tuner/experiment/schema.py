@@ -1,4 +1,6 @@
-"""Experiment files: the YAML schema, its validation and the error messages that name file and field."""
+"""Experiment files: the YAML schema, its validation and the error messages that name file and field. The families
+are resolved once per reading; each kernel entry is read against its family (:mod:`tuner.experiment.kernel_entries`),
+and the experiment carries the entries' spaces on to the run."""
 
 from __future__ import annotations
 
@@ -6,30 +8,27 @@ import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from tuner import input_file
 from tuner.compile.options import OptionError, check_nvcc_options
 from tuner.config import DTYPES, Problem
-from tuner.errors import ExperimentError, TunerError, did_you_mean
+from tuner.errors import ExperimentError, TunerError
 from tuner.experiment.family_trial import family_mistake
+from tuner.experiment.kernel_entries import kernel_entry
 from tuner.experiment.problem_checks import index_range_refusal
 from tuner.experiment.run_settings import COUNTERS, SEED, TIMEOUT, TRANSFER, TRIALS
 from tuner.experiment.validator import _describe, _Validator
 from tuner.experiment.yaml_document import FieldPath, read_document
-from tuner.kernels.discovery import families, use_family_dirs, use_recorded_family
-from tuner.kernels.family import Family, FamilyError, Parameter
+from tuner.kernels.discovery import families, use_family_dirs
+from tuner.kernels.family import Family
 from tuner.kernels.model import MachineModel
 from tuner.kernels.targets import target
-from tuner.names.file_names import family_name_refusal
-from tuner.recorded.family import recorded_family, recording_name
-from tuner.recorded.load import load_recorded_once
+from tuner.recorded.family import recorded_problem_refusal
 from tuner.results.objectives import PAIR_SAMPLER, PAIR_SAMPLERS, ObjectiveError, is_pair, parse_objective
 from tuner.settings import CompileSettings, MeasureSettings, SearchSettings
-from tuner.space.entry_space import KernelSpec, count_valid, size_refusal
-from tuner.space.restriction_rules import restriction_refusal
+from tuner.space.entry_space import EntrySpace, KernelSpec
 from tuner.strategies.catalog import NAMES
 
 STRATEGIES = NAMES
@@ -52,6 +51,9 @@ class Experiment:
     path: str | None = None
     template_dirs: tuple[Path, ...] = ()
     """Folders of kernel families beside the package's own (resolved against the experiment file's folder)."""
+    spaces: tuple[EntrySpace, ...] = field(default=(), compare=False, repr=False)
+    """The space of each kernel entry, as the experiment's check built it (empty before the check); the run
+    searches these (:func:`tuner.space.entry_space.entry_spaces`)."""
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -64,140 +66,11 @@ def _problem(v: _Validator, value: Any, path: FieldPath, dims: tuple[str, ...]) 
     return Problem(**{d: v.integer(m[d], (*path, d)) for d in dims})
 
 
-def _check_index_range(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
-    refusal = index_range_refusal(problem, family)
+def _check_problem(v: _Validator, problem: Problem, family: Family, path: FieldPath) -> None:
+    """The problem within the family's 32-bit index range and, for a recorded family, the problem recorded."""
+    refusal = index_range_refusal(problem, family) or recorded_problem_refusal(family, problem)
     if refusal is not None:
         raise v.r.error(path, refusal)
-
-
-def _kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
-            recordings: dict[str, Path]) -> KernelSpec:
-    if isinstance(value, dict) and "recorded" in value:
-        return _recorded_kernel(v, value, path, arch, file, recordings)
-    if isinstance(value, dict) and "template" not in value:
-        raise v.r.error(path, "missing required key 'template' (a kernel family) or 'recorded' (a brute-force "
-                              "recording: a Kernel Tuner cache file or T4 results file)")
-    m = v.mapping(value, path, ("template",), ("parameters", "restrictions"))
-    known = families()
-    name = v.text(m["template"], (*path, "template"))
-    if name not in known:
-        raise v.r.error((*path, "template"), f"unknown template '{name}'{did_you_mean(name, known)}; known "
-                                             f"templates: {', '.join(known)} "
-                                             f"(more with template_dirs: or --templates DIR)")
-    family = known[name]
-    ppath = (*path, "parameters")
-    given = m.get("parameters", {})
-    names = family.parameter_names
-    given = v.mapping(given, ppath, (), (*names, "dtype"))
-    values: dict[str, tuple] = {}
-    for param in family.parameters:
-        if param.name not in given:
-            values[param.name] = param.default
-            continue
-        vpath = (*ppath, param.name)
-        values[param.name] = v.values(given[param.name], vpath, partial(_value, v, param=param))
-    dtypes = v.values(given.get("dtype", [family.dtypes[0]]), (*ppath, "dtype"),
-                      lambda x, p: _dtype(v, x, p, family.dtypes))
-    refusal = size_refusal(values, dtypes)
-    if refusal is not None:
-        raise v.r.error(ppath, refusal)
-    rpath = (*path, "restrictions")
-    restrictions = tuple(_list(v, m.get("restrictions", []), rpath))
-    for i, text in enumerate(restrictions):
-        refusal = restriction_refusal(text, names)
-        if refusal is not None:
-            raise v.r.error((*rpath, i), refusal)
-    spec = KernelSpec(name, values, dtypes, arch, restrictions)
-    try:
-        total, valid, reasons = count_valid(spec)
-    except FamilyError as exc:
-        raise v.r.error(ppath, str(exc)) from None
-    if valid == 0:
-        why = "; ".join(f"{n} rejected by '{r}'" for r, n in reasons.items())
-        raise v.r.error(ppath, f"no combination of these values satisfies the family's constraints "
-                               f"(all {total} rejected: {why})")
-    return spec
-
-
-def _recorded_kernel(v: _Validator, value: Any, path: FieldPath, arch: str, file: str,
-                     recordings: dict[str, Path]) -> KernelSpec:
-    """An entry that searches a recorded space: its parameters and values are the recording's. ``recordings``:
-    the files of the entries read so far, by family name."""
-    m = v.mapping(value, path, ("recorded",), ("name", "dtype"))
-    where = (*path, "recorded")
-    recording = Path(file).resolve().parent / Path(v.text(m["recorded"], where)).expanduser()
-    if not recording.exists():
-        raise v.r.error(where, f"no such file: {recording}")
-    try:
-        space = load_recorded_once(recording)
-        space.optimum_row  # noqa: B018 (a recording without one successful configuration is refused here)
-    except TunerError as exc:
-        raise v.r.error(where, str(exc)) from None
-    name = v.text(m["name"], (*path, "name")) if "name" in m else recording_name(recording)
-    if not name.isidentifier():
-        raise v.r.error((*path, "name") if "name" in m else where,
-                        f"the family name '{name}' must be a Python identifier (letters, digits, '_'); "
-                        f"name the recording with 'name:'")
-    too_long = family_name_refusal(name)
-    if too_long is not None:
-        raise v.r.error((*path, "name") if "name" in m else where, f"{too_long}; name the recording with 'name:'")
-    known = families().get(name)
-    if known is not None and known.recording is None:
-        raise v.r.error((*path, "name") if "name" in m else where,
-                        f"'{name}' is the name of a kernel family ({known.declaration}); name the recording "
-                        f"otherwise with 'name:'")
-    if recordings.setdefault(name, recording) != recording:
-        raise v.r.error((*path, "name") if "name" in m else where,
-                        f"two recordings are named '{name}' ({recordings[name]} and {recording}); name one with "
-                        f"'name:'")
-    dtype = _dtype(v, m.get("dtype", "float32"), (*path, "dtype"), DTYPES)
-    refusal = size_refusal(space.values, (dtype,))
-    if refusal is not None:
-        raise v.r.error(where, f"the recording's parameters {refusal}")
-    use_recorded_family(recorded_family(space, name, dtype, recording))
-    return KernelSpec(name, dict(zip(space.names, space.values, strict=True)), (dtype,), arch)
-
-
-def _check_recorded_problem(v: _Validator, problem: Problem, spec: KernelSpec, path: FieldPath) -> None:
-    """A recorded entry only answers for the problem it was recorded at (where the recording says which)."""
-    recording = families()[spec.family].recording
-    if recording is None:
-        return
-    recorded = load_recorded_once(recording).problem_size
-    sizes = recorded if isinstance(recorded, list) else [recorded]
-    if not all(isinstance(s, int) for s in sizes):
-        return
-    given = [problem[d] for d in problem.dims][:len(sizes)]
-    if given != sizes[:len(given)]:
-        raise v.r.error(path, f"{recording.name} was recorded at problem size {recorded} "
-                              f"({', '.join(problem.dims[:len(sizes)])}), not {problem.label}")
-
-
-def _value(v: _Validator, value: Any, path: FieldPath, *, param: Parameter) -> Any:
-    """A parameter value of the type the family's defaults have: integers ≥ 0, text or booleans; text only as the
-    family admits it (see Parameter.refusal)."""
-    kinds = {bool if isinstance(d, bool) else int if isinstance(d, int) else str for d in param.default}
-    if kinds == {bool}:
-        value = v.boolean(value, path)
-    elif kinds == {str}:
-        value = v.text(value, path)
-    elif kinds == {int}:
-        value = v.integer(value, path, minimum=0)
-    elif not isinstance(value, bool | int | str):
-        raise v.r.error(path, f"expected an integer, text or true/false, found {_describe(value)}")
-    refusal = param.refusal(value)
-    if refusal:
-        raise v.r.error(path, refusal)
-    return value
-
-
-def _dtype(v: _Validator, value: Any, path: FieldPath, supported: tuple[str, ...]) -> str:
-    if value not in DTYPES:
-        raise v.r.error(path, f"unknown dtype {_describe(value)}{did_you_mean(value, DTYPES)}; expected one of "
-                              f"{', '.join(DTYPES)}")
-    if value not in supported:
-        raise v.r.error(path, f"dtype '{value}' is not supported by this template (it supports {', '.join(supported)})")
-    return value
 
 
 def _machine(v: _Validator, value: Any, path: FieldPath) -> MachineModel:
@@ -261,33 +134,34 @@ def parse_experiment(text: str, file: str, template_dirs: tuple[str | os.PathLik
     folders = _template_dirs(v, top.get("template_dirs", []), file)
     try:
         use_family_dirs([*folders, *(os.fspath(d) for d in template_dirs)])
-        families()  # a family that cannot be loaded is a mistake of the folders named here
+        known = dict(families())  # a family that cannot be loaded is a mistake of the folders named here
     except TunerError as exc:
         raise document.error(("template_dirs",), str(exc)) from None
     recordings: dict[str, Path] = {}
-    kernels = items("kernels", lambda v_, x, p: _kernel(v_, x, p, compile_.arch, file, recordings))
-    dims = tuple(dict.fromkeys(d for k in kernels for d in families()[k.family].dims))
+    entries = items("kernels", lambda v_, x, p: kernel_entry(v_, x, p, compile_.arch, file, known, recordings))
+    spaces = tuple(space for _, space in entries)
+    dims = tuple(dict.fromkeys(d for space in spaces for d in space.family.dims))
     problems = items("problems", lambda v_, x, p: _problem(v_, x, p, dims))
     v.unique(problems, ("problems",), lambda problem: f"the problem {problem.label} is listed twice")
     for i, problem in enumerate(problems):
-        for spec in kernels:
-            _check_index_range(v, problem, families()[spec.family], ("problems", i))
-            _check_recorded_problem(v, problem, spec, ("problems", i))
-    for i, spec in enumerate(kernels):
-        mistake = family_mistake(spec, problems)
+        for space in spaces:
+            _check_problem(v, problem, space.family, ("problems", i))
+    for i, space in enumerate(spaces):
+        mistake = family_mistake(space, problems)
         if mistake is not None:
             raise document.error(("kernels", i, "template"), mistake)
     return Experiment(
         name=_name(v, top["name"]),
         description=v.text(top["description"], ("description",)) if "description" in top else "",
         problems=problems,
-        kernels=kernels,
+        kernels=tuple(spec for spec, _ in entries),
         machine_models=machine_models,
         search=search,
         measure=measure,
         compile=compile_,
         path=file,
         template_dirs=(*folders, *(Path(os.fspath(d)).resolve() for d in template_dirs)),
+        spaces=spaces,
     )
 
 
@@ -355,7 +229,7 @@ def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
     """The folders the file names, relative to the file's own folder."""
     base = Path(file).resolve().parent
     folders = []
-    for i, entry in enumerate(_list(v, value, ("template_dirs",))):
+    for i, entry in enumerate(v.sequence(value, ("template_dirs",))):
         folder = base / Path(v.text(entry, ("template_dirs", i))).expanduser()
         if not folder.is_dir():
             raise v.r.error(("template_dirs", i), f"no such folder: {folder}")
@@ -364,18 +238,12 @@ def _template_dirs(v: _Validator, value: Any, file: str) -> tuple[Path, ...]:
 
 
 def _options(v: _Validator, value: Any, path: FieldPath) -> tuple[str, ...]:
-    options = tuple(v.text(o, (*path, i)) for i, o in enumerate(_list(v, value, path)))
+    options = tuple(v.text(o, (*path, i)) for i, o in enumerate(v.sequence(value, path)))
     try:
         check_nvcc_options(options)
     except OptionError as exc:
         raise v.r.error((*path, exc.index), str(exc)) from None
     return options
-
-
-def _list(v: _Validator, value: Any, path: FieldPath) -> list:
-    if not isinstance(value, list):
-        raise v.r.error(path, f"expected a list, found {_describe(value)}")
-    return value
 
 
 def _arch(v: _Validator, value: Any, path: FieldPath) -> str:

@@ -76,6 +76,11 @@ class _Validator:
                                      f"{did_you_mean(value, choices)}")
         return value
 
+    def sequence(self, value: Any, path: FieldPath) -> list:
+        if not isinstance(value, list):
+            raise self.r.error(path, f"expected a list, found {_describe(value)}")
+        return value
+
     def values(self, value: Any, path: FieldPath, check: Callable[[Any, FieldPath], Any]) -> tuple:
         if not isinstance(value, list) or not value:
             raise self.r.error(path, f"expected a non-empty list of values to search, found {_describe(value)}")

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from tuner.config import ParamValue, Problem
 from tuner.kernels import matmul
-from tuner.kernels.discovery import get_family
 from tuner.kernels.family import Constraint, Family, Parameter
+from tuner.recorded.load import load_recorded_once
 from tuner.recorded.space import RecordedSpace
-
-if TYPE_CHECKING:
-    from tuner.space.entry_space import Entries
+from tuner.space.entry_space import Entries, entry_families
 
 
 def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> Family:
@@ -57,6 +55,22 @@ def recorded_family(space: RecordedSpace, name: str, dtype: str, path: Path) -> 
     )
 
 
+def recorded_problem_refusal(family: Family, problem: Problem) -> str | None:
+    """Why a family that stands for a recording does not answer for ``problem``: the recording says it was recorded
+    at another. None where it answers, or where the family is no recording."""
+    if family.recording is None:
+        return None
+    recorded = load_recorded_once(family.recording).problem_size
+    sizes = recorded if isinstance(recorded, list) else [recorded]
+    if not all(isinstance(s, int) for s in sizes):
+        return None
+    given = [problem[d] for d in problem.dims][:len(sizes)]
+    if given == sizes[:len(given)]:
+        return None
+    return (f"{family.recording.name} was recorded at problem size {recorded} "
+            f"({', '.join(problem.dims[:len(sizes)])}), not {problem.label}")
+
+
 def recording_name(path: Path) -> str:
     """A recording's default family name: its file name without the extensions of its format."""
     name = path.name
@@ -66,5 +80,5 @@ def recording_name(path: Path) -> str:
 
 
 def is_recorded(experiment: Entries) -> bool:
-    """Whether any kernel entry of the experiment is a recording."""
-    return any(get_family(spec.family).recording is not None for spec in experiment.kernels)
+    """Whether any kernel entry of the experiment is a recording (as its check resolved the entries' families)."""
+    return any(family.recording is not None for family in entry_families(experiment).values())

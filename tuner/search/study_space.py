@@ -20,6 +20,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, Floa
 
 from tuner.config import Config, ParamValue, Problem
 from tuner.kernels.discovery import get_family
+from tuner.kernels.family import Family
 from tuner.kernels.targets import target
 from tuner.optuna_attrs import RECORD_ATTR
 from tuner.results.objectives import study_objective
@@ -27,7 +28,7 @@ from tuner.results.record import Record
 from tuner.search.energy_values import reported
 from tuner.settings import CompileSettings
 from tuner.space.configs import ConfigSequence, Rejections, union
-from tuner.space.entry_space import entry_space, violations
+from tuner.space.entry_space import entry_spaces, violations
 from tuner.strategies.domain import Domain, ordered_values
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class StudySpace:
     @property
     def baseline(self) -> str | None:
         """The vendor routine all the study's families compare with (``gemm``), or None."""
-        kinds = {get_family(family).baseline for family in self.choices}
+        kinds = {self.families[family].baseline for family in self.choices}
         return kinds.pop() if len(kinds) == 1 else None
 
     @property
@@ -114,7 +115,12 @@ class StudySpace:
         """The unit of the speed a trial reports: GFLOP/s, or GB/s where the study's kernels do no arithmetic."""
         if len(self.valid) == 0:
             return "GFLOP/s"
-        return "GFLOP/s" if get_family(self.valid[0].family).flops(self.problem) else "GB/s"
+        return "GFLOP/s" if self.families[self.valid[0].family].flops(self.problem) else "GB/s"
+
+    @cached_property
+    def families(self) -> dict[str, Family]:
+        """The study's families, as its kernel entries' spaces hold them."""
+        return {entry.family.name: entry.family for entry, _ in self.valid.segments}
 
     @property
     def size(self) -> int:
@@ -263,7 +269,9 @@ class StudySpace:
         """Why the configuration is statically invalid, or None when it may be measured."""
         if config.key in self.rejected:
             return self.rejected[config.key]
-        broken = violations(get_family(config.family), config.param_dict, config.dtype, target(self.arch))
+        # a configuration of a family the study does not list (a row of another table) names its own family
+        family = self.families[config.family] if config.family in self.families else get_family(config.family)
+        broken = violations(family, config.param_dict, config.dtype, target(self.arch))
         if broken:
             return "; ".join(broken)
         if config not in self.valid:
@@ -308,15 +316,17 @@ def study_spaces(experiment: Experiment, answerable: Sequence[Config] | None = N
     """One space per problem and dtype, in file order; with ``answerable`` (the configurations a recording holds),
     each searches only those."""
     spaces = []
+    built = entry_spaces(experiment)
     for problem in experiment.problems:
         for dtype in experiment.dtypes:
             choices: dict[str, dict[str, tuple[ParamValue, ...]]] = {}
-            specs = [spec for spec in experiment.kernels if dtype in spec.dtypes]
-            for spec in specs:
+            listing = [(spec, space) for spec, space in zip(experiment.kernels, built, strict=True)
+                       if dtype in spec.dtypes]
+            for spec, _ in listing:
                 merged = choices.setdefault(spec.family, {})
                 for name, values in spec.values.items():
                     merged[name] = tuple(dict.fromkeys((*merged.get(name, ()), *values)))
-            entries = [entry_space(spec) for spec in specs]
+            entries = [space for _, space in listing]
             valid = union(problem, entries, dtype)
             rejected = Rejections(union(problem, entries, dtype, valid=False))
             space = StudySpace(experiment.name, problem, dtype, choices, valid, rejected, experiment.compile.arch)

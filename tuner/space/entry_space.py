@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache, cached_property, lru_cache
+from functools import cache, cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,7 +21,7 @@ import numpy as np
 from tuner.config import Config, ParamValue, Problem
 from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family
-from tuner.kernels.family import Constraint, Family, Params
+from tuner.kernels.family import Constraint, Family, FamilyError, Params
 from tuner.kernels.targets import Target, target
 from tuner.settings import CompileSettings
 from tuner.space.restriction_rules import restriction_rules
@@ -51,13 +51,17 @@ class KernelSpec:
 
 
 class Entries(Protocol):
-    """What the space needs of an experiment: its problems and kernel entries."""
+    """What the space needs of an experiment: its problems, its kernel entries and their spaces as its check built
+    them."""
 
     @property
     def problems(self) -> tuple[Problem, ...]: ...
 
     @property
     def kernels(self) -> tuple[KernelSpec, ...]: ...
+
+    @property
+    def spaces(self) -> tuple[EntrySpace, ...]: ...
 
 
 def rules(family: Family, on: Target | None = None) -> tuple[Constraint, ...]:
@@ -102,6 +106,8 @@ class EntrySpace:
     """One per rule; empty when the product is."""
     valid_mask: np.ndarray
     """Flat over the product: True where every rule holds."""
+    spec: KernelSpec | None = None
+    """The kernel entry it is the space of (None for a space built from values alone)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -208,9 +214,10 @@ def size_refusal(values: Mapping[str, tuple[Any, ...]] | tuple[tuple[Any, ...], 
 
 def build_entry_space(family: Family, names: tuple[str, ...], values: tuple[tuple[ParamValue, ...], ...],
                       dtypes: tuple[str, ...], on: Target | None = None,
-                      restrictions: tuple[Constraint, ...] = ()) -> EntrySpace:
+                      restrictions: tuple[Constraint, ...] = (), spec: KernelSpec | None = None) -> EntrySpace:
     """Tabulate every rule of ``family`` on the target ``on``, and the entry's ``restrictions``, over the product
-    of ``dtypes`` and ``values`` and combine the tables; SpaceTooLarge past MAX_COMBINATIONS."""
+    of ``dtypes`` and ``values`` and combine the tables (the space of ``spec``, where given); SpaceTooLarge past
+    MAX_COMBINATIONS."""
     refusal = size_refusal(values, dtypes)
     if refusal is not None:
         raise SpaceTooLarge(f"the kernel entry of family '{family.name}': {refusal}")
@@ -223,7 +230,7 @@ def build_entry_space(family: Family, names: tuple[str, ...], values: tuple[tupl
         mask[...] = True
         for table in tables:
             mask &= table.spread(len(shape))
-    return EntrySpace(family, names, values, dtypes, family_rules, tables, mask.reshape(-1))
+    return EntrySpace(family, names, values, dtypes, family_rules, tables, mask.reshape(-1), spec)
 
 
 def _tabulated(family: Family, rule: Constraint, names: tuple[str, ...],
@@ -235,19 +242,46 @@ def _tabulated(family: Family, rule: Constraint, names: tuple[str, ...],
         raise family.mistake(f"the rule '{rule.description}'", failed.error, read) from None
 
 
-@lru_cache(maxsize=16)
-def _cached_entry_space(family: Family, names: tuple[str, ...], values: tuple[tuple[ParamValue, ...], ...],
-                        dtypes: tuple[str, ...], on: Target, restrictions: tuple[str, ...]) -> EntrySpace:
-    checked = restriction_rules(restrictions, names, f"the restrictions of family '{family.name}'")
-    return build_entry_space(family, names, values, dtypes, on, checked)
-
-
-def entry_space(spec: KernelSpec) -> EntrySpace:
-    """The space of a kernel entry, built once and shared by every problem and every caller."""
+def entry_space(spec: KernelSpec, family: Family | None = None) -> EntrySpace:
+    """The space of a kernel entry, built now (``family``: the entry's family where the caller has resolved it)."""
+    family = family or get_family(spec.family)
     names = tuple(spec.values)
     values = tuple(tuple(spec.values[n]) for n in names)
-    return _cached_entry_space(get_family(spec.family), names, values, tuple(spec.dtypes), target(spec.arch),
-                               tuple(spec.restrictions))
+    checked = restriction_rules(tuple(spec.restrictions), names, f"the restrictions of family '{family.name}'")
+    return build_entry_space(family, names, values, tuple(spec.dtypes), target(spec.arch), checked, spec)
+
+
+class NoValidCombination(TunerError):
+    """A kernel entry none of whose combinations satisfies the static rules."""
+
+
+def satisfiable_space(spec: KernelSpec, family: Family) -> EntrySpace:
+    """The space of a kernel entry that lists at least one valid combination; NoValidCombination (saying how many
+    each rule rejected) where it lists none, FamilyError where a rule of the family fails."""
+    space = entry_space(spec, family)
+    if len(space.valid_rows) == 0:
+        why = "; ".join(f"{n} rejected by '{r}'" for r, n in space.rejected_by.items())
+        raise NoValidCombination(f"no combination of these values satisfies the family's constraints "
+                                 f"(all {space.size} rejected: {why})")
+    return space
+
+
+ENTRY_REFUSALS = (FamilyError, NoValidCombination)
+"""What :func:`satisfiable_space` refuses an entry with (its parameters are the field to name)."""
+
+
+def entry_spaces(entries: Entries) -> tuple[EntrySpace, ...]:
+    """The space of each kernel entry: those the experiment's check built where they are still its entries' (an
+    experiment whose kernels were replaced after its check has its spaces built now)."""
+    built = entries.spaces
+    if len(built) == len(entries.kernels) and all(s.spec == k for s, k in zip(built, entries.kernels, strict=True)):
+        return built
+    return tuple(entry_space(spec) for spec in entries.kernels)
+
+
+def entry_families(entries: Entries) -> dict[str, Family]:
+    """The family of each kernel entry, by name, as the experiment's check resolved it."""
+    return {space.family.name: space.family for space in entry_spaces(entries)}
 
 
 def count_valid(spec: KernelSpec) -> tuple[int, int, Counter]:

@@ -7,6 +7,7 @@ for and writes the report."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import signal
@@ -35,9 +36,10 @@ from tuner.search.storage import (
     own_storage_url,
     repair_journal_end,
 )
-from tuner.search.study import Choice, study_spaces
+from tuner.search.study import Choice, StudySpace, study_spaces
 from tuner.search.workers import WorkerRegistry
 from tuner.settings import STORAGE_FILE, renamed_keyword
+from tuner.space.entry_space import entry_spaces
 from tuner.tuning.backends import default_backend, open_backends
 from tuner.tuning.early_refusals import refuse_before_measuring
 from tuner.tuning.folder import previous_run, storage_name
@@ -118,10 +120,12 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
     if not isinstance(experiment, Experiment):
         experiment = load_experiment(experiment)
     elif experiment.path is None:
-        check_experiment(experiment)
+        experiment = check_experiment(experiment)
     else:
         check_name(experiment)
     use_family_dirs(experiment.template_dirs)
+    # one whose kernels were replaced after its check has their spaces built here, once for the whole run
+    experiment = dataclasses.replace(experiment, spaces=entry_spaces(experiment))
     settings = resolve(options, experiment, name)
     label = storage_name(options.storage)
     previous = previous_run(settings.out, settings.experiment, label, name)  # before anything is opened or written
@@ -135,11 +139,12 @@ def run_with(experiment: Experiment | str | os.PathLike[str], options: RunOption
         if options.remeasure_ceilings:
             remeasure_ceilings(chosen, name)
         check_energy(chosen, settings.objective)
-        _check_replayable(settings.experiment, chosen[0])
+        spaces = study_spaces(settings.experiment, chosen[0].recorded_configs())
+        _check_replayable(spaces, chosen[0])
         resume = options.resume_command(settings.experiment, settings.out, settings.objective, backend)
         with _opened(settings, options, label, len(chosen)) as (store, liveness):
             place = Place(settings.out, label, previous, liveness)
-            return Run(settings, options, chosen, store, place, resume).execute()
+            return Run(settings, options, chosen, store, place, resume, spaces).execute()
     except BaseException:
         if created:
             _remove_if_unused(settings.out)
@@ -227,13 +232,13 @@ def _remove_if_unused(folder: Path) -> None:
         return
 
 
-def _check_replayable(experiment: Experiment, backend: Backend) -> None:
+def _check_replayable(spaces: list[StudySpace], backend: Backend) -> None:
     """Refuse a recording that holds no configuration of one of the experiment's studies (of another experiment,
     say), before anything is written: such a study would end at once with nothing in it."""
     recording, answerable = backend.recording(), backend.recorded_configs()
     if recording is None or answerable is None:
         return
-    for space in study_spaces(experiment, answerable):
+    for space in spaces:
         if len(space.valid) == 0:
             raise TunerError(f"the recording {recording.path} holds no valid configuration of the study "
                              f"{space.name} (it holds {len(answerable)} configurations, of other problems, dtypes or "

@@ -28,14 +28,7 @@ from tuner.errors import Interrupted
 from tuner.results.metadata import metadata_id
 from tuner.search.claims import Liveness, SoleWorker
 from tuner.search.pipeline import StudyPipeline
-from tuner.search.study import (
-    StudySearch,
-    StudySpace,
-    check_same_strategy,
-    open_study,
-    strategy_name,
-    study_spaces,
-)
+from tuner.search.study import StudySearch, StudySpace, check_same_strategy, open_study, strategy_name
 from tuner.search.transfer import transfer_best
 from tuner.search.workers import WorkerRegistry
 from tuner.tuning.baseline import measure_again_if_load_changed, measure_baseline
@@ -84,9 +77,10 @@ class Run:
     """One run of an experiment's studies on open backends and an open storage, phase by phase."""
 
     def __init__(self, settings: RunSettings, options: RunOptions, backends: list[Backend],
-                 store: optuna.storages.BaseStorage, place: Place, resume_command: str):
+                 store: optuna.storages.BaseStorage, place: Place, resume_command: str, spaces: list[StudySpace]):
+        """``spaces``: the studies to search, in order (:func:`tuner.search.study_space.study_spaces`)."""
         self.settings, self.options, self.backends, self.store = settings, options, backends, store
-        self.place, self.resume_command = place, resume_command
+        self.place, self.resume_command, self.spaces = place, resume_command, spaces
         self.experiment, self.budget = settings.experiment, settings.budget
         self.backend = backends[0]
         self.callbacks = tuple(options.callbacks)
@@ -134,7 +128,7 @@ class Run:
         self.recording = recording = self.backend.recording()
         environments = [b.metadata() for b in self.backends]
         self.environment_ids = [metadata_id(env) for env in environments]
-        spaces = study_spaces(self.experiment, self.backend.recorded_configs())
+        spaces = self.spaces
         for measuring in self.backends if spaces else ():  # each measuring process makes them meanwhile
             prepare_inputs(measuring, spaces[0].problem, spaces[0].dtype)
         self._open_studies(spaces)

@@ -14,7 +14,7 @@ from tuner.experiment.schema import Experiment
 from tuner.kernels.discovery import get_family
 from tuner.kernels.render import launch
 from tuner.space.configs import union
-from tuner.space.entry_space import EntrySpace, KernelSpec, entry_space
+from tuner.space.entry_space import EntrySpace, KernelSpec, entry_spaces
 from tuner.text_table import format_table, terminal_width, wrapped
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def _space_section(experiment: Experiment, width: int) -> tuple[str, Sequence[Co
     """The size table (a row per problem and kernel entry, naming the entry by its number), each entry's values
     and rejections within ``width`` columns, and the distinct valid kernels (one per family, dtype and
     parameters)."""
-    entries = [entry_space(spec) for spec in experiment.kernels]
+    entries = entry_spaces(experiment)
     rows = [(problem.label, number, spec, space.size, len(space.valid_rows), _rejections(space))
             for problem in experiment.problems
             for number, (spec, space) in enumerate(zip(experiment.kernels, entries, strict=True), start=1)]

@@ -35,7 +35,7 @@ from tuner.kernels.discovery import family_dirs, get_family
 from tuner.kernels.render import render
 from tuner.measure.measurement import Measurement, Status
 from tuner.settings import CompileSettings, MeasureSettings
-from tuner.space.entry_space import violations
+from tuner.space.entry_space import entry_families, violations
 
 if TYPE_CHECKING:
     from tuner.backends.device import Device
@@ -89,7 +89,7 @@ class CpuBackend(CompileAheadBackend):
     @classmethod
     def serves(cls, experiment: Experiment) -> bool:
         """The default of an experiment whose kernel families are all C."""
-        return {get_family(spec.family).target for spec in experiment.kernels} == {"c"}
+        return {family.target for family in entry_families(experiment).values()} == {"c"}
 
     @classmethod
     def open(cls, experiment: Experiment, opening: Opening) -> CpuBackend:

@@ -26,12 +26,13 @@ from tuner.compile.pool import CompilePool
 from tuner.compile.result import CompileResult
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
-from tuner.kernels.discovery import family_dirs, get_family
+from tuner.kernels.discovery import family_dirs
 from tuner.kernels.render import Launch, render
 from tuner.kernels.render import launch as launch_geometry
 from tuner.measure.measurement import Measurement, Status
 from tuner.recorded import is_recorded
 from tuner.settings import CompileSettings, MeasureSettings
+from tuner.space.entry_space import entry_families
 
 if TYPE_CHECKING:
     from tuner.backends.device import Device
@@ -88,8 +89,8 @@ class PycudaBackend(CompileAheadBackend):
     @classmethod
     def serves(cls, experiment: Experiment) -> bool:
         """The default of an experiment with a CUDA kernel family and no recorded kernel entry."""
-        return not is_recorded(experiment) and any(get_family(spec.family).target == "cuda"
-                                                   for spec in experiment.kernels)
+        return not is_recorded(experiment) and any(family.target == "cuda"
+                                                   for family in entry_families(experiment).values())
 
     @classmethod
     def open(cls, experiment: Experiment, opening: Opening) -> Backend:

@@ -45,6 +45,7 @@ from tuner.measure.measurement import Measurement
 from tuner.recorded import is_recorded
 from tuner.recorded.table_rows import check_table_rows
 from tuner.results import table as results
+from tuner.space.entry_space import entry_families
 
 if TYPE_CHECKING:
     from tuner.experiment.schema import Experiment
@@ -75,7 +76,7 @@ class ReplayBackend(BackendBase):
         """The recording named (``replay``), else the one shipped for the experiment; kernel entries that are
         recordings are replayed from them (:class:`RecordedBackend`)."""
         if opening.replay is None and is_recorded(experiment):
-            return RecordedBackend(experiment.kernels)
+            return RecordedBackend(tuple(entry_families(experiment).values()))
         recording = opening.replay if opening.replay is not None else default_recording(experiment.name)
         if recording is None:
             raise TunerError(f"{opening.name('backend', 'replay')} needs {opening.name('replay', 'PATH')}: a recorded "

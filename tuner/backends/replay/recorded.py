@@ -21,31 +21,32 @@ import numpy as np
 from tuner.backends.protocol import BackendBase, Recording
 from tuner.config import Config
 from tuner.errors import TunerError
-from tuner.kernels.discovery import get_family, template_hash
+from tuner.kernels.discovery import template_hash
+from tuner.kernels.family import Family
 from tuner.measure.measurement import Measurement, Status, Timing
 from tuner.recorded import RecordedSpace, load_recorded_once
 from tuner.results.environment import RECORDED_BACKEND
 from tuner.results.metadata import metadata_id, python_versions
-from tuner.space.entry_space import KernelSpec
 
 
 class RecordedBackend(BackendBase):
     name = "replay"
 
-    def __init__(self, kernels: tuple[KernelSpec, ...]):
+    def __init__(self, families: tuple[Family, ...]):
+        """``families``: those of the experiment's kernel entries, each a recording."""
         self._spaces: dict[str, RecordedSpace] = {}
         self._environments: dict[str, str] = {}
         self.environments: dict[str, dict[str, Any]] = {}
-        for spec in kernels:
-            recording = get_family(spec.family).recording
+        for family in families:
+            recording = family.recording
             if recording is None:
-                raise TunerError(f"the kernel entry '{spec.family}' is a template, not a recording: replay a "
+                raise TunerError(f"the kernel entry '{family.name}' is a template, not a recording: replay a "
                                  f"recorded run of it with --replay PATH")
             space = load_recorded_once(recording)
-            environment = _environment(space, spec.family, recording)
+            environment = _environment(space, family.name, recording)
             identity = metadata_id(environment)
-            self._spaces[spec.family] = space
-            self._environments[spec.family] = identity
+            self._spaces[family.name] = space
+            self._environments[family.name] = identity
             self.environments[identity] = environment
         self.paths = tuple(dict.fromkeys(Path(space.source) for space in self._spaces.values()))
         self.busy_seconds = 0.0
