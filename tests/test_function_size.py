@@ -4,6 +4,7 @@ module docstring longer than 20 (a module says what it owns; the why of a design
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -13,11 +14,17 @@ MOST_MODULE_LINES = 450
 MOST_DOCSTRING_LINES = 20
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for every check of this file."""
+    return ast.parse(path.read_text())
+
+
 def function_lengths(path: Path) -> list[tuple[str, int]]:
     """Every function and method of the module (nested ones too), named with its line, and its lines from
     ``def`` to its end."""
     return [(f"{node.lineno} {node.name}", node.end_lineno - node.lineno + 1)
-            for node in ast.walk(ast.parse(path.read_text()))
+            for node in ast.walk(parsed(path))
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None]
 
 
@@ -43,7 +50,7 @@ def test_no_module_of_the_package_is_over_450_lines():
 
 def docstring_lines(path: Path) -> int:
     """The lines of the module's docstring, its quotes included (0 where it has none)."""
-    module = ast.parse(path.read_text())
+    module = parsed(path)
     if ast.get_docstring(module) is None:
         return 0
     first = module.body[0]
