@@ -69,7 +69,7 @@ class ListRecorder:
             self.log.append(("store", record.config.key))
 
 
-STORAGE_URLS = {"journal": "journal:///{}/study.log", "sqlite": "sqlite:///{}/study.db"}
+STORAGE_URLS = {"journal": "journal://{}/study.log", "sqlite": "sqlite:///{}/study.db"}
 
 
 @pytest.fixture
