@@ -34,7 +34,7 @@ def space():
 
 @pytest.fixture
 def study(tmp_path, space) -> optuna.Study:
-    storage = open_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    storage = open_storage(f"journal://{tmp_path / 'study.log'}")  # a run's own storage
     return open_study(storage, space, "random", seed=0, liveness=ThisProcess())
 
 

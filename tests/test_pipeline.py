@@ -37,7 +37,7 @@ def pipeline_of(spaces, storage: optuna.storages.BaseStorage, ahead: bool, made:
 def test_the_next_study_is_prepared_once_the_study_before_has_asked_its_last(tmp_path, spaces):
     made: list[int] = []
     ready: list[int] = []
-    pipeline, recorders = pipeline_of(spaces, open_storage(f"sqlite:///{tmp_path / 'study.db'}"), True, made, ready)
+    pipeline, recorders = pipeline_of(spaces, open_storage(f"journal://{tmp_path / 'study.log'}"), True, made, ready)
     first = pipeline.start(0)
     first.prepare()  # a budget of two: both asked at once, so the next study is made and prepared
     assert made == [0, 1] and ready == [1]
@@ -57,7 +57,7 @@ def test_the_next_study_is_prepared_once_the_study_before_has_asked_its_last(tmp
 def test_without_asking_ahead_no_study_is_made_before_its_turn(tmp_path, spaces):
     made: list[int] = []
     ready: list[int] = []
-    pipeline, recorders = pipeline_of(spaces, open_storage(f"sqlite:///{tmp_path / 'study.db'}"), False, made, ready)
+    pipeline, recorders = pipeline_of(spaces, open_storage(f"journal://{tmp_path / 'study.log'}"), False, made, ready)
     first = pipeline.start(0)
     first.run()
     assert first.handover is None and made == [0] and ready == []

@@ -198,19 +198,31 @@ def fixture_folder(tmp_path_factory) -> Path:
     return build_run_folder(tmp_path_factory.mktemp("fixture_run"))
 
 
-@pytest.fixture(scope="module", params=["fixture", "shipped"])
-def run_folder(request, tmp_path_factory, fixture_folder) -> Path:
-    """The fixture folder, and a copy of the shipped recording (reports write into the folder)."""
-    if request.param == "fixture":
+def _folder(which: str, tmp_path_factory, fixture_folder) -> Path:
+    """The fixture folder, or a copy of the shipped recording (reports write into the folder)."""
+    if which == "fixture":
         return fixture_folder
     copy = tmp_path_factory.mktemp("shipped_run") / SHIPPED.name
     shutil.copytree(SHIPPED, copy)
     return copy
 
 
+@pytest.fixture(scope="module", params=["fixture", "shipped"])
+def run_folder(request, tmp_path_factory, fixture_folder) -> Path:
+    """Each folder, for the figures and tables drawn from it."""
+    return _folder(request.param, tmp_path_factory, fixture_folder)
+
+
+@pytest.fixture(scope="module", params=["fixture", pytest.param("shipped", marks=pytest.mark.slow)])
+def reported_folder(request, tmp_path_factory, fixture_folder) -> Path:
+    """Each folder, for its written report; the shipped recording's report (15 figures drawn and saved) runs
+    with the slow tests, the fixture folder's checks the same page in the fast lane."""
+    return _folder(request.param, tmp_path_factory, fixture_folder)
+
+
 @pytest.fixture(scope="module")
-def written(run_folder) -> list[Path]:
-    return write_report(run_folder)
+def written(reported_folder) -> list[Path]:
+    return write_report(reported_folder)
 
 
 # --- helpers that read a Figure back ----------------------------------------------------------------------------
@@ -240,17 +252,17 @@ def _bound_for(run, model: str, family: str, key: tuple = ()) -> list:
 # --- the roofline -------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_report_files_are_written(run_folder, written):
+def test_report_files_are_written(reported_folder, written):
     names = {p.name for p in written}
     assert {"roofline.png", "convergence.png", "report.html"} <= names
     assert any(n.startswith("params_") for n in names)
     for path in written:
-        assert path.parent == run_folder and path.stat().st_size > 0
+        assert path.parent == reported_folder and path.stat().st_size > 0
         if path.suffix == ".png":
             assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_roofline_axes_are_log_and_say_the_model(run_folder, written):
+def test_roofline_axes_are_log_and_say_the_model(run_folder):
     run = load_run(run_folder)
     fig = roofline_figure(run)
     for ax in fig.axes:
@@ -262,7 +274,7 @@ def test_roofline_axes_are_log_and_say_the_model(run_folder, written):
         assert len(labelled) >= 4
 
 
-def test_roofline_plots_one_point_per_ok_evaluation(run_folder, written):
+def test_roofline_plots_one_point_per_ok_evaluation(run_folder):
     run = load_run(run_folder)
     kernels_ok = run.df[(run.df["family"] != "baseline") & (run.df["status"] == "ok")]
     assert len(kernels_ok) > 0
@@ -273,7 +285,7 @@ def test_roofline_plots_one_point_per_ok_evaluation(run_folder, written):
     assert _points(roofline_figure(run), "best") == len(run.slices())
 
 
-def test_roofline_draws_the_ceilings_with_their_labels(run_folder, written):
+def test_roofline_draws_the_ceilings_with_their_labels(run_folder):
     run = load_run(run_folder)
     labels = _line_labels(roofline_figure(run))
     assert "Fermi-like model: 1,000 GFLOP/s, 150 GB/s, ridge 6.67 FLOP/B" in labels
@@ -287,7 +299,7 @@ def test_roofline_draws_the_ceilings_with_their_labels(run_folder, written):
     assert (ridge.get_xdata()[0], ridge.get_ydata()[0]) == pytest.approx((1000 / 150, 1000))
 
 
-def test_roofline_shows_the_seeds_bounds_next_to_the_achieved(run_folder, written):
+def test_roofline_shows_the_seeds_bounds_next_to_the_achieved(run_folder):
     run = load_run(run_folder)
     dtype, problem = run.slices()[0]  # the largest problem
     fig = roofline_figure(run, dtype, problem)
@@ -304,7 +316,7 @@ def test_roofline_shows_the_seeds_bounds_next_to_the_achieved(run_folder, writte
     assert any(max(line.get_ydata()) == pytest.approx(best_naive) for line in gaps)
 
 
-def test_roofline_marks_best_and_cublas(run_folder, written):
+def test_roofline_marks_best_and_cublas(run_folder):
     run = load_run(run_folder)
     dtype, problem = run.slices()[0]
     fig = roofline_figure(run, dtype, problem)
@@ -316,15 +328,15 @@ def test_roofline_marks_best_and_cublas(run_folder, written):
     assert _points(fig, "baseline") == len(baselines)
 
 
-def test_per_problem_rooflines_exist_when_several(run_folder, written):
-    run = load_run(run_folder)
+def test_per_problem_rooflines_exist_when_several(reported_folder, written):
+    run = load_run(reported_folder)
     names = {p.name for p in written}
     if len(run.slices()) > 1:
         for dtype, problem in run.slices():
             assert f"roofline_{dtype}_{problem}.png" in names
 
 
-def test_seeds_bounds_in_the_table_of_bounds(run_folder, written):
+def test_seeds_bounds_in_the_table_of_bounds(run_folder):
     run = load_run(run_folder)
     largest = run.slices()[0][1]
     (naive,) = [b for b in _bound_for(run, "Fermi-like", "naive") if b.problem == largest]
@@ -337,7 +349,7 @@ def test_seeds_bounds_in_the_table_of_bounds(run_folder, written):
 
 # --- convergence and parameters -----------------------------------------------------------------------------------
 
-def test_convergence_is_monotone_per_study(run_folder, written):
+def test_convergence_is_monotone_per_study(run_folder):
     run = load_run(run_folder)
     fig = convergence_figure(run)
     lines = [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "best-so-far"]
@@ -361,7 +373,7 @@ def test_convergence_has_one_line_per_sampler(fixture_folder):
     assert sorted(labels) == ["random", "tpe"]
 
 
-def test_naive_heatmap_and_tile_bars(run_folder, written):
+def test_naive_heatmap_and_tile_bars(run_folder):
     run = load_run(run_folder)
     heat = parameter_figure(run, "naive")
     images = [im for ax in heat.axes for im in ax.get_images()]
@@ -502,8 +514,8 @@ def test_too_few_trials_for_importances_is_a_note(tmp_path, fixture_folder):
 
 # --- the HTML page ------------------------------------------------------------------------------------------------
 
-def test_html_is_self_contained_and_embeds_every_figure(run_folder, written):
-    page = (run_folder / "report.html").read_text()
+def test_html_is_self_contained_and_embeds_every_figure(reported_folder, written):
+    page = (reported_folder / "report.html").read_text()
     pngs = sorted(p.name for p in written if p.suffix == ".png")
     images = re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) == len(pngs)
@@ -514,9 +526,9 @@ def test_html_is_self_contained_and_embeds_every_figure(run_folder, written):
     assert 'name="viewport"' in page and "max-width" in page
 
 
-def test_html_sections_and_content(run_folder, written):
-    run = load_run(run_folder)
-    page = (run_folder / "report.html").read_text()
+def test_html_sections_and_content(reported_folder, written):
+    run = load_run(reported_folder)
+    page = (reported_folder / "report.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", " ", page))
     for heading in ("Summary", "Device and environment", "Ceilings", "Roofline", "Convergence",
                     "Parameter effects", "Top configurations", "Outcomes", "Predicted and achieved",
@@ -530,9 +542,9 @@ def test_html_sections_and_content(run_folder, written):
     assert "37.5" in text and "Fermi-like" in text
 
 
-def test_html_shows_the_best_kernel_source_and_launch(run_folder, written):
-    run = load_run(run_folder)
-    page = (run_folder / "report.html").read_text()
+def test_html_shows_the_best_kernel_source_and_launch(reported_folder, written):
+    run = load_run(reported_folder)
+    page = (reported_folder / "report.html").read_text()
     text = html.unescape(page)
     best = run.ok.loc[run.ok["gflops"].idxmax()]
     assert 'extern "C" __global__' in text and "matmul(" in text
@@ -608,7 +620,7 @@ def test_results_without_metadata(tmp_path, fixture_folder):
     assert "metadata.json is missing" in html.unescape((tmp_path / "report.html").read_text())
 
 
-def test_recorded_intensity_matches_the_model(run_folder, written):
+def test_recorded_intensity_matches_the_model(run_folder):
     run = load_run(run_folder)
     for _, row in run.ok.head(20).iterrows():
         config = Config.make(Problem(int(row["M"]), int(row["N"]), int(row["K"])), row["family"], row["dtype"],
@@ -747,10 +759,10 @@ def png_size(path: Path) -> tuple[int, int]:
     return int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
 
 
-def test_wide_tables_show_their_key_ratio_columns_first(run_folder, written):
+def test_wide_tables_show_their_key_ratio_columns_first(reported_folder, written):
     from tuner.report.tables import predicted_vs_achieved, top_configurations
 
-    run = load_run(run_folder)
+    run = load_run(reported_folder)
     _, top = top_configurations(run)[0]
     assert top.columns[:7] == ["#", "family", "parameters", "GFLOP/s", "% compute peak", "% bandwidth peak",
                                "median ms"]
@@ -760,5 +772,5 @@ def test_wide_tables_show_their_key_ratio_columns_first(run_folder, written):
     assert bounds.columns[:5] == ["problem", "dtype", "class", "best achieved", "achieved / Fermi-like"]
     first = bounds.rows[0]
     assert first[4].endswith(" %") and float(first[3].replace(",", "")) > 0
-    page = (run_folder / "report.html").read_text()
+    page = (reported_folder / "report.html").read_text()
     assert "th { background: #eef0f3; }" in page  # headers wrap instead of widening the table

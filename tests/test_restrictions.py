@@ -95,7 +95,10 @@ def test_t1_conditions_become_a_recordings_restrictions():
         with_restrictions(cache, t1, "t1")
 
 
-@pytest.mark.parametrize("name", HUB_SPACES)
+@pytest.mark.parametrize("name", [
+    # the dedispersion spaces, 11,130 configurations each, run with the slow tests; the convolution ones check the
+    # same in the fast lane
+    pytest.param(name, marks=pytest.mark.slow) if name.startswith("dedispersion") else name for name in HUB_SPACES])
 def test_each_benchmark_hub_space_records_exactly_the_configurations_its_t1_restrictions_allow(name):
     space = load_recorded(RECORDED / f"{name}.json.gz")
     t1 = read_t1(RECORDED / f"{name.split('_')[0]}_milo_T1.json")

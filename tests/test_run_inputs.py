@@ -17,6 +17,7 @@ import pytest
 import tuner
 from tests.conftest import ROOT, run_cli
 from tests.patience import patient
+from tuner import cli
 from tuner.backends.cpu.backend import default_threads
 from tuner.config import Problem
 from tuner.errors import ExperimentError, TunerError
@@ -85,13 +86,12 @@ def _folder_of(tmp_path: Path, experiment: str) -> Path:
     return folder
 
 
-def test_a_folder_whose_table_was_moved_aside_still_belongs_to_its_experiment(tmp_path):
+def test_a_folder_whose_table_was_moved_aside_still_belongs_to_its_experiment(tmp_path, capsys):
     folder = _folder_of(tmp_path, "other")
     (folder / "results.parquet").rename(tmp_path / "aside.parquet")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    done = run_cli("run", str(FERMI), "--backend", "replay", "--out", str(folder), "--quiet", timeout=120)
-    assert done.returncode == 2
-    assert "holds the metadata of experiment 'other'" in _one_paragraph(done.stderr)
+    assert cli.main(["run", str(FERMI), "--backend", "replay", "--out", str(folder), "--quiet"]) == 2
+    assert "holds the metadata of experiment 'other'" in _one_paragraph(capsys.readouterr().err)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.test_experiment_errors import VALID
+from tuner import cli
 from tuner.errors import ExperimentError, did_you_mean
 from tuner.experiment.schema import load_experiment
 
@@ -29,12 +29,11 @@ def test_a_misspelt_name_in_an_experiment_file_gets_the_closest_known_one(tmp_pa
     assert words in str(raised.value)
 
 
-def test_the_command_line_says_it_too(tmp_path):
+def test_the_command_line_says_it_too(tmp_path, capsys):
     path = tmp_path / "e.yaml"
     path.write_text(MISSPELT[0][0])
-    result = run_cli("space", str(path))
-    assert result.returncode == 2
-    assert "did you mean 'TILE_WIDTH'?" in result.stderr and "Traceback" not in result.stderr
+    assert cli.main(["space", str(path)]) == 2
+    assert "did you mean 'TILE_WIDTH'?" in capsys.readouterr().err
 
 
 def test_only_a_close_name_is_suggested():

@@ -192,7 +192,7 @@ def test_a_transferred_trial_a_dead_worker_left_is_asked_again_still_naming_its_
     """A worker sharing the study fails a dead worker's RUNNING trial and queues its configuration again: the
     retry keeps the transfer's source, so its row is marked like the first attempt would have been."""
     first, second, _ = study_spaces(load_experiment(FERMI))
-    storage = open_storage(f"sqlite:///{tmp_path / 'study.db'}")
+    storage = open_storage(f"journal://{tmp_path / 'study.log'}")
     study = open_study(storage, second, "random", seed=0)
     config = second.valid[2]
     study.enqueue_trial(second.params(config), user_attrs={TRANSFER_ATTR: first.name})

@@ -1,31 +1,9 @@
 """Running a search strategy on a recorded space: one run's best-so-far curve, and R runs in parallel processes.
 
-Conventions. What a strategy may propose, and so what a budget counts:
-
-* ``valid`` (ours): the recorded configurations, the ones that pass the space's static constraints. Every
-  proposal is recorded; failures recorded in the file (invalid at launch, compile_error, crashed) still count.
-* ``product`` (the published one): every combination of the parameters' values. A combination the recording
-  lacks broke a constraint: it counts as an evaluation, fails (value ``inf``) and costs nothing.
-
-A strategy (:mod:`tuner.strategies`: the protocol of every search strategy, in a study as here) sees a
-:class:`~tuner.strategies.Domain` (the candidates of a convention, numbered ``0 … size-1``, :func:`domain_of`),
-proposes one candidate at a time (``ask``) and is told its value (``tell``): the recorded time in ms when the
-configuration ran ok, ``inf`` for any failure. It minimises.
-
-Repeats. No configuration is evaluated twice: a proposal of an already evaluated candidate is told its value
-again but is no evaluation (it adds nothing to the budget, the cost or the curve). A strategy that proposes
-only repeats ``max_repeats`` times in a row has converged: its run ends there, shorter than the budget, and
-:meth:`BestSoFar.padded` holds its best and its cost flat to the budget. A run also ends when every candidate
-has been evaluated.
-
-Cost. Each evaluation adds the recorded cost of its configuration (compile + benchmark time as the file records
-them, :mod:`tuner.recorded`), in seconds. The *elapsed* time adds the strategy's own time, measured around its
-``ask`` and ``tell`` calls (repeats included): the time axis of the methodology score counts both
-(:mod:`tuner.compare.methodology`). A run with a time limit stops before the evaluation that would start at or
-past it.
-
-Runs. ``simulate_runs`` runs repeat ``r`` with the seed sequence ``(seed, r)``, so the curves are the same
-whatever the number of worker processes (the elapsed times, measured, differ a little from run to run).
+A strategy (:mod:`tuner.strategies`, the protocol of every search strategy) proposes candidates of a
+:class:`~tuner.strategies.Domain` under a :class:`Convention` and is told each one's recorded time; a run counts
+the recorded cost of what it evaluated and its elapsed time, which adds the strategy's own
+(:mod:`tuner.compare.methodology` scores on it).
 """
 
 from __future__ import annotations
@@ -54,9 +32,11 @@ WALL_CAP = "wall_cap"
 
 class Convention(StrEnum):
     VALID = "valid"
-    """(a) the budget counts only the configurations that pass the static constraints."""
+    """(a, ours) the candidates are the recorded configurations, those that pass the space's static constraints;
+    failures recorded in the file (invalid at launch, compile_error, crashed) still count."""
     PRODUCT = "product"
-    """(b) a draw from the full product that fails counts as an evaluation."""
+    """(b, the published one) every combination of the parameters' values; one the recording lacks broke a
+    constraint: it counts as an evaluation, fails (``inf``) and costs nothing."""
 
 
 def domain_of(space: RecordedSpace, convention: Convention | str) -> Domain:
@@ -104,7 +84,13 @@ def simulate(strategy_factory: StrategyFactory, space: RecordedSpace, budget: in
              convention: Convention | str, seed: int | tuple[int, ...], max_repeats: int = MAX_REPEATS,
              time_limit_s: float | None = None) -> BestSoFar:
     """One run of a strategy for ``budget`` evaluations (None: no limit but the domain's size) and, where given,
-    until ``time_limit_s`` of elapsed time."""
+    until ``time_limit_s`` of elapsed time (it stops before the evaluation that would start at or past it).
+
+    The strategy is told the recorded time in ms of an ok configuration, ``inf`` of any failure; it minimises.
+    Each evaluation adds its configuration's recorded cost (compile + benchmark time, s); the elapsed time adds
+    the time spent in ``ask`` and ``tell``. A proposal of an evaluated candidate is told its value again but is
+    no evaluation; ``max_repeats`` of them in a row end the run as converged (:data:`STALLED`), and so does
+    every candidate having been evaluated."""
     clock = time.perf_counter
     started = clock()
     domain = domain_of(space, convention)
@@ -152,6 +138,7 @@ def simulate_runs(strategy_factory: StrategyFactory, space: RecordedSpace, budge
                   convention: Convention | str, runs: int = DEFAULT_RUNS, seed: int = 0,
                   workers: int | None = None, time_limit_s: float | None = None) -> list[BestSoFar]:
     """``runs`` independent runs, spread over ``workers`` processes (one per CPU by default; 1: in this one).
+    Run ``r`` has the seed sequence ``(seed, r)``, so the curves are the same whatever the number of processes.
 
     ``strategy_factory`` must be picklable (a module-level function or class) when workers > 1.
     """

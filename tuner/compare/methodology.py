@@ -1,43 +1,10 @@
-"""The methodology score P, computed as the reference package computes it.
+"""The methodology score P of a strategy's runs on a space, computed as the reference package computes it.
 
-F.-J. Willemsen, R. Schoonhoven, J. Filipovič, J. O. Tørring, R. van Nieuwpoort, B. van Werkhoven, "A methodology
-for comparing optimization algorithms for auto-tuning", Future Generation Computer Systems, 2024; the package
-``autotuning_methodology`` 1.1.0 (PyPI; github.com/AutoTuningAssociation/autotuning_methodology), whose classes and
-functions are named below. P is scored on the time axis, with the package's default settings
-(``experiments_defaults.json``): cut-offs 0.01 and 0.95, 1,000 points, confidence level 0.95.
-
-The space (``SearchspaceStatistics``). D: the times of the configurations that ran ok, ascending (d₀ the optimum),
-N = |D|. A configuration's time is the sum of the recording's time keys (compilation, validation, framework, the
-timed runs: :func:`tuner.recorded.space.cost_seconds`), failed ones included.
-
-* Cut-off p: the target d₀ + (median(D) - d₀)(1 - p); with i the first position in D worst first at or below it
-  (one less where that is the optimum itself), random search needs ⌈i / (N + 1 - i)⌉ evaluations
-  (``cutoff_point``). The axis runs from the start cut-off's count to the end cut-off's (at least two apart,
-  ``cutoff_point_fevals_time_start_end``) times the median time of a configuration, in ``resolution`` evenly
-  spaced points.
-* Random baseline (``RandomSearchCalculatedBaseline``, without failures): at time t, k = round(max(t / c, 1))
-  evaluations, c the mean time of a draw (the mean time of an ok configuration plus the failed share times the
-  mean time of a failed one, ``mean_per_feval``); r(k) = D worst first at min(N - 1, round(k (N + 1) / (k + 1))),
-  the expected rank of the best of k draws without replacement; then smoothed by monotone cubic (PCHIP)
-  interpolation through the distinct k, read at evenly spaced k.
-
-The strategy (``StochasticOptimizationAlgorithm.get_curve_over_time``). Each run gives, per evaluation, the time
-spent so far and the best time found so far. Evaluations at which no run has found an ok configuration are
-dropped; a run's last time counts only at an evaluation where it has a best. The stopping point: the smallest of
-the runs' last times that is above their median (else the axis' end). The points of all runs between
-(1 - m) × the axis' start and (1 + m) × its end, m = 0.1 + 0.25 × runs / (evaluations × runs), pooled evaluation
-by evaluation, become ranks in D (left insertion points) and are fitted by bagged non-increasing isotonic
-regressions (scikit-learn's ``BaggingRegressor``: max(runs, 3) of them, each on a bootstrap sample of
-1 / √max(runs, 3) of the points, bounded by the ranks seen), predicted on the axis, rounded half to even and read
-back as times; from the first axis point past the stopping point on, the curve is held. The package draws its
-bootstrap samples from numpy's global generator; here they come from a ``numpy.random.RandomState(seed)``, which
-draws the same numbers as the global generator seeded with ``seed``.
-
-P(t) = (s(t) - r(t)) / (d₀ - r(t)); the score of a space is its mean over the axis (``get_strategy_scores``):
-0 is random search's expected best, 1 the optimum.
-
-What the time of a run counts is the caller's: the comparison counts each evaluation's recorded time and the
-strategy's own time (:mod:`tuner.compare.harness`).
+F.-J. Willemsen et al., "A methodology for comparing optimization algorithms for auto-tuning", Future Generation
+Computer Systems, 2024; its package ``autotuning_methodology`` 1.1.0 with its default settings
+(``experiments_defaults.json``): cut-offs 0.01 and 0.95, 1,000 points, confidence level 0.95. Each step below names
+the package's class or function it follows. What the time of a run counts is the caller's
+(:mod:`tuner.compare.harness`).
 """
 
 from __future__ import annotations
@@ -64,7 +31,9 @@ class MethodologyError(ValueError):
 
 @dataclass(frozen=True)
 class SpaceStatistics:
-    """What the score needs of a space: its ok times, ascending, and every configuration's time."""
+    """What the score needs of a space (``SearchspaceStatistics``): its ok times, ascending, and every
+    configuration's time, failed ones included: the sum of the recording's time keys (compilation, validation,
+    framework, the timed runs: :func:`tuner.recorded.space.cost_seconds`)."""
 
     times_ms: np.ndarray
     """The ok times, ascending (D)."""
@@ -98,7 +67,9 @@ class SpaceStatistics:
         return float(np.mean(times[~self.failed]) + self.failed.mean() * np.mean(times[self.failed]))
 
     def evaluations_to(self, cutoff: float) -> int:
-        """Evaluations random search needs to come ``cutoff`` of the way from the median to the optimum."""
+        """Evaluations random search needs to come ``cutoff`` of the way from the median to the optimum
+        (``cutoff_point``): with the target d₀ + (median(D) - d₀)(1 - cutoff) and i the first position in D worst
+        first at or below it (one less where that is the optimum itself), ⌈i / (N + 1 - i)⌉."""
         worst_first = self.times_ms[::-1]
         n = len(worst_first)
         optimum = self.optimum_ms
@@ -126,6 +97,8 @@ class SpaceStatistics:
 
     def time_axis(self, start: float = START_CUTOFF, end: float = END_CUTOFF,
                   resolution: int = RESOLUTION) -> np.ndarray:
+        """From the start cut-off's evaluations to the end cut-off's (at least two apart,
+        ``cutoff_point_fevals_time_start_end``) times the median time of a configuration, evenly spaced."""
         first, last = self.axis_evaluations(start, end)
         median = self.median_config_time_s
         return np.linspace(first * median if start > 0 else 0.0, last * median, resolution)
@@ -138,14 +111,17 @@ class SpaceStatistics:
     # --- the random baseline ---------------------------------------------------------------------------------
 
     def random_curve(self, evaluations: np.ndarray) -> np.ndarray:
-        """r(k), the time at the expected rank of the best of k draws (each k ≥ 0)."""
+        """r(k), the time at the expected rank of the best of k draws without replacement (each k ≥ 0):
+        D worst first at min(N - 1, round(k (N + 1) / (k + 1)))."""
         worst_first = self.times_ms[::-1]
         n = len(worst_first)
         ks = np.asarray(evaluations)
         return np.array([worst_first[min(n - 1, round(int(k) * (n + 1) / (int(k) + 1)))] for k in ks])
 
     def random_curve_over_time(self, times_s: np.ndarray) -> np.ndarray:
-        """r(k(t)), smoothed as the package smooths it."""
+        """r(k(t)) (``RandomSearchCalculatedBaseline``, without failures): k = round(max(t / c, 1)) evaluations,
+        c the mean time of a draw; smoothed by monotone cubic (PCHIP) interpolation through the distinct k, read at
+        evenly spaced k."""
         k = np.round(np.maximum(np.asarray(times_s) / self.time_per_draw_s, 1)).astype(int)
         draws = self.random_curve(k)
         if len(k) <= 2:
@@ -182,7 +158,16 @@ def padded_runs(elapsed_s: Sequence[np.ndarray], best_ms: Sequence[np.ndarray]) 
 
 def strategy_curve(times: np.ndarray, values: np.ndarray, stats: SpaceStatistics, axis: np.ndarray,
                    seed: int = 0) -> np.ndarray:
-    """s(t) of runs given as (evaluations × runs) cumulative times and best values (NaN where none)."""
+    """s(t) of runs given as (evaluations × runs) cumulative times and best values (NaN where none), as
+    ``StochasticOptimizationAlgorithm.get_curve_over_time`` makes it.
+
+    Evaluations at which no run has an ok best are dropped; a run's last time counts only where it has a best.
+    The stopping point: the smallest of the runs' last times above their median (else the axis' end). The points
+    of all runs within the axis widened by a margin, pooled, become ranks in D (left insertion points), fitted by
+    bagged non-increasing isotonic regressions (max(runs, 3) of them, each on a bootstrap sample of
+    1 / √max(runs, 3) of the points), predicted on the axis, rounded half to even and read back as times; past the
+    stopping point the curve is held. The package draws its samples from numpy's global generator; a
+    ``RandomState(seed)`` draws the same numbers as that generator seeded with ``seed``."""
     keep = ~np.isnan(values).all(axis=1)
     times, values = times[keep].copy(), values[keep]
     repeats = values.shape[1]
@@ -221,7 +206,8 @@ def methodology_score(elapsed_s: Sequence[np.ndarray], best_ms: Sequence[np.ndar
                       seed: int = 0, start: float = START_CUTOFF, end: float = END_CUTOFF,
                       resolution: int = RESOLUTION) -> MethodologyScore:
     """The score of runs given per run as cumulative time (s) and best time so far (ms, ``inf`` before the first
-    ok configuration) at each evaluation."""
+    ok configuration) at each evaluation: the mean over the axis of P(t) = (s(t) - r(t)) / (d₀ - r(t))
+    (``get_strategy_scores``), 0 being random search's expected best and 1 the optimum."""
     axis = stats.time_axis(start, end, resolution)
     times, values = padded_runs(elapsed_s, best_ms)
     curve = strategy_curve(times, values, stats, axis, seed)

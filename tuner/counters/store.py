@@ -1,26 +1,9 @@
 """The counters of a run folder (``counters.parquet``) and the results columns made from them.
 
 ``counters.parquet`` holds one row per counted configuration and GPU model: the bytes at each level, the
-operations, how they were counted and under which conditions (Nsight Compute's version, clock and cache
-control, replay passes). The results table is rebuilt from the Optuna storage whenever it is saved; each save
-joins these rows onto it by configuration key and GPU name, adding the columns below (empty where a row was not
-counted) and the measured/model ratios:
-
-=========================  ====================================================================================
-dram_bytes                 bytes device memory moved (``dram__bytes``)
-l2_bytes                   bytes the L2 cache served (``lts__t_bytes``)
-l1_bytes                   bytes of the sectors the L1 looked up (``l1tex__t_bytes``)
-l1_requested_bytes         bytes the threads' global-memory instructions asked for (``sm__sass_data_bytes_mem_global``)
-shared_wavefronts          shared-memory wavefronts (each up to 128 bytes)
-flops_counted              operations counted (FMA = 2; see flops_counted_how)
-flops_counted_how          how: from the CUDA cores' instructions, or the problem's 2·M·N·K on tensor cores
-tensor_instructions        warp-level tensor-pipe instructions
-counters_time_ms           the kernel's duration under the profiler (caches flushed, clocks as found)
-intensity_dram, _l2, _l1   flops_counted / bytes at each level (FLOP/B)
-dram_vs_model, l2_…, l1_…  bytes at each level / bytes_model (the family's no-cache model)
-requested_vs_model         l1_requested_bytes / bytes_model
-flops_vs_model             flops_counted / flops
-=========================  ====================================================================================
+operations, how they were counted and under which conditions (profiler version, clock and cache control, replay
+passes). Each save of the results table joins these rows onto it by configuration key and GPU name, adding the
+counters' columns and the measured/model ratios (the README lists them with the other columns).
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
 """What every matrix-multiplication family shares: C (M×N) = A (M×K) · B (K×N), row-major.
 
-Its arguments (A, B, C, M, N, K), its float64 reference, its tolerance, its operation count and its
-compulsory traffic. These are the defaults of :class:`tuner.kernels.family.Family`.
-
-The reference is computed on the CPU in float64. Above ``FULL_REFERENCE_LIMIT`` (M·N·K > 2^30) only a sample
-is computed, exactly in float64: ``SAMPLE_ROWS`` random rows and ``SAMPLE_COLS`` random columns of C (all of
-them where the matrix has fewer). Every element of C is still checked for having been written.
-
-Tolerance on ‖C − ref‖ / ‖ref‖, with the inputs exact in the dtype (tuner.kernels.verify) so that the reference is the
-exact product of the values the kernel read:
-
-- float32 and float64 (CUDA cores, or float64 on tensor cores, all rounding to nearest): ``4·√K·ε`` with ε the
-  dtype's machine epsilon (float32 1.19e-7, float64 2.22e-16). A dot product of K terms summed in order
-  accumulates about K rounding errors of random sign, so its relative error grows like √K·ε/2 for random signed
-  inputs (the worst case, K·ε, is far too loose to catch bugs); the factor 4 leaves room of about 8× over that
-  typical error, while any indexing mistake moves the error to order 1. float32 at K = 1000: 1.5e-5; at
-  K = 4096: 3.1e-5. float64 at K = 4096: 5.7e-14. A float32 request computed with TF32 inputs (10 significand
-  bits) errs by about 3e-4 and fails.
-- tf32, bfloat16, float16 (tensor cores, float32 accumulation): ``K·u`` with u = 2⁻²⁴, float32's unit roundoff.
-  The products of exact inputs are exact in float32; the tensor cores add them to the accumulator in blocks and
-  round each sum toward zero, so the errors share one sign and grow like K·u/(2·block) rather than √K·u (K = 4096:
-  bound 2.4e-4). Computing in a lower precision than declared is caught: TF32 inputs rounded to bfloat16 err by
-  about 1.6e-3, float16 accumulation by about 1e-2.
-- int32 must match exactly: with |a|, |b| ≤ 4 every sum stays far inside int32 and the float64 reference is exact
-  (each partial sum is an integer below 2^53).
+Its arguments (A, B, C, M, N, K), its float64 reference (sampled rows and columns of C above
+``FULL_REFERENCE_LIMIT``), its tolerance on ‖C − ref‖ / ‖ref‖ (4·√K·ε on CUDA cores, K·u on tensor cores, int32
+exact: the README's section on precisions says why), its operation count and its compulsory traffic. These are the
+defaults of :class:`tuner.kernels.family.Family`.
 """
 
 from __future__ import annotations
@@ -65,6 +45,8 @@ def compulsory_bytes(problem: Problem, size: int) -> int:
 
 
 def tolerance(dtype: str, problem: Problem) -> Tolerance:
+    """The bound on ‖C − ref‖ / ‖ref‖: 4·√K·ε rounding to nearest (errors of random sign), K·u where tensor cores
+    round each block's sum toward zero (errors of one sign), 0 for integers."""
     precision = PRECISIONS[dtype]
     if precision.significand_bits is None:
         return Tolerance(0.0, "exact")

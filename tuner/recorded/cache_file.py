@@ -1,30 +1,7 @@
-"""Kernel Tuner cache files (schema ``kernel_tuner/schema/cache/1.0.0``).
+"""Kernel Tuner cache files (schema ``kernel_tuner/schema/cache/1.0.0``) read as a recorded space.
 
-Top level: ``device_name``, ``kernel_name``, ``problem_size``, ``tune_params_keys`` (the parameters, in order),
-``tune_params`` (each parameter's values) and ``cache``: comma-joined values → a record holding the parameter
-values, ``time`` (ms), ``times`` (every run, ms), ``compile_time`` and, in some files, ``verification_time``,
-``benchmark_time``, ``framework_time`` and ``strategy_time`` (ms).
-
-Outcomes. As in Kernel Tuner's own reader, a record holding one of its failure names in any field failed:
-``InvalidConfig`` → invalid (the configuration broke a restriction or a launch-resource limit when tried),
-``CompilationFailedConfig`` → compile_error, ``RuntimeFailedConfig`` and ``ErrorConfig`` → crashed. Older
-versions recorded a failure as a time of 1e20 ms: any time from 1e10 ms up is taken as a failed compilation.
-Every other record with a finite, non-negative ``time`` is ok.
-
-Cost (seconds): ``compile_time + verification_time + framework_time`` and the sum of ``times``, each where
-recorded, as the methodology package counts it (:func:`tuner.recorded.space.cost_seconds`; ``benchmark_time``
-does not count), so a file holding only the runs, such as the merged A100 GEMM file, costs its kernels' run
-time. ``strategy_time`` is left out: it is the time of the search that made the recording, not of the
-configuration.
-
-Restrictions. A file may hold a field ``restrictions``, a list of Python expressions over the parameters (the
-``Conditions`` of the kernel's T1 file, which Kernel Tuner's ``restrictions`` take too), checked and evaluated
-without ``eval`` (:mod:`tuner.kernels.restrictions`). A recorded configuration that breaks one is left out of the
-space, as a search would never propose it.
-
-Kernel Tuner appends each record to the file as it is measured and closes the braces at the end, so a file
-saved mid-run lacks them and may end in a record cut off mid-write: such a file is read up to its last
-complete record.
+Each record's outcome, time, runs and cost, the file's restrictions and a file cut off mid-run: what is read of
+them is told in the README's section on replaying a recorded run.
 """
 
 from __future__ import annotations
@@ -90,6 +67,10 @@ def parse_cache_text(text: str, source: str) -> dict[str, Any] | None:
 
 
 def read_cache(document: dict[str, Any], source: str) -> RecordedSpace:
+    """The space of a cache document: ``tune_params_keys`` (the parameters, in order), ``tune_params`` (each
+    one's values) and ``cache``, comma-joined values → a record of the parameter values, ``time`` (ms), ``times``
+    (every run, ms), ``compile_time`` and, in some files, ``verification_time``, ``benchmark_time``,
+    ``framework_time`` and ``strategy_time`` (ms); a record that breaks the file's ``restrictions`` is left out."""
     names = document.get("tune_params_keys")
     tune_params = document.get("tune_params")
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):

@@ -1,22 +1,7 @@
 """T4 results files: the Auto-Tuning Association's results format, which Kernel Tuner writes and converts
-its caches to (schema ``kernel_tuner/schema/T4/1.0.0/results-schema.json``).
+its caches to (schema ``kernel_tuner/schema/T4/1.0.0/results-schema.json``), read as a recorded space.
 
-Top level: ``schema_version``, ``metadata`` (``timeunit``) and ``results``, a list of evaluations, each with a
-``configuration`` (parameter → value), ``times`` (``compilation``, ``framework``, ``search_algorithm``,
-``validation``, ``benchmark`` where written, ``runtimes``), ``invalidity``, ``correctness``,
-``measurements`` (name, value, unit) and ``objectives``.
-
-Parameters are named by the first configuration. A T4 file lists no parameter values, so each parameter's
-values are those its configurations take: sorted when they are all numbers, otherwise in order of first
-appearance. A configuration listed twice keeps its first evaluation.
-
-Outcomes: ``invalidity`` ``correct`` → ok (wrong when ``correctness`` is 0), ``constraints`` → invalid,
-``compile`` → compile_error, ``runtime`` and ``timeout`` → crashed, ``correctness`` → wrong. The time is the
-measurement named ``time``, in its unit or else the file's ``timeunit`` (ms when neither says).
-
-Cost (seconds): ``compilation + validation + framework`` and the sum of ``runtimes`` as recorded (the time keys
-the methodology package sums; ``compilation_time`` is read where ``compilation`` is not; ``benchmark`` does not
-count). ``search_algorithm`` is left out, as in cache files.
+How outcomes, times and costs are read: the README's section on replaying a recorded run.
 """
 
 from __future__ import annotations
@@ -49,6 +34,10 @@ def is_t4(document: Any) -> bool:
 
 
 def read_t4(document: dict[str, Any], source: str) -> RecordedSpace:
+    """The space of a T4 document: ``metadata`` (``timeunit``) and ``results``, a list of evaluations, each with a
+    ``configuration`` (parameter → value), ``times`` (``compilation``, ``framework``, ``search_algorithm``,
+    ``validation``, ``benchmark`` where written, ``runtimes``), ``invalidity``, ``correctness`` and
+    ``measurements`` (name, value, unit). The parameters are the first configuration's."""
     results = document["results"]
     metadata = document["metadata"] if isinstance(document.get("metadata"), dict) else {}
     file_unit = _ms_per_unit(metadata.get("timeunit", "ms"), f"{source}: field 'metadata.timeunit'")

@@ -1,37 +1,9 @@
 """A run folder's evaluations in Kernel Tuner's formats: its cache files and T4 results files.
 
-Kernel Tuner tunes one kernel on one problem per file, so a folder gives one file per study and family:
-``<experiment>_<MxNxK>_<dtype>_<family>.json`` (a cache) or ``…_t4.json`` (T4), the family being the kernel.
-What each holds, per configuration (the first row of each; vendor baselines left out):
-
-* Cache file (``kernel_tuner/schema/cache/1.0.0``, written as Kernel Tuner writes it: a header, then one record a
-  line): ``device_name`` (the device that measured the rows), ``kernel_name`` (the family), ``problem_size`` (what
-  Kernel Tuner's users pass and its simulation mode compares element by element: the grid's extent, x first, so
-  ``[N, M]`` for a problem with sizes M and N, C's columns then its rows, as the families' grids cover them; else the
-  problem's sizes in order), ``problem`` (the problem's sizes by name, which Kernel Tuner ignores and this package
-  reads back), ``tune_params_keys`` and ``tune_params`` (the family's parameters and values, in
-  the experiment's order), ``objective`` ``time``, and ``cache``: ``"v1,v2,…"`` → the parameter values, ``time``
-  (the median, ms), ``times`` (the timed samples, ms), ``compile_time``, ``verification_time`` (0: verifying is
-  part of the device time), ``benchmark_time`` (the evaluation's device time), ``framework_time`` (the part of the
-  device time outside the timed samples: warm-up, cache flushes, verification; so that compile + framework time and
-  the samples, which is how Kernel Tuner's methodology counts a configuration's time, give the recorded cost),
-  ``strategy_time`` (0), ``timestamp``; a failure names Kernel Tuner's class in ``time`` and ``__error__``:
-  invalid ``InvalidConfig``, compile_error ``CompilationFailedConfig``, crashed and wrong ``RuntimeFailedConfig``
-  (Kernel Tuner has no class for a wrong result; read back, such a row is crashed).
-* T4 results (``kernel_tuner/schema/T4/1.0.0``): per evaluation its ``configuration``, ``times``
-  (``compilation``, ``validation`` 0, ``benchmark``, ``framework`` as in the cache file, ``search_algorithm`` 0,
-  ``runtimes``), ``invalidity`` (``correct``, ``constraints``, ``compile``, ``runtime``, ``correctness`` for a
-  wrong result), ``correctness`` and the ``time`` measurement in milliseconds.
-
-Completeness. Kernel Tuner's simulation mode looks up every configuration its restrictions let through and stops
-at one the cache lacks. So where the folder's experiment can be read again (its stored text, with the package's
-own families: one that names ``template_dirs`` would need code, which a run folder never runs), every combination
-of a family's listed values that the experiment's static rules reject, or that no kernels entry lists, is
-written as ``InvalidConfig`` (as Kernel Tuner records a configuration that fails on the device's limits), so that a
-brute-force recording covers the whole product and is simulated without restrictions; valid configurations that
-were never measured are left out and counted. Kernel Tuner's simulation mode refuses such a file at the first of
-them it asks for ("all configurations must be present in the cache"), so :attr:`Exported.simulation_warning` says
-so: simulate a sampled search with restrictions that exclude them, or export a brute-force run.
+One file per study and family (Kernel Tuner tunes one kernel on one problem per file), holding the first row of
+each configuration, vendor baselines left out; where the folder's experiment can be read again, the combinations
+its rules reject are written as invalid, so that a brute-force run covers the whole product. What the files hold
+and how Kernel Tuner takes them: the README's section on exporting a run.
 """
 
 from __future__ import annotations
@@ -222,7 +194,10 @@ def _device_names(metadata: Mapping[str, Any]) -> dict[str, str]:
 
 
 def cache_text(kernel: Kernel, device_name: str) -> str:
-    """The cache file's text, as Kernel Tuner writes it: the header, then one record a line."""
+    """The cache file's text, as Kernel Tuner writes it: the header (``device_name``, ``kernel_name`` the family,
+    ``problem_size`` as Kernel Tuner's users pass it, ``problem`` the sizes by name, which this package reads back,
+    ``tune_params_keys`` and ``tune_params`` in the experiment's order, ``objective`` ``time``), then one record a
+    line."""
     header = {"device_name": device_name, "kernel_name": kernel.family,
               "problem_size": kernel_tuner_problem_size(kernel.problem), "problem": kernel.problem.as_dict(),
               "tune_params_keys": list(kernel.names),
@@ -236,6 +211,12 @@ def cache_text(kernel: Kernel, device_name: str) -> str:
 
 
 def _records(kernel: Kernel) -> list[tuple[dict[str, ParamValue], dict[str, Any]]]:
+    """Each configuration's values and cache record: ``time`` (the median, ms), ``times`` (the samples),
+    ``compile_time``, ``verification_time`` 0 (verifying is part of the device time), ``benchmark_time`` (the
+    device time), ``framework_time`` (the device time outside the samples, so that compile + framework time and
+    the samples, as Kernel Tuner's methodology counts a configuration, give the recorded cost), ``strategy_time``
+    0 and ``timestamp``. A failure names Kernel Tuner's class in ``time`` and ``__error__`` (Kernel Tuner has no
+    class for a wrong result: read back, such a row is crashed)."""
     found = []
     for row in kernel.rows:
         params = results.row_params(row)
@@ -259,6 +240,9 @@ def _records(kernel: Kernel) -> list[tuple[dict[str, ParamValue], dict[str, Any]
 
 
 def t4_document(kernel: Kernel) -> dict[str, Any]:
+    """The T4 results (``kernel_tuner/schema/T4/1.0.0``): per evaluation its configuration, its times as in the
+    cache file (``validation`` and ``search_algorithm`` 0), its invalidity and correctness and its ``time``
+    measurement in ms."""
     evaluations = []
     for row in kernel.rows:
         status = str(row["status"])

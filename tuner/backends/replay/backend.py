@@ -1,25 +1,9 @@
 """The replay backend: answers every evaluation from a recorded results table, never inventing a number.
 
-A recording is a previous run's output folder (or its results.parquet). Each configuration is answered with
-the row recorded for its key: status, reason, compile time, timing (the raw samples too), verification error
-and resources; ``baseline()`` answers the recorded cuBLAS row of a problem and dtype, or None when the
-recording has none. A configuration the recording lacks is a TunerError naming it and the recording;
-``recorded_configs()`` lists the recorded ones, so that a replayed search keeps to them (a recording of a sampled
-search holds only what that search visited). A row recorded before its family gained a parameter answers the
-configuration with the family's default value of it (:mod:`tuner.backends.replay.later_parameters`).
-
-Rows keep the environment they were measured in: ``environment_id(config)`` is the recorded row's
-``metadata_id`` and ``recording().environments`` the recorded environments; ``metadata()`` is the one most rows
-share (and the environment of statically invalid configurations, which no backend sees).
-``counters()`` answers the recording's counters (its ``counters.parquet``) for the configurations a replayed run
-asks them of, as they were read. ``busy_seconds`` adds each replayed row's recorded device time (``device_s``), so a
-replayed run reports the GPU time its choices cost on the recording's device. ``pace`` (``--replay-pace``) makes
-each answer take that recorded time times the factor in wall time (1: as long as the device took; 0, the default:
-at once), so that a replay lasts as a measured run would, e.g. to watch or interrupt several workers sharing a
-study.
-
-The default recording of the ``fermi_like`` experiment is ``experiments/data/fermi_like_h100`` (a brute-force
-run recorded on an H100): ``--backend replay`` without ``--replay`` uses it.
+A recording is a previous run's output folder (or its results.parquet); each configuration is answered with the
+row recorded for its key, in the environment it was measured in, with its counters, device time and, under a
+pace, that device time in wall time. The default recordings of shipped experiments are named here. What a user
+sees of it: the README's section on replaying a recorded run.
 """
 
 from __future__ import annotations
