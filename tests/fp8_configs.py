@@ -29,5 +29,8 @@ BLOCKS_LADDER: list[dict[str, int | str]] = [
 
 FP8_CONFIGS: list[tuple[str, str, dict]] = (
     [("wgmma_fp8", dtype, p) for dtype in ("float8_e4m3", "float8_e5m2") for p in FP8_LADDER]
-    + [("wgmma_fp8_blocks", dtype, p) for dtype in ("float8_e4m3", "float8_e5m2") for p in BLOCKS_LADDER])
+    + [("wgmma_fp8_blocks", dtype, p) for dtype in ("float8_e4m3", "float8_e5m2") for p in BLOCKS_LADDER]
+    + [(family, "float8_e4m3_e5m2", ladder[i]) for family, ladder in (("wgmma_fp8", FP8_LADDER),
+                                                                       ("wgmma_fp8_blocks", BLOCKS_LADDER))
+       for i in (0, 2)])
 """(family, dtype, parameters), the plainest first in each family."""

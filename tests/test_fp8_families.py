@@ -19,8 +19,10 @@ from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields
 from tuner.kernels.verify import random_inputs
 from tuner.space.entry_space import violations
 
-FP8 = ("float8_e4m3", "float8_e5m2")
-STORAGE = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
+FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3_e5m2")
+STORAGE = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
+           "float8_e4m3_e5m2": ml_dtypes.float8_e4m3fn}
+B_STORAGE = {**STORAGE, "float8_e4m3_e5m2": ml_dtypes.float8_e5m2}
 SM90 = target("sm_90a")
 
 
@@ -30,12 +32,12 @@ def test_inputs_are_fp8_values_and_the_scales_float32(dtype):
     family = get_family("wgmma_fp8_blocks")
     inputs = random_inputs(family.buffers, problem, dtype, seed=0)
     assert inputs["A"].dtype == STORAGE[dtype] and inputs["A"].shape == (5, 300)
-    assert inputs["B"].dtype == STORAGE[dtype] and inputs["B"].shape == (130, 300)   # K-major: N×K
+    assert inputs["B"].dtype == B_STORAGE[dtype] and inputs["B"].shape == (130, 300)   # K-major: N×K
     assert inputs["SA"].dtype == np.float32 and inputs["SA"].shape == (3, 5)        # K-blocks × rows of A
     assert inputs["SB"].dtype == np.float32 and inputs["SB"].shape == (3, 2)        # K-blocks × N-blocks
-    for name in ("A", "B"):
+    for name, storage in (("A", STORAGE[dtype]), ("B", B_STORAGE[dtype])):
         values = inputs[name].astype(np.float64)
-        assert np.array_equal(values.astype(STORAGE[dtype]).astype(np.float64), values)
+        assert np.array_equal(values.astype(storage).astype(np.float64), values)
         assert np.all(np.abs(values) >= 0.09) and np.all(np.abs(values) <= 1.0)
 
 
@@ -100,3 +102,13 @@ def test_the_vendor_baseline_of_fp8_runs_the_per_tensor_product():
     assert baseline_kernel("bfloat16") is MATMUL
     names = [a.name for a in fp8_matmul.TENSOR_SCALED.arguments]
     assert names == ["A", "B", "C", "M", "N", "K", "scale_a", "scale_b"]
+
+
+def test_the_mixed_product_reads_e4m3_a_and_e5m2_b_and_runs_at_the_fp8_rate():
+    from tuner.backends.pycuda.vendor_gemm import TORCH_FP8
+    from tuner.peaks import compute_peak
+
+    assert fp8_matmul.operand_dtypes("float8_e4m3_e5m2") == ("float8_e4m3", "float8_e5m2")
+    assert fp8_matmul.operand_dtypes("float8_e5m2") == ("float8_e5m2", "float8_e5m2")
+    assert set(TORCH_FP8) == {"float8_e4m3", "float8_e5m2"}
+    assert compute_peak({"float8_e4m3_tensor_gflops": 1.9e6}, "float8_e4m3_e5m2") == 1.9e6

@@ -56,6 +56,6 @@ def test_compiles_to_fp8_wgmma_without_spills(compiled, config):
     assert (r.local_bytes, r.spill_store_bytes, r.spill_load_bytes) == (0, 0, 0), result.log
     assert "C7508" not in result.log, "ptxas ignored setmaxnreg"
     sass = sass_or_skip(result.binary)
-    fp8_type = config.dtype[-4:].upper()
-    assert f"QGMMA.64x{config.param_dict['BN']}x32.F32.{fp8_type}.{fp8_type}" in sass
+    a_type, b_type = config.dtype[7:11].upper(), config.dtype[-4:].upper()
+    assert f"QGMMA.64x{config.param_dict['BN']}x32.F32.{a_type}.{b_type}" in sass
     assert "UTMALDG.2D" in sass

@@ -36,8 +36,13 @@ LEVEL_LABELS = {"l2_bandwidth_gbs": "L2 bandwidth", "l1_bandwidth_gbs": "L1 band
                 "shared_bandwidth_gbs": "shared-memory bandwidth"}
 
 
+RATE_OF = {"float8_e4m3_e5m2": "float8_e4m3"}
+"""Dtypes whose peak is another's: a mixed e4m3 × e5m2 product runs at Hopper's one FP8 rate."""
+
+
 def key(dtype: str, unit: str = "cuda") -> str:
     """The peak's name: ``float32_gflops`` (CUDA cores), ``float64_tensor_gflops`` (tensor cores)."""
+    dtype = RATE_OF.get(dtype, dtype)
     return f"{dtype}_gflops" if unit == "cuda" else f"{dtype}_tensor_gflops"
 
 

@@ -3,10 +3,11 @@
 A dtype names the inputs' storage and the arithmetic together. ``tf32`` is float32 storage multiplied with TF32's
 10 explicit significand bits on tensor cores; ``bfloat16`` and ``float16`` are 16-bit storage multiplied on tensor
 cores; ``float8_e4m3`` and ``float8_e5m2`` are Hopper's 8-bit formats (ml_dtypes' ``float8_e4m3fn``, finite with
-no infinities, and ``float8_e5m2``). The tensor-core dtypes accumulate, and write their output, in float32 (the
-family's accumulator); the other dtypes accumulate and write in their own type. Inputs are drawn so that they
-are exact in the dtype (rounded to it once, on the host), so the float64 product of the stored values is the exact
-answer the kernel approximates.
+no infinities, and ``float8_e5m2``); ``float8_e4m3_e5m2`` multiplies e4m3 A by e5m2 B (as FP8 training's
+backward pass multiplies activations by gradients). The tensor-core dtypes accumulate, and write their output, in
+float32 (the family's accumulator); the other dtypes accumulate and write in their own type. Inputs are drawn so
+that they are exact in the dtype (rounded to it once, on the host), so the float64 product of the stored values is
+the exact answer the kernel approximates.
 
 This module imports nothing of the project.
 """
@@ -33,6 +34,8 @@ class Precision:
     tensor_cores: bool
     """Multiplied on tensor cores only (there is no CUDA-core arithmetic of this precision to tune)."""
     bytes: int
+    second_operand: str | None = None
+    """The dtype of the second operand (B) where it is not this one (a mixed product: A in this storage)."""
 
     @property
     def unit_roundoff(self) -> float:
@@ -49,6 +52,7 @@ PRECISIONS: dict[str, Precision] = {p.dtype: p for p in (
     Precision("float16", "float16", "__half", "float32", 11, True, 2),
     Precision("float8_e4m3", "float8_e4m3fn", "__nv_fp8_e4m3", "float32", 4, True, 1),
     Precision("float8_e5m2", "float8_e5m2", "__nv_fp8_e5m2", "float32", 3, True, 1),
+    Precision("float8_e4m3_e5m2", "float8_e4m3fn", "__nv_fp8_e4m3", "float32", 3, True, 1, "float8_e5m2"),
 )}
 """Every dtype, in the order that seeds each dtype's inputs (new dtypes go last, so earlier inputs stay the same)."""
 

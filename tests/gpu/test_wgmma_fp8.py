@@ -1,4 +1,4 @@
-"""The FP8 families on the GPU: every design of the ladder, in e4m3 and e5m2, with per-tensor and fine-grained
+"""The FP8 families on the GPU: every design of the ladder, in e4m3 and e5m2 (and two in e4m3 × e5m2), with per-tensor and fine-grained
 scales, verifies on odd shapes (M and N of no tile width, K a multiple of 16 but of no 128-deep slice, K below one
 slice, decode M = 1 with split-K); and the vendor's FP8 GEMM is measured as the baseline, verified alike."""
 
@@ -44,7 +44,7 @@ def test_k_not_a_multiple_of_16_is_refused_naming_the_buffer(hopper):
         assert "buffer A" in result.reason and "multiple of 16" in result.reason
 
 
-@pytest.mark.parametrize("dtype", ["float8_e4m3"])
+@pytest.mark.parametrize("dtype", ["float8_e4m3", "float8_e4m3_e5m2"])
 def test_the_vendor_fp8_gemm_is_the_baseline(hopper, dtype: str):
     result = hopper.baseline(Problem(1000, 3000, 2000), dtype)
     if not on_hopper():

@@ -11,6 +11,7 @@ from tuner.config import DTYPE_BYTES, Problem
 from tuner.precision import PRECISIONS
 
 ACCUMULATOR = "accumulator"
+SECOND_OPERAND = "second operand"
 
 
 @dataclass(frozen=True)
@@ -24,11 +25,14 @@ class Buffer:
     intent: Literal["in", "out", "inout"] = "in"
     dtype: str | None = None
     """None: the configuration's dtype; ``ACCUMULATOR``: the dtype its products are summed in (float32 for the
-    16-bit and TF32 dtypes, the dtype itself otherwise); else a dtype of its own."""
+    16-bit and TF32 dtypes, the dtype itself otherwise); ``SECOND_OPERAND``: B's dtype of a mixed product (the
+dtype itself otherwise); else a dtype of its own."""
 
     def dtype_of(self, config_dtype: str) -> str:
         if self.dtype == ACCUMULATOR:
             return PRECISIONS[config_dtype].accumulator
+        if self.dtype == SECOND_OPERAND:
+            return PRECISIONS[config_dtype].second_operand or config_dtype
         return self.dtype or config_dtype
 
     def elements(self, problem: Problem) -> int:

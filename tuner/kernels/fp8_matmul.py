@@ -12,9 +12,10 @@ import numpy as np
 
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.kernels import matmul
-from tuner.kernels.arguments import ACCUMULATOR, Argument, Buffer, Scalar
+from tuner.kernels.arguments import ACCUMULATOR, SECOND_OPERAND, Argument, Buffer, Scalar
 from tuner.kernels.family import Kernel, ceil_div
 from tuner.kernels.verify import Expected, Tolerance
+from tuner.precision import PRECISIONS
 
 SCALE_A = 1.5
 SCALE_B = 0.625
@@ -29,7 +30,7 @@ STEP = 32
 """Products one FP8 wgmma adds per output element (its K)."""
 
 _A = Buffer("A", lambda p: (p.M, p.K))
-_B = Buffer("B", lambda p: (p.N, p.K))
+_B = Buffer("B", lambda p: (p.N, p.K), dtype=SECOND_OPERAND)
 _C = Buffer("C", lambda p: (p.M, p.N), intent="out", dtype=ACCUMULATOR)
 _SIZES = (Scalar("M", lambda p: p.M), Scalar("N", lambda p: p.N), Scalar("K", lambda p: p.K))
 
@@ -88,3 +89,9 @@ TENSOR_SCALED = Kernel(TENSOR_ARGUMENTS, tensor_reference, tolerance)
 
 def is_fp8(dtype: str) -> bool:
     return dtype.startswith("float8_")
+
+
+def operand_dtypes(dtype: str) -> tuple[str, str]:
+    """The FP8 formats of A and B: both the dtype's, or e4m3 and e5m2 for the mixed product."""
+    second = PRECISIONS[dtype].second_operand
+    return (f"float8_{dtype.split('_')[1]}", second) if second else (dtype, dtype)

@@ -24,7 +24,8 @@ from tuner.search.study_space import StudySpace
 from tuner.tuning.folder import Table
 from tuner.tuning.progress import Progress
 
-BASELINE_DTYPES = ("float32", "float64", "tf32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2")
+BASELINE_DTYPES = ("float32", "float64", "tf32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2",
+                   "float8_e4m3_e5m2")
 
 
 def _wanted(space: StudySpace) -> bool:

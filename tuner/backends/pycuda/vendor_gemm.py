@@ -51,7 +51,8 @@ def _fp8_launcher(a: int, b: int, c: int, problem: Problem, dtype: str) -> tuple
     from tuner.backends.pycuda.cublaslt_fp8 import fp8_gemm_launcher
 
     try:
-        launch, description = fp8_gemm_launcher(a, b, c, problem.M, problem.N, problem.K, dtype, dtype,
+        a_dtype, b_dtype = fp8_matmul.operand_dtypes(dtype)
+        launch, description = fp8_gemm_launcher(a, b, c, problem.M, problem.N, problem.K, a_dtype, b_dtype,
                                                 fp8_matmul.SCALE_A, fp8_matmul.SCALE_B)
         if a and b and c:
             launch()
@@ -72,8 +73,8 @@ def _torch_scaled_mm(a: int, b: int, c: int, problem: Problem, dtype: str,
     from tuner.backends.pycuda.torch_views import torch_view
 
     M, N, K = problem.M, problem.N, problem.K
-    fp8 = getattr(torch, TORCH_FP8[dtype])
-    a_view, b_view = torch_view(a, (M, K), "|u1", fp8), torch_view(b, (N, K), "|u1", fp8)
+    a_type, b_type = (getattr(torch, TORCH_FP8[d]) for d in fp8_matmul.operand_dtypes(dtype))
+    a_view, b_view = torch_view(a, (M, K), "|u1", a_type), torch_view(b, (N, K), "|u1", b_type)
     c_view = torch_view(c, (M, N), "<f4")
     scale_a = torch.tensor(fp8_matmul.SCALE_A, device="cuda")
     scale_b = torch.tensor(fp8_matmul.SCALE_B, device="cuda")
