@@ -9,9 +9,11 @@ kernel_templates/wgmma_fp8.py for the layout.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kernel_templates import wgmma, wgmma_fp8
 from tuner.kernels import fp8_matmul
-from tuner.kernels.family import Constraint, Family, Parameter, Params
+from tuner.kernels.family import Constraint, Parameter, Params
 
 SCALE_REGISTERS = 8
 """A k-slice's scales of the thread's rows and of the tile's column blocks, and their addresses (ptxas)."""
@@ -30,28 +32,16 @@ CONSTRAINTS = (
     wgmma_fp8.PINGPONG_RULE,
 )
 
-FAMILY = Family(
+FAMILY = replace(
+    wgmma_fp8.FAMILY,
     name="wgmma_fp8_blocks",
     description="Hopper TMA + wgmma on FP8 with fine-grained scales (A 1×128, B 128×128), promoted per k-slice",
     parameters=(
         *wgmma_fp8.PARAMETERS,
         Parameter("SCALING", "fine-grained scales: A per 1×128, B per 128×128 block", ("blocks",)),
     ),
-    dtypes=wgmma_fp8.FP8_DTYPES,
-    arch="sm_90a",
-    template="wgmma.cu.j2",
     arguments=fp8_matmul.BLOCK_ARGUMENTS,
     reference=fp8_matmul.block_reference,
-    tolerance=fp8_matmul.tolerance,
-    compulsory_bytes=fp8_matmul.compulsory_bytes,
-    block=wgmma.FAMILY.block,
-    grid=wgmma.grid,
-    cluster=wgmma.FAMILY.cluster,
-    tensor_maps=wgmma_fp8.tensor_maps,
-    resident_blocks=wgmma.FAMILY.resident_blocks,
-    shared_bytes=wgmma.shared_bytes,
-    dynamic_shared=True,
-    global_bytes=wgmma.global_bytes,
-    extra_intensities=wgmma.extra_intensities,
     constraints=CONSTRAINTS,
 )
+"""The per-tensor family's kernel, geometry and cost model with the block scales' arguments, reference and rules."""

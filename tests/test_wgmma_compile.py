@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 
-from tests.machine_code import sass_or_skip
+from tests.machine_code import assert_compiled_without_spills, sass_or_skip
 from tests.wgmma_configs import GPU_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
@@ -50,10 +50,7 @@ def test_the_default_space_holds_configurations_of_every_dtype():
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.dtype}-" + "-".join(f"{v}" for _, v in c.params))
 def test_compiles_to_wgmma_and_tma_without_spills(compiled, config):
     result = compiled[config]
-    assert result.ok, result.log
-    r = result.resources
-    assert (r.local_bytes, r.spill_store_bytes, r.spill_load_bytes) == (0, 0, 0), result.log
-    assert "C7508" not in result.log, "ptxas ignored setmaxnreg"
+    assert_compiled_without_spills(result)
     sass = sass_or_skip(result.binary)
     params = config.param_dict
     assert "HGMMA.64x" in sass and ("TF32" in sass) == (config.dtype == "tf32")

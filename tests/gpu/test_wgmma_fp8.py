@@ -1,6 +1,7 @@
-"""The FP8 families on the GPU: every design of the ladder, in e4m3 and e5m2 (and two in e4m3 × e5m2), with per-tensor and fine-grained
-scales, verifies on odd shapes (M and N of no tile width, K a multiple of 16 but of no 128-deep slice, K below one
-slice, decode M = 1 with split-K); and the vendor's FP8 GEMM is measured as the baseline, verified alike."""
+"""The FP8 families on the GPU: every design of the ladder, in e4m3 and e5m2 (and two in e4m3 × e5m2), with
+per-tensor and fine-grained scales, verifies on odd shapes (M and N of no tile width, K a multiple of 16 but of no
+128-deep slice, K below one slice, decode M = 1 with split-K); and the vendor's FP8 GEMM is measured as the
+baseline, verified alike."""
 
 from __future__ import annotations
 
