@@ -36,6 +36,7 @@ from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels.verify import NUMPY_DTYPES  # noqa: E402
 from tuner.measure.measurement import Measurement  # noqa: E402
 from tuner.results.metadata import metadata_id  # noqa: E402
+from tuner.table.experiment_file import experiment_document, read_base  # noqa: E402
 
 SUITE = Path(__file__).resolve().parent / "shapes.yaml"
 LT_ALGORITHMS = 8
@@ -201,15 +202,8 @@ def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str
 def experiment(base: Path, only: str | None, dtype: str | None) -> str:
     """An experiment file tuning the selected shapes with ``base``'s kernels and settings."""
     shapes, dtypes = selected(*load_suite(), only, dtype)
-    try:
-        document = yaml.safe_load(base.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise TunerError(f"{base}: cannot read the base experiment ({exc})") from None
-    document["name"] = f"shapes_{only or 'all'}".replace("/", "_").replace("=", "")
-    document["problems"] = [{"M": s.problem.M, "N": s.problem.N, "K": s.problem.K} for s in shapes]
-    for entry in document.get("kernels", []):
-        entry["parameters"]["dtype"] = [d for d in entry["parameters"].get("dtype", dtypes) if d in dtypes]
-    document["kernels"] = [e for e in document.get("kernels", []) if e["parameters"]["dtype"]]
+    name = f"shapes_{only or 'all'}".replace("/", "_").replace("=", "")
+    document = experiment_document(read_base(base), name, [s.problem for s in shapes], dtypes)
     return yaml.safe_dump(document, sort_keys=False)
 
 

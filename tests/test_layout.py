@@ -112,6 +112,7 @@ STAGES = (
     ("report", ("tuner.report",)),
     ("compare", ("tuner.compare",)),
     ("tuning", ("tuner.tuning",)),
+    ("table", ("tuner.table",)),
     ("door", ("tuner", "tuner.__main__", "tuner.cli")),
 )
 """The packages in the order they may import each other: each imports only its own stage and the ones above it.
