@@ -34,18 +34,14 @@ from tuner.peaks import compute_peak  # noqa: E402
 from tuner.results import table as results  # noqa: E402
 from tuner.results.metadata import metadata_id  # noqa: E402
 from tuner.settings import CompileSettings, MeasureSettings  # noqa: E402
+from tuner.table.build import read_run  # noqa: E402
 
 MEASURE = MeasureSettings(min_samples=20, max_samples=400, max_time_s=3.0)
 
 
 def best_configs(run_dir: Path) -> tuple[list[Config], CompileSettings]:
     """The fastest ok configuration per problem and dtype, and the compile settings the run used."""
-    if not (run_dir / results.RESULTS_PARQUET).is_file():
-        raise TunerError(f"{run_dir}: no {results.RESULTS_PARQUET} here; give the output folder of a tuning run")
-    try:
-        df, metadata = results.load(run_dir)
-    except (OSError, ValueError) as exc:
-        raise TunerError(f"{run_dir}: cannot read the run's results ({exc})") from None
+    df, metadata = read_run(run_dir)
     configs = [results.config_of_row(row) for _, row in results.best_rows(df).iterrows()]
     if not configs:
         raise TunerError(f"{run_dir}: the run has no ok evaluation to compare with cuBLAS")
