@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_space_command, _run_command, _report_command, _profile_command, _compare_command, _export_command,
-                _device_command):
+                _device_command, _table_command):
         add(commands)
     return parser
 
@@ -251,6 +251,13 @@ def _device_command(commands: Any) -> None:
                         "STREAM bandwidth and multiply-add rates on one core and on all cores")
     device.add_argument("--remeasure", action="store_true", help="measure the ceilings again, ignoring the cache")
     device.set_defaults(handler=_device)
+
+
+def _table_command(commands: Any) -> None:
+    """``table``: a kernel table over a workload's shapes (tuner.table.command)."""
+    from tuner.table.command import add_table_commands
+
+    add_table_commands(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,101 @@
+"""``python -m tuner table …``: make experiments of a workload, build a kernel table from runs, show it, predict a
+configuration for a shape, and measure the prediction on held-out shapes of recorded runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_table_commands(commands: Any) -> None:
+    table = commands.add_parser("table", help="a kernel table: workload experiments, build, show, predict, holdout")
+    actions = table.add_subparsers(dest="action", required=True, metavar="ACTION")
+    experiment = actions.add_parser("experiment", help="write experiment files tuning a workload's shapes")
+    experiment.add_argument("workload", type=Path, help="a JSON list of {M, N, K, dtype} objects, or a CSV file")
+    experiment.add_argument("--base", type=Path, required=True, help="an experiment whose kernels and settings to use")
+    experiment.add_argument("--out", type=Path, required=True, help="folder of the experiment files (one per dtype)")
+    experiment.set_defaults(handler=_experiment)
+    build = actions.add_parser("build", help="a kernel table of the runs' fastest ok configurations")
+    build.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="tuning runs' output folders")
+    build.add_argument("--out", type=Path, required=True, metavar="TABLE_DIR", help="folder of the table")
+    build.set_defaults(handler=_build)
+    show = actions.add_parser("show", help="list a kernel table's entries")
+    show.add_argument("table", type=Path, metavar="TABLE_DIR")
+    show.set_defaults(handler=_show)
+    predict = actions.add_parser("predict", help="the configuration the table gives a shape, and why")
+    predict.add_argument("table", type=Path, metavar="TABLE_DIR")
+    for size in ("M", "N", "K"):
+        predict.add_argument(size, type=int)
+    predict.add_argument("dtype")
+    predict.set_defaults(handler=_predict)
+    holdout = actions.add_parser("holdout", help="predict each recorded shape from the others; score it")
+    holdout.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="tuning runs' output folders")
+    holdout.add_argument("--out", type=Path, help="folder for NAME.txt and NAME.json (default: print only)")
+    holdout.add_argument("--name", default="table_holdout", help="stem of the written files")
+    holdout.set_defaults(handler=_holdout)
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    from tuner import atomic_file
+    from tuner.table.experiment_file import workload_experiments
+    from tuner.table.workload import read_workload
+
+    shapes = read_workload(args.workload)
+    texts = workload_experiments(shapes, args.base, args.workload.stem)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for dtype, text in texts.items():
+        path = args.out / f"{args.workload.stem}_{dtype}.yaml"
+        atomic_file.write_text(path, text)
+        count = sum(s.dtype == dtype for s in shapes)
+        print(f"{path}  ({count} shape(s) in {dtype}; tune it with python -m tuner run {path})")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from tuner.table.artifact import write_table
+    from tuner.table.build import build_table
+
+    table, sources = build_table(args.runs)
+    path = write_table(args.out, table, sources)
+    print(f"{path}  ({len(table.entries)} entries from {len(table.runs)} run(s))")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from tuner.table.artifact import read_table
+    from tuner.table.show import table_text
+
+    print(table_text(read_table(args.table)))
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from tuner.table.artifact import read_table
+    from tuner.table.lookup import choose
+
+    print(choose(read_table(args.table), args.M, args.N, args.K, args.dtype))
+    return 0
+
+
+def _holdout(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from tuner import atomic_file
+    from tuner.table.holdout import SOURCES, hold_out, recorded, report
+
+    runs = recorded(args.runs)
+    rows = [row for source in SOURCES for row in hold_out(runs, source)]
+    text = report(rows, f"Held-out shapes of {', '.join(map(str, args.runs))}, predicted from the other shapes")
+    print(text)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        atomic_file.write_text(args.out / f"{args.name}.txt", text + "\n")
+        record = [{**asdict(r), "problem": r.problem.label, "neighbour": r.neighbour and r.neighbour.label,
+                   "predicted": r.predicted and r.predicted.key, "share_of_best": r.share_of_best} for r in rows]
+        atomic_file.write_text(args.out / f"{args.name}.json",
+                               json.dumps({"runs": list(map(str, args.runs)), "rows": record}, indent=2) + "\n")
+        print(f"wrote {args.out / args.name}.txt and .json", file=sys.stderr)
+    return 0

@@ -1,0 +1,114 @@
+"""An honest measure of the prediction on recorded runs: each tuned shape is held out in turn, a configuration is
+predicted for it from the other shapes alone, and the time the runs recorded for that configuration on the held-out
+shape is set against the shape's own best. A predicted configuration the runs never measured on the held-out shape
+cannot be scored; it is counted, not guessed."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from tuner.config import Config, Problem
+from tuner.measure.measurement import Status
+from tuner.results import table as results
+from tuner.table.build import environment, read_run
+from tuner.table.predict import Candidate, arch_of, candidates_of, predict
+
+SOURCES = ("winners", "evaluations")
+"""Predict from the other shapes' winners alone (what a kernel table holds), or from every ok evaluation."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Every ok evaluation of some runs: (configuration, fastest median time), with the device they ran on."""
+
+    times: dict[Config, float]
+    multiprocessors: int | None
+    arch: str | None
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    problem: Problem
+    dtype: str
+    source: str
+    best_ms: float
+    predicted: Config | None
+    neighbour: Problem | None
+    predicted_ms: float | None
+    """What the runs recorded for the predicted configuration on this shape; None where they never measured it."""
+
+    @property
+    def share_of_best(self) -> float | None:
+        return self.best_ms / self.predicted_ms if self.predicted_ms else None
+
+
+def recorded(run_dirs: Sequence[Path]) -> Recorded:
+    times: dict[Config, float] = {}
+    device: dict = {}
+    for run_dir in run_dirs:
+        df, metadata = read_run(run_dir)
+        ok = df[(df["status"] == Status.OK.value) & (df["family"] != results.BASELINE_FAMILY)
+                & pd.to_numeric(df["time_median_ms"], errors="coerce").gt(0)]
+        for _, row in ok.iterrows():
+            config = results.config_of_row(row)
+            times[config] = min(times.get(config, math.inf), float(row["time_median_ms"]))
+            device = device or dict(environment(metadata, row.get("metadata_id")).get("device") or {})
+    sms = device.get("multiprocessors")
+    return Recorded(times, sms if isinstance(sms, int) and sms > 0 else None,
+                    arch_of(device.get("compute_capability")) if isinstance(device.get("compute_capability"), str)
+                    else None)
+
+
+def _pool(runs: Recorded, source: str) -> list[Candidate]:
+    pairs = list(runs.times.items())
+    candidates = candidates_of(pairs, runs.multiprocessors, runs.arch)
+    if source == "winners":
+        candidates = [c for c in candidates if c.time_ms <= c.source_best_ms]
+    return candidates
+
+
+def hold_out(runs: Recorded, source: str) -> list[HeldOut]:
+    """One row per recorded shape and dtype that has another shape of its dtype to be predicted from."""
+    pool = _pool(runs, source)
+    shapes = sorted({(c.config.problem, c.config.dtype) for c in pool}, key=lambda s: (s[1], s[0].label))
+    rows = []
+    for problem, dtype in shapes:
+        others = [c for c in pool if c.config.problem != problem]
+        if not any(c.config.dtype == dtype for c in others):
+            continue
+        best = min(t for c, t in runs.times.items() if c.problem == problem and c.dtype == dtype)
+        found = predict(others, problem, dtype)
+        rows.append(HeldOut(problem, dtype, source, best, found.config if found else None,
+                            found.neighbour.config.problem if found else None,
+                            runs.times.get(found.config) if found else None))
+    return rows
+
+
+def report(rows: Sequence[HeldOut], title: str) -> str:
+    """The held-out shapes, predicted against their own best, and a summary per source."""
+    lines = [title, "",
+             f"{'held-out shape':<18}{'dtype':<10}{'from':<13}{'neighbour':<18}{'best ms':>10}{'predicted ms':>14}"
+             f"{'time/best':>11}{'share':>8}"]
+    for r in rows:
+        cell = (f"{r.predicted_ms:>14.4f}{r.predicted_ms / r.best_ms:>11.3f}{r.best_ms / r.predicted_ms:>8.3f}"
+                if r.predicted_ms else f"{'not measured' if r.predicted else 'none valid':>14}{'—':>11}{'—':>8}")
+        neighbour = r.neighbour.label if r.neighbour else "—"
+        lines.append(f"{r.problem.label:<18}{r.dtype:<10}{r.source:<13}{neighbour:<18}{r.best_ms:>10.4f}{cell}")
+    lines.append("")
+    for source in dict.fromkeys(r.source for r in rows):
+        mine = [r for r in rows if r.source == source]
+        shares = [s for r in mine if (s := r.share_of_best) is not None]
+        summary = (f"mean share of the best {statistics.fmean(shares):.3f}, worst {min(shares):.3f}"
+                   if shares else "none could be scored")
+        lines.append(f"from the {source}: {len(shares)} of {len(mine)} held-out shapes scored; {summary}; "
+                     f"{len(mine) - len(shares)} not scored (the runs never measured the predicted configuration "
+                     f"on that shape, or no configuration was valid there)")
+    lines += ["", "share = the held-out shape's best recorded time / the predicted configuration's recorded time "
+                  "(1.000: the prediction is the shape's own best); time/best is its inverse"]
+    return "\n".join(lines)
