@@ -39,6 +39,9 @@ def test_a_workload_is_tuned_into_a_table_that_answers_a_new_shape(recording, tm
 def test_bad_input_exits_2_in_one_paragraph(tmp_path):
     workload = tmp_path / "w.csv"
     workload.write_text("M,N,K,dtype\n1,2,three,float32\n")
+    good = tmp_path / "my workload.json"
+    good.write_text(json.dumps(WORKLOAD))
+    (tmp_path / "a_file").write_text("")
     hostile = tmp_path / "hostile"
     hostile.mkdir()
     (hostile / TABLE_JSON).write_text(json.dumps({"format_version": 99, "entries": []}))
@@ -47,6 +50,10 @@ def test_bad_input_exits_2_in_one_paragraph(tmp_path):
          f"{workload}: row 2, field K: expected an integer"),
         (["predict", str(hostile), "64", "64", "64", "float32"], "format_version is 99"),
         (["build", str(tmp_path), "--out", str(tmp_path / "t")], "no results.parquet here"),
+        (["experiment", str(good), "--base", "experiments/fermi_like.yaml", "--out", str(tmp_path / "a_file")],
+         f"{tmp_path / 'a_file'}: cannot write my_workload_float32.yaml here"),
+        (["holdout", "experiments/data/fermi_like_h100", "--out", str(tmp_path), "--name", "../up"],
+         "expected a plain file stem"),
     ):
         done = tuner_cli("table", *args)
         assert done.returncode == 2, done.stderr

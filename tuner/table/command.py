@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,17 +39,30 @@ def add_table_commands(commands: Any) -> None:
     holdout.set_defaults(handler=_holdout)
 
 
+def _write_files(folder: Path, files: dict[str, str]) -> None:
+    """Each file (name → text) replaced atomically in ``folder``; TunerError naming the folder where it cannot."""
+    from tuner import atomic_file, input_file
+    from tuner.errors import TunerError
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            atomic_file.write_text(folder / name, text)
+    except OSError as exc:
+        raise TunerError(f"{folder}: cannot write {', '.join(files)} here ({input_file.reason(exc)}); the files "
+                         f"written there before are left whole") from None
+
+
 def _experiment(args: argparse.Namespace) -> int:
-    from tuner import atomic_file
     from tuner.table.experiment_file import workload_experiments
     from tuner.table.workload import read_workload
 
     shapes = read_workload(args.workload)
-    texts = workload_experiments(shapes, args.base, args.workload.stem)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for dtype, text in texts.items():
-        path = args.out / f"{args.workload.stem}_{dtype}.yaml"
-        atomic_file.write_text(path, text)
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", args.workload.stem)[:64] or "workload"
+    texts = workload_experiments(shapes, args.base, stem)
+    _write_files(args.out, {f"{stem}_{dtype}.yaml": text for dtype, text in texts.items()})
+    for dtype in texts:
+        path = args.out / f"{stem}_{dtype}.yaml"
         count = sum(s.dtype == dtype for s in shapes)
         print(f"{path}  ({count} shape(s) in {dtype}; tune it with python -m tuner run {path})")
     return 0
@@ -83,19 +97,20 @@ def _predict(args: argparse.Namespace) -> int:
 def _holdout(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from tuner import atomic_file
     from tuner.table.holdout import SOURCES, hold_out, recorded, report
 
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", args.name):
+        from tuner.errors import TunerError
+
+        raise TunerError(f"--name {args.name!r}: expected a plain file stem (letters, digits, '_', '-', '.')")
     runs = recorded(args.runs)
     rows = [row for source in SOURCES for row in hold_out(runs, source)]
     text = report(rows, f"Held-out shapes of {', '.join(map(str, args.runs))}, predicted from the other shapes")
     print(text)
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        atomic_file.write_text(args.out / f"{args.name}.txt", text + "\n")
         record = [{**asdict(r), "problem": r.problem.label, "neighbour": r.neighbour and r.neighbour.label,
                    "predicted": r.predicted and r.predicted.key, "share_of_best": r.share_of_best} for r in rows]
-        atomic_file.write_text(args.out / f"{args.name}.json",
-                               json.dumps({"runs": list(map(str, args.runs)), "rows": record}, indent=2) + "\n")
+        _write_files(args.out, {f"{args.name}.txt": text + "\n", f"{args.name}.json": json.dumps(
+            {"runs": list(map(str, args.runs)), "rows": record}, indent=2) + "\n"})
         print(f"wrote {args.out / args.name}.txt and .json", file=sys.stderr)
     return 0

@@ -22,7 +22,7 @@ from tuner.errors import TunerError
 from tuner.kernels.discovery import UnknownFamily, get_family
 from tuner.kernels.render import launch
 from tuner.kernels.targets import target
-from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields
+from tuner.kernels.tensor_maps import tensor_map_fields
 from tuner.space.entry_space import violations
 
 WEIGHTS = np.array([1.0, 1.0, 1.0, 1.0, 2.0, 0.5, 0.5, 0.5, 0.5])
@@ -92,8 +92,8 @@ def refusal(config: Config, arch: str | None = None) -> str | None:
         for spec in geometry.tensor_maps:
             buffer = buffers[spec.buffer]
             tensor_map_fields(spec, buffer.shape(config.problem), buffer.dtype_of(config.dtype))
-    except (ValueError, KeyError) as exc:  # TensorMapRefused is a ValueError
-        return str(exc) if isinstance(exc, TensorMapRefused | ValueError) else f"no buffer {exc}"
+    except ValueError as exc:  # a broken precondition, or a tensor map the driver would refuse
+        return str(exc)
     return None
 
 
