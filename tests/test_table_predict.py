@@ -12,7 +12,8 @@ from tuner.config import Config, Problem
 from tuner.results import table as results
 from tuner.table.artifact import KernelTable
 from tuner.table.build import build_table
-from tuner.table.holdout import SOURCES, hold_out, recorded, report
+from tuner.table.evaluations import recorded
+from tuner.table.holdout import SOURCES, hold_out, report
 from tuner.table.lookup import candidate_of, choose
 from tuner.table.predict import Candidate, features, predict, refusal
 
@@ -105,3 +106,15 @@ def test_a_prediction_the_recording_never_measured_is_counted_not_scored(root):
     text = report(rows, "title")
     assert f"{len(rows) - len(unscored)} of {len(rows)} held-out shapes scored" in text
     assert f"{len(unscored)} not scored" in text and "not measured" in text
+
+
+def test_every_evaluation_of_the_runs_can_answer_where_the_winners_alone_would_not(root, table):
+    from tuner.table.evaluations import evaluation_candidates
+
+    pool = evaluation_candidates([root / FERMI])
+    assert {c.config.family for c in pool} == {"naive", "tiled"} and len(pool) > 3
+    assert all(c.source_best_ms <= c.time_ms for c in pool) and pool[0].multiprocessors == 132
+    fermi = KernelTable(tuple(e for e in table.entries if e.run == str(FERMI)))
+    text = choose(fermi, 1000, 777, 333, "float32", pool)
+    assert "why: tuned on this shape" in text
+    assert "why: predicted" in choose(fermi, 999, 777, 333, "float32", pool)

@@ -31,6 +31,8 @@ def add_table_commands(commands: Any) -> None:
     for size in ("M", "N", "K"):
         predict.add_argument(size, type=int)
     predict.add_argument("dtype")
+    predict.add_argument("--evaluations", action="store_true", help="choose among every ok evaluation of the runs "
+                         "the table was built from (their folders must still be there), not only the winners")
     predict.set_defaults(handler=_predict)
     holdout = actions.add_parser("holdout", help="predict each recorded shape from the others; score it")
     holdout.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="tuning runs' output folders")
@@ -88,16 +90,20 @@ def _show(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from tuner.table.artifact import read_table
+    from tuner.table.evaluations import evaluation_candidates
     from tuner.table.lookup import choose
 
-    print(choose(read_table(args.table), args.M, args.N, args.K, args.dtype))
+    table = read_table(args.table)
+    extra = evaluation_candidates([Path(run) for run in table.runs]) if args.evaluations else []
+    print(choose(table, args.M, args.N, args.K, args.dtype, extra))
     return 0
 
 
 def _holdout(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from tuner.table.holdout import SOURCES, hold_out, recorded, report
+    from tuner.table.evaluations import recorded
+    from tuner.table.holdout import SOURCES, hold_out, report
 
     if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}", args.name):
         from tuner.errors import TunerError

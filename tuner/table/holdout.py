@@ -5,31 +5,16 @@ cannot be scored; it is counted, not guessed."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-
-import pandas as pd
 
 from tuner.config import Config, Problem
-from tuner.measure.measurement import Status
-from tuner.results import table as results
-from tuner.table.build import environment, read_run
-from tuner.table.predict import Candidate, arch_of, candidates_of, predict
+from tuner.table.evaluations import Recorded
+from tuner.table.predict import Candidate, candidates_of, predict
 
 SOURCES = ("winners", "evaluations")
 """Predict from the other shapes' winners alone (what a kernel table holds), or from every ok evaluation."""
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """Every ok evaluation of some runs: (configuration, fastest median time), with the device they ran on."""
-
-    times: dict[Config, float]
-    multiprocessors: int | None
-    arch: str | None
 
 
 @dataclass(frozen=True)
@@ -46,23 +31,6 @@ class HeldOut:
     @property
     def share_of_best(self) -> float | None:
         return self.best_ms / self.predicted_ms if self.predicted_ms else None
-
-
-def recorded(run_dirs: Sequence[Path]) -> Recorded:
-    times: dict[Config, float] = {}
-    device: dict = {}
-    for run_dir in run_dirs:
-        df, metadata = read_run(run_dir)
-        ok = df[(df["status"] == Status.OK.value) & (df["family"] != results.BASELINE_FAMILY)
-                & pd.to_numeric(df["time_median_ms"], errors="coerce").gt(0)]
-        for _, row in ok.iterrows():
-            config = results.config_of_row(row)
-            times[config] = min(times.get(config, math.inf), float(row["time_median_ms"]))
-            device = device or dict(environment(metadata, row.get("metadata_id")).get("device") or {})
-    sms = device.get("multiprocessors")
-    return Recorded(times, sms if isinstance(sms, int) and sms > 0 else None,
-                    arch_of(device.get("compute_capability")) if isinstance(device.get("compute_capability"), str)
-                    else None)
 
 
 def _pool(runs: Recorded, source: str) -> list[Candidate]:
