@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from dataclasses import replace
 from pathlib import Path
@@ -140,3 +141,21 @@ def test_a_write_that_fails_is_named_and_the_former_table_kept(built, tmp_path):
     assert not [p for p in target.iterdir() if p.name.endswith(".partial")]
     with pytest.raises(TunerError, match="cannot be written here"):
         write_table(target / TABLE_JSON / "inside", table, {})
+
+
+def test_a_run_whose_metadata_is_hostile_still_gives_its_rows_without_the_context(root, tmp_path):
+    from tuner.table.evaluations import recorded
+
+    run = tmp_path / "run"
+    shutil.copytree(root / FERMI, run)
+    metadata = json.loads((run / "metadata.json").read_text())
+    metadata["environments"] = {key: {"device": "GPU", "versions": [1], "template_texts": 5}
+                                for key in metadata["environments"]}
+    (run / "metadata.json").write_text(json.dumps(metadata))
+    table, _ = build_table([run])
+    assert len(table.entries) == 3
+    assert all(e.compute_capability is None and e.toolkit is None and e.template_hash is None for e in table.entries)
+    runs = recorded([run])
+    assert runs.multiprocessors is None and runs.arch is None and runs.times
+    (run / "metadata.json").write_text("[1, 2]")
+    assert build_table([run])[0].entries[0].multiprocessors is None

@@ -4,7 +4,7 @@ median time any of the runs measured for it, and the device they ran on."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,8 @@ def recorded(run_dirs: Sequence[Path]) -> Recorded:
         for _, row in ok.iterrows():
             config = results.config_of_row(row)
             times[config] = min(times.get(config, math.inf), float(row["time_median_ms"]))
-            device = device or dict(environment(metadata, row.get("metadata_id")).get("device") or {})
+            found = environment(metadata, row.get("metadata_id")).get("device")
+            device = device or (dict(found) if isinstance(found, Mapping) else {})
     sms = device.get("multiprocessors")
     return Recorded(times, sms if isinstance(sms, int) and sms > 0 else None,
                     arch_of(device.get("compute_capability")) if isinstance(device.get("compute_capability"), str)
