@@ -44,6 +44,7 @@ def test_a_csv_workload_reads_the_same_and_groups_by_dtype(tmp_path):
     ([{"M": True, "N": 2, "K": 3, "dtype": "float32"}], "item 0, field M"),
     ([{"M": 2**31, "N": 2, "K": 3, "dtype": "float32"}], "item 0, field M"),
     ([{"M": 1.5, "N": 2, "K": 3, "dtype": "float32"}], "item 0, field M"),
+    ([{"M": 1, "N": "2", "K": 3, "dtype": "float32"}], "item 0, field N: expected an integer"),
     ([{"M": 1, "N": 2, "K": 3, "dtype": "int4"}], "item 0, field dtype: 'int4' is not a dtype"),
     ([{"M": 1, "N": 2, "K": 3, "dtype": "float32", "run": "rm -rf /"}], "item 0: has the unknown field(s) run"),
     ([["1", "2"]], "item 0: is a list, not an object"),

@@ -63,7 +63,8 @@ def read_workload(path: str | Path) -> list[Shape]:
         raise WorkloadError(path, "the file", "lists no shape")
     if len(rows) > MAX_SHAPES:
         raise WorkloadError(path, "the file", f"lists {len(rows)} shapes")
-    shapes = [_shape(path, where, row) for where, row in rows]
+    textual = path.suffix.lower() == ".csv"  # a CSV holds only text; JSON says what is a number
+    shapes = [_shape(path, where, row, textual) for where, row in rows]
     return list(dict.fromkeys(shapes))
 
 
@@ -93,14 +94,14 @@ def _csv_rows(path: Path, text: str) -> list[tuple[str, Mapping[str, Any]]]:
     return [(f"row {i + 2}", {k: v for k, v in row.items() if k is not None}) for i, row in enumerate(rows)]
 
 
-def _shape(path: Path, where: str, row: Mapping[str, Any]) -> Shape:
+def _shape(path: Path, where: str, row: Mapping[str, Any], textual: bool) -> Shape:
     unknown = sorted(str(k) for k in row if k not in FIELDS)
     if unknown:
         raise WorkloadError(path, where, f"has the unknown field(s) {', '.join(unknown)}")
     for field in FIELDS:
         if field not in row or row[field] in (None, ""):
             raise WorkloadError(path, f"{where}, field {field}", "is missing")
-    sizes = [_size(path, f"{where}, field {dim}", row[dim]) for dim in ("M", "N", "K")]
+    sizes = [_size(path, f"{where}, field {dim}", row[dim], textual) for dim in ("M", "N", "K")]
     dtype = row["dtype"]
     if not isinstance(dtype, str) or dtype.strip() not in DTYPE_BYTES:
         raise WorkloadError(path, f"{where}, field dtype", f"{str(dtype)[:40]!r} is not a dtype the tuner knows")
@@ -108,8 +109,8 @@ def _shape(path: Path, where: str, row: Mapping[str, Any]) -> Shape:
     return Shape(M, N, K, dtype.strip())
 
 
-def _size(path: Path, where: str, value: Any) -> int:
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 12:
+def _size(path: Path, where: str, value: Any, textual: bool) -> int:
+    if textual and isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 12:
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIZE:
         raise WorkloadError(path, where, f"expected an integer from 1 to {MAX_SIZE}, found {str(value)[:40]!r}")
