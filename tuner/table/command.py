@@ -12,7 +12,8 @@ from typing import Any
 
 
 def add_table_commands(commands: Any) -> None:
-    table = commands.add_parser("table", help="a kernel table: workload experiments, build, show, predict, holdout")
+    table = commands.add_parser("table", help="a kernel table: workload experiments, build, show, predict, "
+                                "holdout, export-cuda")
     actions = table.add_subparsers(dest="action", required=True, metavar="ACTION")
     experiment = actions.add_parser("experiment", help="write experiment files tuning a workload's shapes")
     experiment.add_argument("workload", type=Path, help="a JSON list of {M, N, K, dtype} objects, or a CSV file")
@@ -39,6 +40,10 @@ def add_table_commands(commands: Any) -> None:
     holdout.add_argument("--out", type=Path, help="folder for NAME.txt and NAME.json (default: print only)")
     holdout.add_argument("--name", default="table_holdout", help="stem of the written files")
     holdout.set_defaults(handler=_holdout)
+    export = actions.add_parser("export-cuda", help="the table's kernels as plain CUDA with a C dispatch header")
+    export.add_argument("table", type=Path, metavar="TABLE_DIR")
+    export.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder of the .cu files and header")
+    export.set_defaults(handler=_export_cuda)
 
 
 def _write_files(folder: Path, files: dict[str, str]) -> None:
@@ -119,4 +124,15 @@ def _holdout(args: argparse.Namespace) -> int:
         _write_files(args.out, {f"{args.name}.txt": text + "\n", f"{args.name}.json": json.dumps(
             {"runs": list(map(str, args.runs)), "rows": record}, indent=2) + "\n"})
         print(f"wrote {args.out / args.name}.txt and .json", file=sys.stderr)
+    return 0
+
+
+def _export_cuda(args: argparse.Namespace) -> int:
+    from tuner.table.artifact import read_table
+    from tuner.table.export_cuda import README, build_command, export_table
+
+    exported, files = export_table(read_table(args.table), args.table)
+    _write_files(args.out, files)
+    print(f"{args.out}  ({len(exported)} kernels; build: cd {args.out} && nvcc {' '.join(build_command(exported))}; "
+          f"see {README})")
     return 0

@@ -1,0 +1,169 @@
+"""A kernel table as plain CUDA: one ``.cu`` file per entry (its family's rendered source, the kernel renamed to a
+symbol of its own, and the host code that launches it), a header ``tuner_gemm.h`` with one dispatch function per
+dtype, the dispatch itself, a small ``example.cu`` and a ``README.txt`` with the nvcc command that builds them."""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuner.compile.nvcc import arch_options
+from tuner.config import Config
+from tuner.errors import TunerError
+from tuner.kernels.discovery import get_family, template_text_hash
+from tuner.kernels.render import launch, render
+from tuner.precision import PRECISIONS
+from tuner.table import cuda_launch
+from tuner.table.artifact import Entry, KernelTable
+from tuner.table.cuda_launch import STATUS_LAUNCH_FAILED, STATUS_NO_ENTRY, STATUS_OK, Geometry
+
+HEADER = "tuner_gemm.h"
+DISPATCH = "tuner_gemm.cu"
+EXAMPLE = "example.cu"
+LIBRARY = "libtuner_gemm.so"
+README = "README.txt"
+
+
+@dataclass(frozen=True)
+class Exported:
+    """One entry as exported: its kernel's symbol, file and launch."""
+
+    entry: Entry
+    symbol: str
+    file: str
+    geometry: Geometry
+
+
+def symbol_of(entry: Entry) -> str:
+    """``tuner_<family>_<M>x<N>x<K>_<dtype>``, a C identifier."""
+    return re.sub(r"\W", "_", f"tuner_{entry.family}_{entry.M}x{entry.N}x{entry.K}_{entry.dtype}")
+
+
+def rename_kernel(source: str, kernel_name: str, symbol: str) -> str:
+    """``source`` with its one ``extern "C" __global__`` definition of ``kernel_name`` named ``symbol``; ValueError
+    where the source does not define it exactly once or calls it elsewhere."""
+    definition = re.compile(r'(extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\s*\([^()]*\)\s*)?)'
+                            + re.escape(kernel_name) + r"(?=\s*\()")
+    uses = re.findall(r"\b" + re.escape(kernel_name) + r"\s*\(", source)
+    renamed, count = definition.subn(lambda match: match.group(1) + symbol, source)
+    if count != 1 or len(uses) != 1:
+        raise ValueError(f"the source defines the kernel {kernel_name} {count} time(s) and names it {len(uses)} "
+                         f"time(s); exactly one definition is renamed")
+    return renamed
+
+
+def arch_of_table(entries: list[Exported]) -> str:
+    """The ``-arch`` the folder builds for: a family's own (``sm_90a``), else the table's compute capability."""
+    archs = {get_family(e.entry.family).arch for e in entries} - {None}
+    if archs:
+        return sorted(a for a in archs if a)[0]
+    capabilities = {e.entry.compute_capability for e in entries} - {None}
+    return f"sm_{sorted(c for c in capabilities if c)[0].replace('.', '')}" if capabilities else "native"
+
+
+def export_entry(entry: Entry) -> tuple[Exported, str]:
+    """The exported entry and its file's text; NotExportable (or ValueError) where it cannot be exported."""
+    config = Config.make(entry.problem, entry.family, entry.dtype, entry.params)
+    if get_family(entry.family).target != "cuda":
+        raise cuda_launch.NotExportable(f"the family '{entry.family}' is a C function for the CPU, not a CUDA kernel")
+    cuda_launch.check_arguments(config)
+    symbol = symbol_of(entry)
+    shape = cuda_launch.geometry(launch(config), entry.multiprocessors)
+    source = rename_kernel(render(config), get_family(entry.family).kernel_name, symbol)
+    exported = Exported(entry, symbol, f"{symbol}.cu", shape)
+    return exported, source + cuda_launch.launcher_source(config, symbol, shape)
+
+
+def _dispatch_declaration(dtype: str) -> str:
+    return (f'int tuner_gemm_{dtype}(int M, int N, int K, const void* A, const void* B, void* C, '
+            f'cudaStream_t stream)')
+
+
+def header_text(entries: list[Exported]) -> str:
+    dtypes = sorted({e.entry.dtype for e in entries})
+    functions = "\n".join(
+        f"/* A ({e}, M x K) times B ({e}, K x N) into C ({PRECISIONS[e].accumulator}, M x N), all row-major on the\n"
+        f"   device, queued on stream. Shapes: "
+        f"{', '.join(f'{x.entry.M}x{x.entry.N}x{x.entry.K}' for x in entries if x.entry.dtype == e)}. */\n"
+        f"{_dispatch_declaration(e)};\n" for e in dtypes)
+    return (f"/* Tuned GEMM kernels exported from a kernel table: one dispatch function per dtype. */\n"
+            f"#ifndef TUNER_GEMM_H\n#define TUNER_GEMM_H\n\n#include <cuda_runtime.h>\n\n"
+            f"#define TUNER_GEMM_OK {STATUS_OK}  /* the launch is queued */\n"
+            f"#define TUNER_GEMM_NO_ENTRY {STATUS_NO_ENTRY}  /* no kernel of this shape in the table: use cuBLAS */\n"
+            f"#define TUNER_GEMM_LAUNCH_FAILED {STATUS_LAUNCH_FAILED}  /* the launch or a tensor map failed: "
+            f"cudaGetLastError() says why */\n\n"
+            f'#ifdef __cplusplus\nextern "C" {{\n#endif\n\n{functions}\n'
+            f"#ifdef __cplusplus\n}}\n#endif\n\n#endif\n")
+
+
+def dispatch_text(entries: list[Exported]) -> str:
+    launchers = "".join(f'extern "C" int {e.symbol}_launch(const void* A, const void* B, void* C, '
+                        f"cudaStream_t stream);\n" for e in entries)
+    functions = []
+    for dtype in sorted({e.entry.dtype for e in entries}):
+        cases = "".join(f"    if (M == {e.entry.M} && N == {e.entry.N} && K == {e.entry.K})\n"
+                        f"        return {e.symbol}_launch(A, B, C, stream);\n"
+                        for e in entries if e.entry.dtype == dtype)
+        functions.append(f'extern "C" {_dispatch_declaration(dtype)}\n{{\n{cases}    return TUNER_GEMM_NO_ENTRY;\n}}\n')
+    return f'#include "{HEADER}"\n\n{launchers}\n' + "\n".join(functions)
+
+
+def example_text(first: Exported) -> str:
+    entry = first.entry
+    sizes = {"A": entry.M * entry.K, "B": entry.K * entry.N, "C": entry.M * entry.N}
+    element = PRECISIONS[entry.dtype].bytes
+    accumulator = PRECISIONS[PRECISIONS[entry.dtype].accumulator].bytes
+    return (f'#include <cstdio>\n#include "{HEADER}"\n\n'
+            f"/* Calls the table's {entry.M}x{entry.N}x{entry.K} {entry.dtype} kernel once, on uninitialised "
+            f"buffers. */\n"
+            f"int main()\n{{\n    void *A, *B, *C;\n"
+            f"    if (cudaMalloc(&A, {sizes['A']}ull * {element}) != cudaSuccess || "
+            f"cudaMalloc(&B, {sizes['B']}ull * {element}) != cudaSuccess ||\n"
+            f"        cudaMalloc(&C, {sizes['C']}ull * {accumulator}) != cudaSuccess)\n        return 1;\n"
+            f"    int status = tuner_gemm_{entry.dtype}({entry.M}, {entry.N}, {entry.K}, A, B, C, 0);\n"
+            f"    cudaError_t error = cudaDeviceSynchronize();\n"
+            f'    std::printf("status %d, %s\\n", status, cudaGetErrorString(error));\n'
+            f"    cudaFree(A);\n    cudaFree(B);\n    cudaFree(C);\n"
+            f"    return status == TUNER_GEMM_OK && error == cudaSuccess ? 0 : 1;\n}}\n")
+
+
+def build_command(entries: list[Exported]) -> list[str]:
+    """The nvcc arguments (after ``nvcc``) that build the folder's library."""
+    return ["-O3", *arch_options(arch_of_table(entries)), "-cudart", "shared", "-shared", "-Xcompiler", "-fPIC",
+            "-o", LIBRARY, DISPATCH, *(e.file for e in entries)]
+
+
+def readme_text(entries: list[Exported], table_dir: Path) -> str:
+    return (f"Tuned GEMM kernels exported from the kernel table {table_dir} ({len(entries)} kernels).\n\n"
+            f"Build the library (CUDA 12.5 or later), then the example against it:\n\n"
+            f"    nvcc {' '.join(build_command(entries))}\n"
+            f"    nvcc {' '.join(arch_options(arch_of_table(entries)))} -cudart shared -o example {EXAMPLE} "
+            f"-L. -ltuner_gemm\n\n"
+            f"{HEADER} declares one function per dtype, tuner_gemm_<dtype>(M, N, K, A, B, C, stream): it launches the\n"
+            f"kernel tuned on exactly that shape and returns TUNER_GEMM_OK, or TUNER_GEMM_NO_ENTRY for a shape the\n"
+            f"table does not hold (call cuBLAS instead), or TUNER_GEMM_LAUNCH_FAILED. Each kernel runs on the GPU\n"
+            f"model it was tuned on ({', '.join(sorted({e.entry.device_name for e in entries}))}).\n")
+
+
+def export_table(table: KernelTable, table_dir: Path) -> tuple[list[Exported], dict[str, str]]:
+    """Every entry exported, and the folder's files (name → text); TunerError naming the first entry that cannot
+    be exported, and why."""
+    exported, files = [], {}
+    for entry in table.entries:
+        try:
+            item, text = export_entry(entry)
+        except ValueError as exc:
+            raise TunerError(f"{table_dir}: the entry {entry.problem.label} {entry.dtype} ({entry.family}) cannot be "
+                             f"exported as plain CUDA: {exc}; build a table without it to export the others") from None
+        if entry.source_template_hash != template_text_hash(entry.family):
+            print(f"{entry.problem.label} {entry.dtype}: the {entry.family} template changed since the table was "
+                  f"built; the exported kernel is rendered from the template as it is now", file=sys.stderr)
+        exported.append(item)
+        files[item.file] = text
+    if not exported:
+        raise TunerError(f"{table_dir}: the table holds no entry to export")
+    files.update({HEADER: header_text(exported), DISPATCH: dispatch_text(exported), EXAMPLE: example_text(exported[0]),
+                  README: readme_text(exported, table_dir)})
+    return exported, files
