@@ -130,6 +130,9 @@ def test_an_entry_the_dispatch_cannot_call_is_refused_naming_it(tables):
     on_the_cpu = replace(table.entries[0], family="cpu_blocked", params={"MC": 64, "NC": 64, "KC": 64})
     with pytest.raises(TunerError, match="cpu_blocked.*a C function for the CPU"):
         export_table(KernelTable((on_the_cpu,)), folder)
+    unknown = replace(table.entries[0], family="no_such_family")
+    with pytest.raises(TunerError, match=r"1000x777x333 float32 \(no_such_family\) cannot be exported.*no_such"):
+        export_table(KernelTable((unknown,)), folder)
 
 
 def test_the_command_writes_the_folder_and_refuses_a_missing_table(tables, tmp_path, capsys):
@@ -140,6 +143,9 @@ def test_the_command_writes_the_folder_and_refuses_a_missing_table(tables, tmp_p
     assert "nvcc -O3 -arch=sm_90 " in (tmp_path / "cuda" / README).read_text()
     assert cli.main(["table", "export-cuda", str(tmp_path / "absent"), "--out", str(tmp_path / "x")]) == 2
     assert "cannot be read" in capsys.readouterr().err
+    (tmp_path / "a_file").write_text("")
+    assert cli.main(["table", "export-cuda", str(folder), "--out", str(tmp_path / "a_file")]) == 2
+    assert f"{tmp_path / 'a_file'}: cannot write" in capsys.readouterr().err
 
 
 def build_folder(folder: Path, nvcc: str) -> None:

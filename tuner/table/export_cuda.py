@@ -66,12 +66,15 @@ def arch_of_table(entries: list[Exported]) -> str:
 def export_entry(entry: Entry) -> tuple[Exported, str]:
     """The exported entry and its file's text; NotExportable (or ValueError) where it cannot be exported."""
     config = Config.make(entry.problem, entry.family, entry.dtype, entry.params)
-    if get_family(entry.family).target != "cuda":
+    family = get_family(entry.family)
+    if family.target != "cuda":
         raise cuda_launch.NotExportable(f"the family '{entry.family}' is a C function for the CPU, not a CUDA kernel")
+    if family.recording is not None:
+        raise cuda_launch.NotExportable(f"the family '{entry.family}' stands for a recording and has no source")
     cuda_launch.check_arguments(config)
     symbol = symbol_of(entry)
     shape = cuda_launch.geometry(launch(config), entry.multiprocessors)
-    source = rename_kernel(render(config), get_family(entry.family).kernel_name, symbol)
+    source = rename_kernel(render(config), family.kernel_name, symbol)
     exported = Exported(entry, symbol, f"{symbol}.cu", shape)
     return exported, source + cuda_launch.launcher_source(config, symbol, shape)
 
@@ -140,7 +143,8 @@ def readme_text(entries: list[Exported], table_dir: Path) -> str:
             f"Build the library (CUDA 12.5 or later), then the example against it:\n\n"
             f"    nvcc {' '.join(build_command(entries))}\n"
             f"    nvcc {' '.join(arch_options(arch_of_table(entries)))} -cudart shared -o example {EXAMPLE} "
-            f"-L. -ltuner_gemm\n\n"
+            f"-L. -ltuner_gemm\n"
+            f"    LD_LIBRARY_PATH=. ./example    # on the GPU: one launch of the first shape, then its status\n\n"
             f"{HEADER} declares one function per dtype, tuner_gemm_<dtype>(M, N, K, A, B, C, stream): it launches the\n"
             f"kernel tuned on exactly that shape and returns TUNER_GEMM_OK, or TUNER_GEMM_NO_ENTRY for a shape the\n"
             f"table does not hold (call cuBLAS instead), or TUNER_GEMM_LAUNCH_FAILED. Each kernel runs on the GPU\n"
@@ -154,7 +158,7 @@ def export_table(table: KernelTable, table_dir: Path) -> tuple[list[Exported], d
     for entry in table.entries:
         try:
             item, text = export_entry(entry)
-        except ValueError as exc:
+        except (ValueError, TunerError) as exc:
             raise TunerError(f"{table_dir}: the entry {entry.problem.label} {entry.dtype} ({entry.family}) cannot be "
                              f"exported as plain CUDA: {exc}; build a table without it to export the others") from None
         if entry.source_template_hash != template_text_hash(entry.family):
