@@ -15,7 +15,7 @@ from tests.gpu.support import on_hopper
 from tests.test_table_export_cuda import ENERGY, FERMI, WGMMA, build_folder
 from tuner import cli
 from tuner.kernels.discovery import get_family
-from tuner.table.artifact import write_table
+from tuner.table.artifact import Entry, write_table
 from tuner.table.build import build_table
 from tuner.table.export_cuda import LIBRARY
 
@@ -36,7 +36,7 @@ def context() -> Iterator:
     primary.detach()
 
 
-def _library(run: Path, nvcc: str, folder: Path) -> tuple[ctypes.CDLL, object]:
+def _library(run: Path, nvcc: str, folder: Path) -> tuple[ctypes.CDLL, Entry]:
     table, sources = build_table([run])
     write_table(folder / "table", table, sources)
     assert cli.main(["table", "export-cuda", str(folder / "table"), "--out", str(folder / "cuda")]) == 0
