@@ -1,6 +1,6 @@
-"""The FP8 families' default spaces (in e4m3) and the configurations the GPU tests run (in every FP8 dtype)
-compile for sm_90a without spilling, into FP8 wgmma (QGMMA.64xBNx32.F32 with the operands' formats) fed by TMA
-copies, with no local memory."""
+"""The FP8 families' default spaces (in e4m3) and the configurations the GPU tests run (in e4m3 and the mixed
+e4m3 × e5m2; e5m2 alone changes only the type names, and the GPU tests build it) compile for sm_90a without
+spilling, into FP8 wgmma (QGMMA.64xBNx32.F32 with the operands' formats) fed by TMA copies, with no local memory."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def default_space(name: str, dtype: str = "float8_e4m3") -> list[Config]:
 
 CONFIGS = list(dict.fromkeys(
     default_space("wgmma_fp8") + default_space("wgmma_fp8_blocks")
-    + [Config.make(PROBLEM, family, dtype, params) for family, dtype, params in FP8_CONFIGS]))
+    + [Config.make(PROBLEM, family, dtype, params) for family, dtype, params in FP8_CONFIGS
+       if dtype != "float8_e5m2"]))
 
 
 @pytest.fixture(scope="module")

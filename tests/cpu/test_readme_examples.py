@@ -31,6 +31,8 @@ ON_REPLAY = {
     "reports/fermi_pareto": "--backend replay",
 }
 """GPU commands whose experiment ships a recording: run on the replay backend."""
+TABLE_PATH = ("a workload of the reader's own, tuned on a GPU, into a table: tests/test_table_cli.py runs the same "
+              "path on a replay run, tests/test_table_export_cuda.py builds the export")
 ELSEWHERE = {
     "python -m tuner space experiments/fermi_like.yaml --compile":
         "compiles every kernel with nvcc (tests/test_compile.py)",
@@ -47,6 +49,16 @@ ELSEWHERE = {
         "a shared file system (tests/test_shared_storage.py)",
     "python -m tuner run experiments/cpu_blocking.yaml": "a minute of CPU (tests/cpu/test_cpu_run.py runs one trial)",
     "optuna-dashboard reports/fermi_like/study.log": "a server (tests/test_optuna_view.py)",
+    **{command: TABLE_PATH for command in (
+        "python -m tuner table experiment mlp.json --base experiments/h100_sgemm.yaml --out experiments/mlp",
+        "python -m tuner run experiments/mlp/mlp_float32.yaml",
+        "python -m tuner table build reports/mlp_float32 [RUN_DIR ...] --out tables/mlp",
+        "python -m tuner table show tables/mlp",
+        "python -m tuner table predict tables/mlp 2048 4096 1024 float32",
+        "python -m tuner table predict tables/mlp 2048 4096 1024 float32 --evaluations",
+        "python -m tuner table holdout experiments/data/fermi_like_h100 --out benchmarks/results --name "
+        "table_holdout_fermi_like_h100",
+        "python -m tuner table export-cuda tables/mlp --out gemm_cuda")},
 }
 GPU_BLOCK = 'source="my_gemm.cu"'
 """The Python block that tunes a CUDA source (tests/gpu/test_tune_source.py tunes one)."""
