@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_cli_run import tuner_cli
+from tests.conftest import ROOT
 from tuner import cli
 from tuner.table.artifact import TABLE_JSON, read_table
 
@@ -39,7 +39,8 @@ def test_a_workload_is_tuned_into_a_table_that_answers_a_new_shape(recording, tm
     assert "why: tuned on this shape" in capsys.readouterr().out
 
 
-def test_bad_input_exits_2_in_one_paragraph(tmp_path):
+def test_bad_input_exits_2_in_one_paragraph(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the experiments the commands name are the repository's
     workload = tmp_path / "w.csv"
     workload.write_text("M,N,K,dtype\n1,2,three,float32\n")
     good = tmp_path / "my workload.json"
@@ -58,10 +59,10 @@ def test_bad_input_exits_2_in_one_paragraph(tmp_path):
         (["holdout", "experiments/data/fermi_like_h100", "--out", str(tmp_path), "--name", "../up"],
          "expected a plain file stem"),
     ):
-        done = tuner_cli("table", *args)
-        assert done.returncode == 2, done.stderr
-        last = done.stderr.strip().splitlines()[-1]  # after any progress line
-        assert last.startswith("error: ") and words in last and "Traceback" not in done.stderr
+        assert cli.main(["table", *args]) == 2
+        stderr = capsys.readouterr().err
+        last = stderr.strip().splitlines()[-1]  # after any progress line
+        assert last.startswith("error: ") and words in last and "Traceback" not in stderr
 
 
 def test_holdout_writes_its_report_and_record(tmp_path, capsys):
