@@ -7,7 +7,7 @@ transpose pass over K·N bytes before the product. A k-slice is BK = 128 element
 the 16-bit path; B arrives in boxes of 64 rows of it, each consumer's wgmma reads BN rows of B in 8-row groups 1024
 bytes apart, exactly as A is read.
 
-The tensor core adds each 32-term step of products to its accumulators keeping about 13 significand bits. PROMOTE
+The tensor core adds each 32-term step of products to its accumulators keeping about 14 significand bits. PROMOTE
 > 0 adds the accumulators into float32 registers every PROMOTE k-slices (and clears them), so that the sum over K
 is a float32 sum of short tensor-core sums, at the cost of a second set of accumulators; PROMOTE = 0 keeps the whole
 K in the tensor core. The scales multiply the tile's sums once, before C is written.
