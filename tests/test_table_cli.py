@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import ROOT
 from tuner import cli
 from tuner.table.artifact import TABLE_JSON, read_table
@@ -25,6 +27,7 @@ def test_a_workload_is_tuned_into_a_table_that_answers_a_new_shape(recording, tm
     table = read_table(tmp_path / "table")
     assert sorted(e.problem.label for e in table.entries) == ["1000x777x333", "1024x1024x1024"]
     assert all((tmp_path / "table" / e.source).is_file() for e in table.entries)
+    assert all(e.cubin is None for e in table.entries)  # a replayed run records no compute capability
     capsys.readouterr()
     assert cli.main(["table", "show", str(tmp_path / "table")]) == 0
     shown = capsys.readouterr().out
@@ -72,3 +75,16 @@ def test_holdout_writes_its_report_and_record(tmp_path, capsys):
     record = json.loads((tmp_path / "held.json").read_text())
     assert len(record["rows"]) == 6 and (tmp_path / "held.txt").is_file()
     assert all(r["share_of_best"] <= 1 for r in record["rows"])
+
+
+@pytest.mark.slow  # nvcc, a wgmma kernel among them
+def test_a_table_holds_each_kernel_compiled_for_the_gpu_it_was_tuned_on(tmp_path, capsys):
+    runs = ["experiments/data/fermi_like_h100", "experiments/data/h100_wgmma_exhaustive"]
+    assert cli.main(["table", "build", *runs, "--out", str(tmp_path / "table")]) == 0
+    assert "4 cubin(s)" in capsys.readouterr().out
+    table = read_table(tmp_path / "table")
+    archs = sorted(e.cubin.rsplit(".", 2)[1] for e in table.entries)
+    assert archs == ["sm_90", "sm_90", "sm_90", "sm_90a"]  # wgmma runs only where it was built for
+    assert all((tmp_path / "table" / e.cubin).read_bytes()[:4] == b"\x7fELF" for e in table.entries)
+    assert cli.main(["table", "build", *runs, "--out", str(tmp_path / "plain"), "--no-cubins"]) == 0
+    assert all(e.cubin is None for e in read_table(tmp_path / "plain").entries)

@@ -5,6 +5,7 @@ call is refused naming it."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -171,3 +172,22 @@ def test_the_exported_folder_builds_with_nvcc_alone(run, tables, nvcc, tmp_path)
                                  text=True, check=True).stdout
         dtypes = {e.dtype for e in tables[run.name][0].entries}
         assert {f"tuner_gemm_{d}" for d in dtypes} <= set(re.findall(r" T (tuner_gemm_\w+)$", symbols, re.M))
+
+
+def test_a_workloads_untuned_shapes_are_exported_with_their_predicted_configuration(tables, tmp_path, capsys):
+    table, folder = tables[ENERGY.name]
+    tuned = table.entries[0]
+    workload = tmp_path / "workload.json"
+    workload.write_text(json.dumps([{"M": tuned.M, "N": tuned.N, "K": tuned.K, "dtype": tuned.dtype},
+                                    {"M": 3000, "N": 2000, "K": 1000, "dtype": tuned.dtype},
+                                    {"M": 64, "N": 64, "K": 64, "dtype": "float16"}]))
+    assert cli.main(["table", "export-cuda", str(folder), "--out", str(tmp_path / "cuda"),
+                     "--shapes", str(workload)]) == 0
+    assert "64x64x64 float16: left out of the export (the table holds no float16" in capsys.readouterr().err
+    dispatch = (tmp_path / "cuda" / DISPATCH).read_text()
+    body = dispatch.split(f"int tuner_gemm_{tuned.dtype}(")[1].split("\n}\n")[0]
+    assert "if (M == 3000 && N == 2000 && K == 1000)" in body
+    assert body.count("if (M == ") == sum(e.dtype == tuned.dtype for e in table.entries) + 1
+    assert "3000x2000x1000 (predicted)" in (tmp_path / "cuda" / HEADER).read_text()
+    predicted = next(tmp_path.joinpath("cuda").glob("*_3000x2000x1000_*.cu")).read_text()
+    assert "int M = 3000, N = 2000, K = 1000;" in predicted

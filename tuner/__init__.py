@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tuner.settings import MeasureSettings
     from tuner.space.entry_space import KernelSpec
     from tuner.strategies import Domain, Strategy
+    from tuner.table.call import load_table
     from tuner.tuning.result_display import RunResult
     from tuner.tuning.run import run
     from tuner.tuning.tune_source import tune
@@ -53,12 +54,13 @@ _EXPORTS = {
     "RunResult": "tuner.tuning.result_display",
     "Status": "tuner.measure.measurement",
     "load_experiment": "tuner.experiment.schema",
+    "load_table": "tuner.table.call",
     "run": "tuner.tuning.run",
     "tune": "tuner.tuning.tune_source",
 }
 __all__ = ["Ability", "Backend", "BackendBase", "Config", "Domain", "Evaluation", "Experiment", "KernelSpec",
-           "MeasureSettings", "Measurement", "Problem", "RunResult", "Status", "Strategy", "load_experiment", "run",
-           "tune"]
+           "MeasureSettings", "Measurement", "Problem", "RunResult", "Status", "Strategy", "load_experiment",
+           "load_table", "run", "tune"]
 
 
 def __getattr__(name: str) -> Any:

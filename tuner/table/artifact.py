@@ -61,12 +61,16 @@ class KernelTable:
         return next((e for e in self.entries if e.problem == problem and e.dtype == dtype), None)
 
 
-def write_table(folder: Path, table: KernelTable, sources: dict[str, str]) -> Path:
-    """Write the sources (file name → text) and then ``table.json`` into ``folder``; returns the index's path."""
+def write_table(folder: Path, table: KernelTable, sources: dict[str, str],
+                cubins: dict[str, bytes] | None = None) -> Path:
+    """Write the sources (file name → text), the cubins (file name → bytes) and then ``table.json`` into
+    ``folder``; returns the index's path."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in sources.items():
             atomic_file.write_text(folder / name, text)
+        for name, binary in (cubins or {}).items():
+            atomic_file.write_bytes(folder / name, binary)
         document = {"format_version": FORMAT_VERSION, "runs": list(table.runs),
                     "entries": [asdict(e) for e in table.entries]}
         atomic_file.write_text(folder / TABLE_JSON, json.dumps(document, indent=2) + "\n")

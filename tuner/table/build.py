@@ -102,3 +102,33 @@ def build_table(run_dirs: Sequence[Path]) -> tuple[KernelTable, dict[str, str]]:
     ordered = sorted(best.values(), key=lambda pair: (pair[0].dtype, pair[0].M, pair[0].N, pair[0].K))
     sources = {entry.source: render(config) for entry, config in ordered}
     return KernelTable(tuple(e for e, _ in ordered), tuple(map(str, run_dirs))), sources
+
+
+def compile_cubins(table: KernelTable, sources: Mapping[str, str]) -> tuple[KernelTable, dict[str, bytes]]:
+    """Each CUDA entry's source compiled for the GPU it was tuned on (its family's architecture, else its compute
+    capability's), named in the entry; an entry nvcc cannot build keeps no cubin and is named on stderr."""
+    from dataclasses import replace
+
+    from tuner.compile.nvcc import compile_source
+    from tuner.table.loaded import cubin_name
+    from tuner.table.predict import arch_of
+
+    cubins: dict[str, bytes] = {}
+    entries = []
+    for number, entry in enumerate(table.entries, 1):
+        family = get_family(entry.family)
+        arch = family.arch or arch_of(entry.compute_capability)
+        if family.target != "cuda" or arch is None:
+            entries.append(entry)
+            continue
+        print(f"[{number}/{len(table.entries)}] compiling {entry.source} for {arch}", file=sys.stderr, flush=True)
+        result = compile_source(sources[entry.source], arch)
+        if not result.ok or result.binary is None:
+            print(f"{entry.source}: nvcc refused it for {arch}; the entry keeps no cubin ({result.log[:200]})",
+                  file=sys.stderr)
+            entries.append(entry)
+            continue
+        name = cubin_name(entry.source, arch)
+        cubins[name] = result.binary
+        entries.append(replace(entry, cubin=name))
+    return replace(table, entries=tuple(entries)), cubins

@@ -23,6 +23,8 @@ def add_table_commands(commands: Any) -> None:
     build = actions.add_parser("build", help="a kernel table of the runs' fastest ok configurations")
     build.add_argument("runs", type=Path, nargs="+", metavar="RUN_DIR", help="tuning runs' output folders")
     build.add_argument("--out", type=Path, required=True, metavar="TABLE_DIR", help="folder of the table")
+    build.add_argument("--no-cubins", action="store_true", help="keep only the kernels' sources (by default each "
+                       "is also compiled with nvcc for the GPU it was tuned on)")
     build.set_defaults(handler=_build)
     show = actions.add_parser("show", help="list a kernel table's entries")
     show.add_argument("table", type=Path, metavar="TABLE_DIR")
@@ -43,6 +45,8 @@ def add_table_commands(commands: Any) -> None:
     export = actions.add_parser("export-cuda", help="the table's kernels as plain CUDA with a C dispatch header")
     export.add_argument("table", type=Path, metavar="TABLE_DIR")
     export.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder of the .cu files and header")
+    export.add_argument("--shapes", type=Path, metavar="WORKLOAD", help="also export the configuration predicted "
+                        "for each shape of this workload the table does not hold")
     export.set_defaults(handler=_export_cuda)
 
 
@@ -77,11 +81,14 @@ def _experiment(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from tuner.table.artifact import write_table
-    from tuner.table.build import build_table
+    from tuner.table.build import build_table, compile_cubins
 
     table, sources = build_table(args.runs)
-    path = write_table(args.out, table, sources)
-    print(f"{path}  ({len(table.entries)} entries from {len(table.runs)} run(s))")
+    cubins: dict[str, bytes] = {}
+    if not args.no_cubins:
+        table, cubins = compile_cubins(table, sources)
+    path = write_table(args.out, table, sources, cubins)
+    print(f"{path}  ({len(table.entries)} entries from {len(table.runs)} run(s), {len(cubins)} cubin(s))")
     return 0
 
 
@@ -129,9 +136,12 @@ def _holdout(args: argparse.Namespace) -> int:
 
 def _export_cuda(args: argparse.Namespace) -> int:
     from tuner.table.artifact import read_table
-    from tuner.table.export_cuda import README, build_command, export_table
+    from tuner.table.export_cuda import README, build_command, export_table, predicted_entries
+    from tuner.table.workload import read_workload
 
-    exported, files = export_table(read_table(args.table), args.table)
+    table = read_table(args.table)
+    predicted = predicted_entries(table, read_workload(args.shapes)) if args.shapes else []
+    exported, files = export_table(table, args.table, predicted)
     _write_files(args.out, files)
     print(f"{args.out}  ({len(exported)} kernels; build: cd {args.out} && nvcc {' '.join(build_command(exported))}; "
           f"see {README})")

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuner.compile.nvcc import arch_options
@@ -18,6 +19,7 @@ from tuner.precision import PRECISIONS
 from tuner.table import cuda_launch
 from tuner.table.artifact import Entry, KernelTable
 from tuner.table.cuda_launch import STATUS_LAUNCH_FAILED, STATUS_NO_ENTRY, STATUS_OK, Geometry
+from tuner.table.workload import Shape
 
 HEADER = "tuner_gemm.h"
 DISPATCH = "tuner_gemm.cu"
@@ -84,12 +86,17 @@ def _dispatch_declaration(dtype: str) -> str:
             f'cudaStream_t stream)')
 
 
+def _shape_text(entry: Entry) -> str:
+    tag = " (predicted)" if entry.run.startswith("predicted") else ""
+    return f"{entry.M}x{entry.N}x{entry.K}{tag}"
+
+
 def header_text(entries: list[Exported]) -> str:
     dtypes = sorted({e.entry.dtype for e in entries})
     functions = "\n".join(
         f"/* A ({e}, M x K) times B ({e}, K x N) into C ({PRECISIONS[e].accumulator}, M x N), all row-major on the\n"
         f"   device, queued on stream. Shapes: "
-        f"{', '.join(f'{x.entry.M}x{x.entry.N}x{x.entry.K}' for x in entries if x.entry.dtype == e)}. */\n"
+        f"{', '.join(_shape_text(x.entry) for x in entries if x.entry.dtype == e)}. */\n"
         f"{_dispatch_declaration(e)};\n" for e in dtypes)
     return (f"/* Tuned GEMM kernels exported from a kernel table: one dispatch function per dtype. */\n"
             f"#ifndef TUNER_GEMM_H\n#define TUNER_GEMM_H\n\n#include <cuda_runtime.h>\n\n"
@@ -151,11 +158,32 @@ def readme_text(entries: list[Exported], table_dir: Path) -> str:
             f"model it was tuned on ({', '.join(sorted({e.entry.device_name for e in entries}))}).\n")
 
 
-def export_table(table: KernelTable, table_dir: Path) -> tuple[list[Exported], dict[str, str]]:
-    """Every entry exported, and the folder's files (name → text); TunerError naming the first entry that cannot
-    be exported, and why."""
+def predicted_entries(table: KernelTable, shapes: Sequence[Shape]) -> list[Entry]:
+    """An entry for each shape the table does not hold: the configuration predicted for it (never measured there),
+    with the device, toolkit and run of the entry it was predicted from; a shape none is valid for is named on
+    stderr and left out."""
+    from tuner.table.routing import route
+
+    entries = []
+    for shape in shapes:
+        if table.entry(shape.problem, shape.dtype) is not None:
+            continue
+        found = route(table, shape.problem, shape.dtype)
+        source = next((e for e in table.entries if found.config and e.dtype == shape.dtype
+                       and e.family == found.config.family and e.params == found.config.param_dict), None)
+        if found.config is None or source is None:
+            print(f"{shape.label}: left out of the export ({found.reason})", file=sys.stderr)
+            continue
+        entries.append(replace(source, M=shape.M, N=shape.N, K=shape.K, run=f"{found.reason} ({source.run})"))
+    return entries
+
+
+def export_table(table: KernelTable, table_dir: Path,
+                 predicted: Sequence[Entry] = ()) -> tuple[list[Exported], dict[str, str]]:
+    """Every entry (and each ``predicted`` one) exported, and the folder's files (name → text); TunerError naming
+    the first entry that cannot be exported, and why."""
     exported, files = [], {}
-    for entry in table.entries:
+    for entry in (*table.entries, *predicted):
         try:
             item, text = export_entry(entry)
         except (ValueError, TunerError) as exc:

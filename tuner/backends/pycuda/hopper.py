@@ -73,6 +73,15 @@ def _driver() -> ctypes.CDLL:
         "cuFuncSetAttribute": [pointer, ctypes.c_int, ctypes.c_int],
         "cuLaunchKernelEx": [ctypes.POINTER(_LaunchConfig), pointer, ctypes.POINTER(pointer), pointer],
         "cuOccupancyMaxActiveClusters": [ctypes.POINTER(ctypes.c_int), pointer, ctypes.POINTER(_LaunchConfig)],
+        "cuInit": [uint],
+        "cuDeviceGet": [ctypes.POINTER(ctypes.c_int), ctypes.c_int],
+        "cuDeviceGetAttribute": [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int],
+        "cuDeviceGetName": [ctypes.c_char_p, ctypes.c_int, ctypes.c_int],
+        "cuDevicePrimaryCtxRetain": [ctypes.POINTER(pointer), ctypes.c_int],
+        "cuCtxGetCurrent": [ctypes.POINTER(pointer)],
+        "cuCtxSetCurrent": [pointer],
+        "cuCtxGetDevice": [ctypes.POINTER(ctypes.c_int)],
+        "cuPointerGetAttribute": [pointer, ctypes.c_int, ctypes.c_uint64],
         "cuTensorMapEncodeTiled": [pointer, ctypes.c_int, uint, pointer, ctypes.POINTER(ctypes.c_uint64),
                                    ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
                                    ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -127,17 +136,17 @@ def parameters(maps: Sequence[TensorMapBuffer], signature: str, arguments: Seque
 
 
 def _config(grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int,
-            cluster: tuple[int, int, int]) -> tuple[_LaunchConfig, Any]:
-    """A launch configuration on the default stream, with the cluster-dimension attribute where there is a cluster
-    (and the attribute array it points at, which must live as long as it)."""
+            cluster: tuple[int, int, int], stream: int | None = None) -> tuple[_LaunchConfig, Any]:
+    """A launch configuration on ``stream`` (None: the default stream), with the cluster-dimension attribute where
+    there is a cluster (and the attribute array it points at, which must live as long as it)."""
     attributes = (_LaunchAttribute * 1)()
     count = 0
     if cluster != (1, 1, 1):
         attributes[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
         attributes[0].x, attributes[0].y, attributes[0].z = cluster
         count = 1
-    config = _LaunchConfig(*grid, *block, shared_bytes, None, ctypes.cast(attributes, ctypes.POINTER(_LaunchAttribute)),
-                           count)
+    config = _LaunchConfig(*grid, *block, shared_bytes, stream,
+                           ctypes.cast(attributes, ctypes.POINTER(_LaunchAttribute)), count)
     return config, attributes
 
 
@@ -160,9 +169,9 @@ class ExtendedKernel:
             raise
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int,
-               cluster: tuple[int, int, int], block_parameters: Parameters) -> None:
-        """Queue one launch on the default stream; DriverError where the driver refuses it."""
-        config, _attributes = _config(grid, block, shared_bytes, cluster)
+               cluster: tuple[int, int, int], block_parameters: Parameters, stream: int | None = None) -> None:
+        """Queue one launch on ``stream`` (None: the default stream); DriverError where the driver refuses it."""
+        config, _attributes = _config(grid, block, shared_bytes, cluster, stream)
         _check("cuLaunchKernelEx", _driver().cuLaunchKernelEx(ctypes.byref(config), self._function,
                                                                block_parameters.pointers, None))
 
@@ -192,3 +201,54 @@ def launch_grid(kernel: ExtendedKernel, launch: Launch, multiprocessors: int | N
             active = kernel.active_clusters(launch.block, launch.dynamic_shared_bytes, launch.cluster)
             grid = (min(grid[0], max(1, active) * size), 1, 1)
     return grid
+
+
+CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 75, 76
+CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+
+
+def pointer_device_ordinal(pointer: int) -> int:
+    """The device a CUDA allocation belongs to; DriverError for an address the driver does not know."""
+    ordinal = ctypes.c_int()
+    _check("cuPointerGetAttribute", _driver().cuPointerGetAttribute(
+        ctypes.byref(ordinal), CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, pointer))
+    return ordinal.value
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    name: str
+    compute_capability: str
+    multiprocessors: int
+
+
+def device_facts(ordinal: int) -> DeviceFacts:
+    """Name, compute capability (``9.0``) and SM count of one device, from the driver."""
+    library = _driver()
+    _check("cuInit", library.cuInit(0))
+    device, value = ctypes.c_int(), ctypes.c_int()
+    _check("cuDeviceGet", library.cuDeviceGet(ctypes.byref(device), ordinal))
+    numbers = []
+    for attribute in (CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                      CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT):
+        _check("cuDeviceGetAttribute", library.cuDeviceGetAttribute(ctypes.byref(value), attribute, device))
+        numbers.append(value.value)
+    name = ctypes.create_string_buffer(256)
+    _check("cuDeviceGetName", library.cuDeviceGetName(name, len(name), device))
+    return DeviceFacts(name.value.decode(errors="replace"), f"{numbers[0]}.{numbers[1]}", numbers[2])
+
+
+def current_context(ordinal: int) -> int:
+    """The context current on this thread when it is ``ordinal``'s; else the device's primary context (the one
+    PyTorch and CuPy use), made current. Returns its handle."""
+    library = _driver()
+    context, device = ctypes.c_void_p(), ctypes.c_int()
+    _check("cuCtxGetCurrent", library.cuCtxGetCurrent(ctypes.byref(context)))
+    if context.value and library.cuCtxGetDevice(ctypes.byref(device)) == 0 and device.value == ordinal:
+        return context.value
+    _check("cuInit", library.cuInit(0))
+    _check("cuDeviceGet", library.cuDeviceGet(ctypes.byref(device), ordinal))
+    _check("cuDevicePrimaryCtxRetain", library.cuDevicePrimaryCtxRetain(ctypes.byref(context), device))
+    _check("cuCtxSetCurrent", library.cuCtxSetCurrent(context))
+    return int(context.value or 0)

@@ -1,0 +1,118 @@
+"""Calling a kernel table, without a GPU: the table dtype arrays ask for, where each shape goes (its entry, a
+prediction, the fallback), the layouts a kernel takes, and the arrays read from their interfaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tuner.config import Config, Problem
+from tuner.table.arrays import ArrayRefused, DeviceArray, view
+from tuner.table.build import build_table
+from tuner.table.call import TableMatmul
+from tuner.table.routing import b_transposed, callable_family, layout_refusal, route, table_dtype
+
+RUNS = [Path("experiments/data/h100_sgemm_h100"), Path("experiments/data/fermi_like_h100")]
+
+
+@pytest.fixture(scope="module")
+def table():
+    built, _ = build_table(RUNS)
+    return built
+
+
+@pytest.mark.parametrize(("a", "b", "out", "tf32", "expected"), [
+    ("bfloat16", "bfloat16", None, False, "bfloat16_out_bfloat16"),
+    ("bfloat16", "bfloat16", "float32", False, "bfloat16"),
+    ("float16", "float16", None, False, "float16_out_float16"),
+    ("float32", "float32", None, False, "float32"),
+    ("float32", "float32", None, True, "tf32"),
+    ("float64", "float64", "float64", False, "float64"),
+    ("float8_e4m3fn", "float8_e4m3fn", "float32", False, "float8_e4m3"),
+    ("float8_e4m3fn", "float8_e5m2", "float32", False, "float8_e4m3_e5m2"),
+    ("float8_e4m3fn", "float8_e4m3fn", None, False, "float8_e4m3_out_bfloat16"),
+    ("bfloat16", "float16", None, False, None),
+    ("float32", "float32", "float64", False, None),
+])
+def test_the_arrays_element_types_name_the_table_dtype(a, b, out, tf32, expected):
+    from tuner.config import DTYPE_BYTES
+
+    assert table_dtype(a, b, out, tf32) == (expected if expected in DTYPE_BYTES else None)
+
+
+def test_a_tuned_shape_runs_its_own_entry_and_a_held_out_one_is_predicted(table):
+    tuned = Problem(4096, 4096, 4096)
+    own = route(table, tuned, "float32")
+    assert own.kind == "exact" and own.config.param_dict == table.entry(tuned, "float32").params
+    held = route(table, tuned, "float32", exclude=(tuned,))
+    assert held.kind == "predicted" and held.config.problem == tuned
+    assert held.config.param_dict != own.config.param_dict or "4096x4096x4096" not in held.reason
+    assert "predicted" in held.reason
+
+
+def test_a_shape_never_tuned_is_predicted_from_the_entries_of_its_dtype(table):
+    found = route(table, Problem(3000, 2000, 1000), "float64")
+    assert found.kind == "predicted" and found.config.dtype == "float64"
+    assert found.config.family == "regblock"
+
+
+def test_a_dtype_the_table_lacks_falls_back_and_says_why(table):
+    found = route(table, Problem(64, 64, 64), "float16")
+    assert found.kind == "fallback" and found.config is None
+    assert "no float16 configuration" in found.reason and "0 float16 entries" in found.reason
+
+
+def test_the_table_object_routes_held_out_shapes_and_explains(table):
+    caller = TableMatmul(table, Path("t"), exclude=((4096, 4096, 4096),))
+    assert caller.route(4096, 4096, 4096, "float32") == "predicted"
+    assert caller.route(1024, 1024, 1024, "float32") == "exact"
+    assert caller.explain(1024, 1024, 1024, "float32").startswith("exact tiled {'TILE_WIDTH': 32}: tuned on")
+    with pytest.raises(ValueError, match="other_gpu='sometimes'"):
+        TableMatmul(table, Path("t"), other_gpu="sometimes")
+
+
+def test_only_families_whose_arguments_a_call_passes_are_callable():
+    assert callable_family(Config.make(Problem(8, 8, 8), "tiled", "float32", {"TILE_WIDTH": 16})) is None
+    blocks = callable_family(Config.make(Problem(256, 256, 256), "wgmma_fp8_blocks", "float8_e4m3", {}))
+    assert blocks is not None and "SA" in blocks
+    assert "C function" in callable_family(Config.make(Problem(8, 8, 8), "cpu_naive", "float32", {}))
+
+
+def test_layouts_a_kernel_takes():
+    tiled = Config.make(Problem(8, 8, 8), "tiled", "float32", {"TILE_WIDTH": 16})
+    fp8 = Config.make(Problem(256, 256, 256), "wgmma_fp8", "float8_e4m3", {})
+    assert not b_transposed(tiled) and b_transposed(fp8)
+    assert layout_refusal(False, True, True, False, True) is None
+    assert "row-major K×N" in layout_refusal(False, True, False, True, True)
+    assert "A and the result" in layout_refusal(False, False, True, False, True)
+    assert layout_refusal(True, True, False, True, True) is None
+    assert "bt.t()" in layout_refusal(True, True, True, False, True)
+
+
+class Interface:
+    """An array known only by its __cuda_array_interface__, as Numba and other libraries hand one over."""
+
+    def __init__(self, shape, typestr, strides=None, pointer=4096):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "strides": strides,
+                                         "data": (pointer, False), "version": 3}
+        self.device = type("Device", (), {"id": 1})()
+
+
+def test_an_array_interface_gives_address_shape_strides_in_elements_and_type():
+    seen = view(Interface((3, 5), "<f4"), "a")
+    assert seen == DeviceArray(4096, (3, 5), (5, 1), "float32", 1, "other") and seen.row_major()
+    transposed = view(Interface((5, 3), "<f2", strides=(2, 10)), "b")
+    assert transposed.strides == (1, 5) and transposed.column_major() and not transposed.row_major()
+    with pytest.raises(ArrayRefused, match="element type '<i4'"):
+        view(Interface((3, 5), "<i4"), "a")
+    with pytest.raises(ArrayRefused, match="not whole elements"):
+        view(Interface((3, 5), "<f4", strides=(22, 2)), "a")
+
+
+def test_a_dlpack_capsule_is_read_and_a_host_array_refused():
+    with pytest.raises(ArrayRefused, match="DLPack device type 1 is not CUDA"):
+        view(np.ones((2, 3), dtype=np.float32), "a")
+    with pytest.raises(ArrayRefused, match="a list is not a GPU array"):
+        view([[1.0]], "b")

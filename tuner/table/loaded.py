@@ -1,0 +1,102 @@
+"""A table kernel loaded into the caller's CUDA context and launched on the caller's stream, through the driver
+(:mod:`tuner.backends.pycuda.hopper`): the cubin the table holds for its GPU, else the kernel's source compiled
+once (nvcc, with the project's compile cache). Tensor maps are encoded on the call's arrays; the last call's
+parameter block is reused while the arrays stay the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuner.config import Config
+from tuner.errors import TunerError
+from tuner.kernels.arguments import Buffer
+from tuner.kernels.discovery import get_family, template_text_hash
+from tuner.kernels.render import launch as launch_of
+from tuner.kernels.render import render
+from tuner.kernels.tensor_maps import TensorMapFields, tensor_map_fields
+from tuner.precision import PRECISIONS
+from tuner.table.artifact import Entry
+from tuner.table.routing import b_transposed
+
+SCALAR_CODES = {"int32": "i", "float32": "f"}
+
+
+def arch_for(config: Config, compute_capability: str) -> str:
+    """The architecture a configuration's kernel is built for on a device of ``compute_capability``."""
+    return get_family(config.family).arch or f"sm_{compute_capability.replace('.', '')}"
+
+
+def cubin_for(config: Config, entry: Entry | None, folder: Path, arch: str) -> bytes:
+    """The entry's own cubin where it was built for ``arch`` from the family's current template, else the
+    configuration's source compiled for ``arch``; TunerError where nvcc refuses it."""
+    from tuner.compile.nvcc import compile_source
+
+    current = template_text_hash(config.family)
+    if entry is not None and entry.cubin and entry.source_template_hash == current and \
+            (folder / entry.cubin).is_file() and _built_for(entry, arch):
+        return (folder / entry.cubin).read_bytes()
+    result = compile_source(render(config), arch)
+    if not result.ok or result.binary is None:
+        raise TunerError(f"{config.key}: the kernel does not compile for {arch}: {result.log[:400]}")
+    return result.binary
+
+
+def _built_for(entry: Entry, arch: str) -> bool:
+    return entry.cubin is not None and entry.cubin.endswith(f".{arch}.cubin")
+
+
+def cubin_name(source: str, arch: str) -> str:
+    """The file name of an entry's cubin beside its source (``<source stem>.<arch>.cubin``)."""
+    return f"{Path(source).stem}.{arch}.cubin"
+
+
+@dataclass
+class LoadedKernel:
+    """One configuration's kernel in one context, with what a launch of it needs."""
+
+    config: Config
+    kernel: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    cluster: tuple[int, int, int]
+    maps: tuple[tuple[str, TensorMapFields], ...]
+    arguments: tuple[tuple[str, str], ...]
+    """(name, parameter code) of the family's arguments: buffers ``P``, sizes ``i``, scales ``f``."""
+    output_storage: str
+    transposed_b: bool
+    """The family stores B as N×K (see :func:`tuner.table.routing.b_transposed`)."""
+    _last: tuple[tuple[float, ...], Any] | None = None
+
+    def launch(self, pointers: dict[str, int], scalars: dict[str, float], stream: int) -> None:
+        """Queue the kernel on ``stream`` over the buffers at ``pointers`` (A, B, C)."""
+        from tuner.backends.pycuda import hopper
+
+        key = (pointers["A"], pointers["B"], pointers["C"], *scalars.values())
+        if self._last is None or self._last[0] != key:
+            maps = [hopper.TensorMapBuffer(fields, pointers[name]) for name, fields in self.maps]
+            values = [pointers[name] if code == "P" else scalars[name] for name, code in self.arguments]
+            self._last = key, hopper.parameters(maps, "".join(c for _, c in self.arguments), values)
+        parameters = self._last[1]
+        self.kernel.launch(self.grid, self.block, self.shared_bytes, self.cluster, parameters, stream)
+
+
+def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKernel:
+    """``cubin`` loaded into the current context, its launch laid out for ``config``'s problem."""
+    from tuner.backends.pycuda import hopper
+
+    family = get_family(config.family)
+    launch = launch_of(config)
+    buffers = {b.name: b for b in family.buffers}
+    maps = tuple((spec.buffer, tensor_map_fields(spec, buffers[spec.buffer].shape(config.problem),
+                                                 buffers[spec.buffer].dtype_of(config.dtype)))
+                 for spec in launch.tensor_maps)
+    arguments = tuple((a.name, "P" if isinstance(a, Buffer) else SCALAR_CODES[a.type_of(config.dtype)])
+                      for a in family.arguments)
+    kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
+    grid = hopper.launch_grid(kernel, launch, multiprocessors)
+    output = PRECISIONS[buffers["C"].dtype_of(config.dtype)].storage
+    return LoadedKernel(config, kernel, grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, maps,
+                        arguments, output, b_transposed(config))
