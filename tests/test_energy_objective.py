@@ -3,6 +3,8 @@ knee (on the hand-written stand-in rows of tests/energy_stand_in.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 from energy_stand_in import EFFICIENT, FASTEST, FRONT, KNEE, PROBLEM, stand_in
@@ -54,7 +56,7 @@ def test_objectives_parse(given, expected):
 
 @pytest.mark.parametrize(("given", "message"), [
     ("speed", "unknown objective 'speed'"), (["time", "edp"], "only as [time, energy]"),
-    (["energy", "energy"], "only as [time, energy]"), (3, "expected time, energy, edp or [time, energy]"),
+    (["energy", "energy"], "only as [time, energy]"), (3, "expected time, energy, edp, sustained or [time, energy]"),
 ])
 def test_other_objectives_are_refused(given, message):
     with pytest.raises(ObjectiveError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -93,6 +95,14 @@ def test_each_objectives_record_ranks_rows_as_its_trials_value_ranks_measurement
                 if values[i] > values[j] * (1 + 1e-9):
                     assert scores[i] > scores[j], (name, i, j)
     assert metric_names(("time", "energy"), "GB/s") == ["speed [GB/s]", "efficiency [GB/J]"]
+
+
+def test_the_sustained_objective_takes_the_windows_time_per_launch_not_the_median():
+    measurement = stand_in(TILED16)  # 0.33 ms cold; its window: 100 launches back to back
+    hot = dataclasses.replace(measurement, energy=dataclasses.replace(measurement.energy, window_s=0.040))
+    assert reported(("sustained",), TILED16, hot) == [pytest.approx(FLOPS / 0.40e-3 / 1e9)]
+    assert reported(("sustained",), TILED16, Measurement(Status.OK, timing=measurement.timing)) == [0.0]
+    assert missing_energy(("sustained",), Measurement(Status.OK, timing=measurement.timing))
 
 
 def test_best_rows_follow_the_objective():

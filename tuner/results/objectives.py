@@ -1,5 +1,6 @@
 """The objectives a search pursues, one :class:`Objective` record each (``time``, ``energy``, ``edp``: their
-product), alone or as the pair ``[time, energy]``.
+product, ``sustained``: the time per launch back to back, from the energy window), alone or as the pair
+``[time, energy]``.
 
 A single objective drives the strategy: its value is what each trial reports to the Optuna study (maximised) and its
 score over a results table what "best" means in the summary and the report. Two objectives make a multi-objective
@@ -23,6 +24,9 @@ from tuner.kernels.model import Cost
 from tuner.measure.measurement import Measurement, Status
 from tuner.optuna_attrs import OBJECTIVE_ATTR
 from tuner.results.analytics import config_cost
+
+SUSTAINED_COLUMN = "energy_time_ms"
+"""The energy window's time per launch (:mod:`tuner.energy.columns`)."""
 
 
 def median_seconds(measurement: Measurement) -> float | None:
@@ -58,6 +62,24 @@ def per_joule(config: Config, measurement: Measurement) -> float | None:
     if work is None:
         return None
     return (work.flops if work.flops else work.compulsory_bytes) / energy.joules / 1e9
+
+
+def sustained_speed(config: Config, measurement: Measurement) -> float | None:
+    """GFLOP/s (GB/s without arithmetic) at the energy window's time per launch: back to back, hot, at the clocks
+    the board holds under sustained load; None unless ok with its window measured."""
+    energy = measurement.energy
+    if measurement.status is not Status.OK or energy is None or energy.launches <= 0 or energy.window_s <= 0:
+        return None
+    work = config_cost(config)
+    if work is None:
+        return None
+    return (work.flops if work.flops else work.compulsory_bytes) / (energy.window_s / energy.launches) / 1e9
+
+
+def _per_sustained_time(df: pd.DataFrame) -> pd.Series:
+    if SUSTAINED_COLUMN not in df:
+        return pd.Series(float("nan"), index=df.index)
+    return 1.0 / pd.to_numeric(df[SUSTAINED_COLUMN], errors="coerce").where(lambda t: t > 0)
 
 
 def _product(config: Config, measurement: Measurement) -> float | None:
@@ -104,8 +126,11 @@ OBJECTIVES: dict[str, Objective] = {objective.name: objective for objective in (
     Objective("edp", "the least energy-delay product (energy per launch × median time)",
               lambda unit: f"speed × efficiency [{unit.split('/')[0]}²/(s·J)]", _product,
               lambda df, speed: _energy_delay(df), needs_energy=True),
+    Objective("sustained", "the shortest time per launch back to back (hot, at the clocks sustained load settles "
+              "to)", lambda unit: f"sustained speed [{unit}]", sustained_speed,
+              lambda df, speed: _per_sustained_time(df), needs_energy=True),
 )}
-TIME, ENERGY, EDP = OBJECTIVES
+TIME, ENERGY, EDP, SUSTAINED = OBJECTIVES
 NAMES: tuple[str, ...] = tuple(OBJECTIVES)
 PAIR: tuple[str, str] = (TIME, ENERGY)
 Objectives = tuple[str, ...]
