@@ -143,3 +143,22 @@ def test_split_k_is_refused_where_c_is_bfloat16(family):
     assert not violations(get_family(family), params, "float8_e4m3", SM90)
     reasons = violations(get_family(family), params, "float8_e4m3_out_bfloat16", SM90)
     assert any("SPLIT_K 1 where C is written in 16 bits" in r for r in reasons), reasons
+
+
+def test_the_vendor_gemms_write_c_in_each_16_bit_output_dtype():
+    from tuner.backends.pycuda.cublas import GEMM_EX_TYPES, TORCH_16_BIT
+    from tuner.backends.pycuda.cublaslt_fp8 import OUTPUT_TYPES
+    from tuner.precision import PRECISIONS, input_dtype, rounds_output
+    from tuner.tuning.baseline import BASELINE_DTYPES
+
+    narrow = [d for d in BASELINE_DTYPES if rounds_output(d)]
+    assert len(narrow) == 5
+    for dtype in narrow:
+        output = PRECISIONS[dtype].output
+        if fp8_matmul.is_fp8(dtype):
+            assert output in OUTPUT_TYPES and baseline_kernel(dtype) is fp8_matmul.TENSOR_SCALED
+            continue
+        inputs, c_type, compute = GEMM_EX_TYPES[dtype]
+        assert (inputs, compute) == (GEMM_EX_TYPES[input_dtype(dtype)][0], "CUBLAS_COMPUTE_32F")
+        assert c_type == inputs and TORCH_16_BIT[dtype] == output
+        assert baseline_kernel(dtype) is MATMUL
