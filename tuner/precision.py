@@ -5,11 +5,11 @@ A dtype names the inputs' storage and the arithmetic together. ``tf32`` is float
 cores; ``float8_e4m3`` and ``float8_e5m2`` are Hopper's 8-bit formats (ml_dtypes' ``float8_e4m3fn``, finite with
 no infinities, and ``float8_e5m2``); ``float8_e4m3_e5m2`` multiplies e4m3 A by e5m2 B (as FP8 training's
 backward pass multiplies activations by gradients). The tensor-core dtypes accumulate in float32 (the family's
-accumulator) and write their output in it, but for ``X_out_Y``: X's inputs and arithmetic, the output C rounded once
-to Y (``bfloat16_out_bfloat16``, as torch.matmul on bfloat16 writes; ``float8_e4m3_out_bfloat16``, as FP8 training's
-GEMMs write). The other dtypes accumulate and write in their own type. Inputs are drawn so that they are exact in
-the dtype (rounded to it once, on the host), so the float64 product of the stored values is the exact answer the
-kernel approximates.
+accumulator) and write their output in it, except ``X_out_Y``, which multiplies as X does and rounds the output
+once to Y (``bfloat16_out_bfloat16``, as torch.matmul on bfloat16 writes; ``float8_e4m3_out_bfloat16``, as FP8
+training's GEMMs write). The other dtypes accumulate and write in their own type. Inputs are drawn so that they
+are exact in the dtype (rounded to it once, on the host), so the float64 product of the stored values is the exact
+answer the kernel approximates.
 
 This module imports nothing of the project.
 """
