@@ -1,6 +1,9 @@
 """Hopper's tensor-core path: TMA copies, warpgroup MMA (``wgmma``), a producer and consumer warpgroups.
 
-C (M×N, float32) = A (M×K) · B (K×N) in bfloat16, float16 or tf32, all row-major, on sm_90a.
+C (M×N, float32) = A (M×K) · B (K×N) in bfloat16, float16 or tf32, all row-major, on sm_90a; with the
+``bfloat16_out_bfloat16`` and ``float16_out_float16`` dtypes C is written in the inputs' 16-bit type instead, each
+thread's pair of adjacent float32 sums rounded to nearest even and stored as one 4-byte ``__nv_bfloat162`` or
+``__half2`` (no split-K there: the splits add their partial sums in C).
 
 Each block computes BM×BN tiles of C. Its first warpgroup is the producer: one thread issues the Tensor Memory
 Accelerator's copies of each BK-deep slice of A (one BK×BM box) and B (boxes of 128 bytes × BK rows) into one of
@@ -70,6 +73,7 @@ from collections.abc import Callable
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.kernels.family import Constraint, Family, Parameter, Params, ceil_div
 from tuner.kernels.tensor_maps import TensorMap
+from tuner.precision import rounds_output
 
 SWIZZLE_BYTES = 128
 """The swizzle span: one row of a box, and of a k-slice of A (BK·element size)."""
@@ -233,6 +237,9 @@ CONSTRAINTS = (
                lambda p, d: not _p(p, "REGALLOC") or _p(p, "CONSUMERS") == 2),
     Constraint(f"SPLIT_K 1 to {MAX_SPLIT_K} (splits of K per tile, added into C in turn)",
                lambda p, d: split_k(p) <= MAX_SPLIT_K),
+    Constraint("SPLIT_K 1 where C is written in 16 bits (an _out_ dtype): the splits add their partial sums in C, "
+               "which would round each of them to 16 bits",
+               lambda p, d: split_k(p) == 1 or not rounds_output(d)),
 )
 
 FAMILY = Family(
@@ -251,7 +258,7 @@ FAMILY = Family(
         Parameter("REGALLOC", "1: setmaxnreg moves registers from the producer (40) to the consumers (232)", (1,)),
         Parameter("SPLIT_K", "splits of K per tile, run at once and added into C in turn (1: no split)", (1,)),
     ),
-    dtypes=("bfloat16", "float16", "tf32"),
+    dtypes=("bfloat16", "float16", "tf32", "bfloat16_out_bfloat16", "float16_out_float16"),
     arch="sm_90a",
     block=lambda p: (threads(p), 1, 1),
     grid=grid,

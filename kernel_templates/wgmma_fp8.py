@@ -27,7 +27,8 @@ from tuner.kernels.tensor_maps import TensorMap
 
 B_BOX_ROWS = 64
 """Rows of B one TMA copy brings (of 128 bytes each: one k-slice)."""
-FP8_DTYPES = ("float8_e4m3", "float8_e5m2", "float8_e4m3_e5m2")
+FP8_DTYPES = ("float8_e4m3", "float8_e5m2", "float8_e4m3_e5m2", "float8_e4m3_out_bfloat16", "float8_e5m2_out_bfloat16",
+              "float8_e4m3_e5m2_out_bfloat16")
 REGISTER_RULE = "the accumulators and the rest"
 
 

@@ -34,3 +34,11 @@ FP8_CONFIGS: list[tuple[str, str, dict]] = (
                                                                        ("wgmma_fp8_blocks", BLOCKS_LADDER))
        for i in (0, 2)])
 """(family, dtype, parameters), the plainest first in each family."""
+
+FP8_OUT_CONFIGS: list[tuple[str, str, dict]] = [
+    (family, dtype, ladder[i])
+    for dtype in ("float8_e4m3_out_bfloat16", "float8_e5m2_out_bfloat16", "float8_e4m3_e5m2_out_bfloat16")
+    for family, ladder, rungs in (("wgmma_fp8", FP8_LADDER, (0, 3, 7)), ("wgmma_fp8_blocks", BLOCKS_LADDER, (0, 2)))
+    for i in rungs]
+"""(family, dtype, parameters) with C written in bfloat16: the plainest design, promotion, ping-pong and clusters
+(no split-K: a 16-bit C refuses it)."""

@@ -19,10 +19,13 @@ from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields
 from tuner.kernels.verify import random_inputs
 from tuner.space.entry_space import violations
 
-FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3_e5m2")
+FP8_OUT_BFLOAT16 = ("float8_e4m3_out_bfloat16", "float8_e5m2_out_bfloat16", "float8_e4m3_e5m2_out_bfloat16")
+FP8 = ("float8_e4m3", "float8_e5m2", "float8_e4m3_e5m2", *FP8_OUT_BFLOAT16)
 STORAGE = {"float8_e4m3": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
-           "float8_e4m3_e5m2": ml_dtypes.float8_e4m3fn}
-B_STORAGE = {**STORAGE, "float8_e4m3_e5m2": ml_dtypes.float8_e5m2}
+           "float8_e4m3_e5m2": ml_dtypes.float8_e4m3fn, "float8_e4m3_out_bfloat16": ml_dtypes.float8_e4m3fn,
+           "float8_e5m2_out_bfloat16": ml_dtypes.float8_e5m2, "float8_e4m3_e5m2_out_bfloat16": ml_dtypes.float8_e4m3fn}
+B_STORAGE = {**STORAGE, "float8_e4m3_e5m2": ml_dtypes.float8_e5m2,
+             "float8_e4m3_e5m2_out_bfloat16": ml_dtypes.float8_e5m2}
 SM90 = target("sm_90a")
 
 
@@ -112,3 +115,50 @@ def test_the_mixed_product_reads_e4m3_a_and_e5m2_b_and_runs_at_the_fp8_rate():
     assert fp8_matmul.operand_dtypes("float8_e5m2") == ("float8_e5m2", "float8_e5m2")
     assert set(TORCH_FP8) == {"float8_e4m3", "float8_e5m2"}
     assert compute_peak({"float8_e4m3_tensor_gflops": 1.9e6}, "float8_e4m3_e5m2") == 1.9e6
+
+
+@pytest.mark.parametrize("dtype", FP8_OUT_BFLOAT16)
+def test_the_bfloat16_outputs_multiply_as_their_fp8_dtype_and_write_c_in_bfloat16(dtype):
+    from tuner.backends.pycuda.vendor_gemm import TORCH_FP8
+    from tuner.peaks import key
+
+    inputs = dtype.removesuffix("_out_bfloat16")
+    family = get_family("wgmma_fp8")
+    c = next(b for b in family.buffers if b.name == "C")
+    assert c.dtype_of(dtype) == "bfloat16" and c.dtype_of(inputs) == "float32"
+    assert fp8_matmul.operand_dtypes(dtype) == fp8_matmul.operand_dtypes(inputs)
+    assert set(fp8_matmul.operand_dtypes(dtype)) <= set(TORCH_FP8)
+    assert key(dtype, "tensor") == key(inputs, "tensor")
+    problem = Problem(333, 520, 208)
+    summed = fp8_matmul.tolerance(inputs, problem).bound
+    assert fp8_matmul.tolerance(dtype, problem).bound == pytest.approx(summed + 2.0 ** -8 * (1 + summed))
+    assert "bfloat16" in fp8_matmul.tolerance(dtype, problem).rule
+
+
+@pytest.mark.parametrize("family", ["wgmma_fp8", "wgmma_fp8_blocks"])
+def test_split_k_is_refused_where_c_is_bfloat16(family):
+    params = dict(FP8_CONFIGS[0][2], SPLIT_K=2)
+    if family == "wgmma_fp8_blocks":
+        params = dict(params, SCALING="blocks", BN=64, BM=64)
+    assert not violations(get_family(family), params, "float8_e4m3", SM90)
+    reasons = violations(get_family(family), params, "float8_e4m3_out_bfloat16", SM90)
+    assert any("SPLIT_K 1 where C is written in 16 bits" in r for r in reasons), reasons
+
+
+def test_the_vendor_gemms_write_c_in_each_16_bit_output_dtype():
+    from tuner.backends.pycuda.cublas import GEMM_EX_TYPES, TORCH_16_BIT
+    from tuner.backends.pycuda.cublaslt_fp8 import OUTPUT_TYPES
+    from tuner.precision import PRECISIONS, input_dtype, rounds_output
+    from tuner.tuning.baseline import BASELINE_DTYPES
+
+    narrow = [d for d in BASELINE_DTYPES if rounds_output(d)]
+    assert len(narrow) == 5
+    for dtype in narrow:
+        output = PRECISIONS[dtype].output
+        if fp8_matmul.is_fp8(dtype):
+            assert output in OUTPUT_TYPES and baseline_kernel(dtype) is fp8_matmul.TENSOR_SCALED
+            continue
+        inputs, c_type, compute = GEMM_EX_TYPES[dtype]
+        assert (inputs, compute) == (GEMM_EX_TYPES[input_dtype(dtype)][0], "CUBLAS_COMPUTE_32F")
+        assert c_type == inputs and TORCH_16_BIT[dtype] == output
+        assert baseline_kernel(dtype) is MATMUL

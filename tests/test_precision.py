@@ -4,13 +4,15 @@ computes in a lower precision than the one declared."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.kernels.matmul import ARGUMENTS, product_reference, tolerance
 from tuner.kernels.verify import Full, check, poisoned, random_inputs
-from tuner.precision import PRECISIONS, numpy_dtype, round_to
+from tuner.precision import PRECISIONS, input_dtype, numpy_dtype, round_to, rounds_output
 
 BUFFERS = [a for a in ARGUMENTS if hasattr(a, "intent")]
 
@@ -56,6 +58,47 @@ def test_the_output_is_the_accumulator():
     assert c.nbytes(Problem(3, 5, 7), "bfloat16") == 3 * 5 * 4
     assert DTYPE_BYTES["bfloat16"] == 2 and DTYPE_BYTES["tf32"] == 4
     assert np.isnan(poisoned((3, 5), "float32")).all()
+
+
+@pytest.mark.parametrize(("dtype", "inputs", "output"), [
+    ("bfloat16_out_bfloat16", "bfloat16", "bfloat16"), ("float16_out_float16", "float16", "float16"),
+    ("float8_e4m3_out_bfloat16", "float8_e4m3", "bfloat16"), ("float8_e5m2_out_bfloat16", "float8_e5m2", "bfloat16"),
+    ("float8_e4m3_e5m2_out_bfloat16", "float8_e4m3_e5m2", "bfloat16"),
+])
+def test_a_16_bit_output_keeps_the_inputs_and_the_float32_sums(dtype, inputs, output):
+    precision, plain = PRECISIONS[dtype], PRECISIONS[inputs]
+    assert (precision.output, precision.accumulator, plain.output) == (output, "float32", "float32")
+    assert replace(precision, dtype=inputs, output="float32") == plain
+    assert input_dtype(dtype) == inputs and rounds_output(dtype) and not rounds_output(inputs)
+    c = next(b for b in BUFFERS if b.name == "C")
+    assert c.dtype_of(dtype) == output and c.nbytes(Problem(3, 5, 7), dtype) == 3 * 5 * 2
+    assert np.isnan(poisoned((3, 5), output).astype(np.float64)).all()
+
+
+def test_the_new_dtypes_come_last_so_that_earlier_inputs_stay_the_same():
+    assert list(PRECISIONS)[-5:] == ["bfloat16_out_bfloat16", "float16_out_float16", "float8_e4m3_out_bfloat16",
+                                     "float8_e5m2_out_bfloat16", "float8_e4m3_e5m2_out_bfloat16"]
+
+
+def test_a_16_bit_output_adds_one_rounding_to_the_bound():
+    problem = Problem(333, 520, 208)
+    summed = tolerance("bfloat16", problem).bound
+    assert tolerance("bfloat16_out_bfloat16", problem).bound == summed + 2.0 ** -8 * (1 + summed)
+    assert tolerance("float16_out_float16", problem).bound == summed + 2.0 ** -11 * (1 + summed)
+    assert "u = 2⁻⁸ (C rounded to bfloat16)" in tolerance("bfloat16_out_bfloat16", problem).rule
+    assert "u = 2⁻¹¹ (C rounded to float16)" in tolerance("float16_out_float16", problem).rule
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16_out_bfloat16", "float16_out_float16"])
+def test_a_float32_tensor_core_sum_rounded_to_the_output_passes(dtype):
+    problem = Problem(333, 520, 208)
+    inputs = random_inputs(BUFFERS, problem, dtype, seed=0)
+    assert inputs["A"].dtype == numpy_dtype(input_dtype(dtype))
+    summed = _tensor_core_product(inputs["A"], inputs["B"], block=16)
+    written = summed.astype(numpy_dtype(PRECISIONS[dtype].output))
+    reference = product_reference(inputs["A"], inputs["B"])
+    verdict = check(written, reference, PRECISIONS[dtype].output, tolerance(dtype, problem))
+    assert verdict.ok and verdict.error > tolerance(input_dtype(dtype), problem).bound, verdict
 
 
 def _tensor_core_product(A: np.ndarray, B: np.ndarray, block: int) -> np.ndarray:

@@ -1,7 +1,8 @@
-"""Every configuration of the wgmma family's default space, those the GPU tests run and split-K designs of every
-schedule compile for sm_90a without spilling, into the instructions the design relies on: HGMMA (wgmma), UTMALDG
-(TMA copies; .MULTICAST in clusters), the register trade (USETMAXREG) where asked, no local memory (LDL/STL), and
-with SPLIT_K > 1 the reduction's acquire (LDG.E.STRONG.GPU), release (STG.E.STRONG.GPU) and named barrier 1."""
+"""Every configuration of the wgmma family's default space (C in float32 or, for the _out_ dtypes, in 16 bits),
+those the GPU tests run and split-K designs of every schedule compile for sm_90a without spilling, into the
+instructions the design relies on: HGMMA (wgmma), UTMALDG (TMA copies; .MULTICAST in clusters), the register trade
+(USETMAXREG) where asked, no local memory (LDL/STL), and with SPLIT_K > 1 the reduction's acquire
+(LDG.E.STRONG.GPU), release (STG.E.STRONG.GPU) and named barrier 1."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import itertools
 import pytest
 
 from tests.machine_code import assert_compiled_without_spills, sass_or_skip
-from tests.wgmma_configs import GPU_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU
+from tests.wgmma_configs import GPU_PARAMETERS, OUTPUT_16_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
@@ -35,7 +36,8 @@ def default_space() -> list[Config]:
 
 
 CONFIGS = default_space() + list(dict.fromkeys(Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params)
-                                               for dtype, params in GPU_PARAMETERS + SPLIT_K_COMPILED + SPLIT_K_GPU))
+                                               for dtype, params in GPU_PARAMETERS + SPLIT_K_COMPILED + SPLIT_K_GPU
+                                               + OUTPUT_16_PARAMETERS))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,8 @@ def compiled(nvcc):
 
 
 def test_the_default_space_holds_configurations_of_every_dtype():
-    assert {c.dtype for c in default_space()} == {"bfloat16", "float16", "tf32"}
+    assert {c.dtype for c in default_space()} == {"bfloat16", "float16", "tf32", "bfloat16_out_bfloat16",
+                                                  "float16_out_float16"}
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: f"{c.dtype}-" + "-".join(f"{v}" for _, v in c.params))

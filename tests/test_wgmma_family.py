@@ -32,7 +32,32 @@ def test_the_fast_and_the_minimal_configurations_are_valid_in_every_dtype():
 def test_the_family_needs_the_sm_90a_target():
     reasons = broken(FAST, arch="sm_90")
     assert any("needs compile.arch sm_90a" in r for r in reasons)
-    assert get_family("wgmma").dtypes == ("bfloat16", "float16", "tf32")
+    assert get_family("wgmma").dtypes == ("bfloat16", "float16", "tf32", "bfloat16_out_bfloat16", "float16_out_float16")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16_out_bfloat16", "float16_out_float16"])
+def test_a_16_bit_c_takes_the_16_bit_designs_but_not_split_k(dtype):
+    assert broken(FAST, dtype) == [] and broken(MINIMAL, dtype) == []
+    reasons = broken({**FAST, "SPLIT_K": 2}, dtype)
+    assert reasons == ["SPLIT_K 1 where C is written in 16 bits (an _out_ dtype): the splits add their partial sums "
+                       "in C, which would round each of them to 16 bits"]
+    assert broken({**FAST, "SPLIT_K": 2}, dtype.split("_out_")[0]) == []
+
+
+@pytest.mark.parametrize(("dtype", "pair", "rounding"), [
+    ("bfloat16_out_bfloat16", "__nv_bfloat162", "__floats2bfloat162_rn"),
+    ("float16_out_float16", "__half2", "__floats2half2_rn"),
+])
+def test_a_16_bit_c_is_stored_as_rounded_pairs(dtype, pair, rounding):
+    source = render(Config.make(Problem(333, 520, 208), "wgmma", dtype, FAST))
+    assert f"typedef {pair[:-1]} out_t;" in source and "out_t* __restrict__ C" in source
+    pointer = f"reinterpret_cast<{pair}*>(C + static_cast<size_t>(m) * N + n)"
+    assert f"*{pointer} = {rounding}(d[s][i], d[s][i + 1]);" in source
+    assert "float2" not in source and "#error" not in source
+    split = render(Config.make(Problem(333, 520, 208), "wgmma", dtype, {**FAST, "SPLIT_K": 2}))
+    assert "#error \"split-K adds the splits' partial sums in C" in split  # the compiler refuses what the rule does
+    plain = render(Config.make(Problem(333, 520, 208), "wgmma", dtype.split("_out_")[0], FAST))
+    assert "typedef float out_t;" in plain and "make_float2(d[s][i], d[s][i + 1])" in plain
 
 
 @pytest.mark.parametrize(("change", "dtype", "words"), [

@@ -1,6 +1,7 @@
 """The FP8 families' default spaces (in e4m3) and the configurations the GPU tests run (in e4m3 and the mixed
-e4m3 × e5m2; e5m2 alone changes only the type names, and the GPU tests build it) compile for sm_90a without
-spilling, into FP8 wgmma (QGMMA.64xBNx32.F32 with the operands' formats) fed by TMA copies, with no local memory."""
+e4m3 × e5m2, with C in float32 or bfloat16; e5m2 alone changes only the type names, and the GPU tests build it)
+compile for sm_90a without spilling, into FP8 wgmma (QGMMA.64xBNx32.F32 with the operands' formats) fed by TMA
+copies, with no local memory."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import itertools
 
 import pytest
 
-from tests.fp8_configs import FP8_CONFIGS
+from tests.fp8_configs import FP8_CONFIGS, FP8_OUT_CONFIGS
 from tests.machine_code import assert_compiled_without_spills, sass_or_skip
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
+from tuner.kernels import fp8_matmul
 from tuner.kernels.discovery import get_family
 from tuner.kernels.targets import target
 from tuner.space.entry_space import violations
@@ -35,7 +37,7 @@ def default_space(name: str, dtype: str = "float8_e4m3") -> list[Config]:
 
 CONFIGS = list(dict.fromkeys(
     default_space("wgmma_fp8") + default_space("wgmma_fp8_blocks")
-    + [Config.make(PROBLEM, family, dtype, params) for family, dtype, params in FP8_CONFIGS
+    + [Config.make(PROBLEM, family, dtype, params) for family, dtype, params in FP8_CONFIGS + FP8_OUT_CONFIGS
        if dtype != "float8_e5m2"]))
 
 
@@ -55,6 +57,6 @@ def test_compiles_to_fp8_wgmma_without_spills(compiled, config):
     result = compiled[config]
     assert_compiled_without_spills(result)
     sass = sass_or_skip(result.binary)
-    a_type, b_type = config.dtype[7:11].upper(), config.dtype[-4:].upper()
+    a_type, b_type = (d.removeprefix("float8_").upper() for d in fp8_matmul.operand_dtypes(config.dtype))
     assert f"QGMMA.64x{config.param_dict['BN']}x32.F32.{a_type}.{b_type}" in sass
     assert "UTMALDG.2D" in sass

@@ -49,3 +49,8 @@ SPLIT_K_GPU: list[tuple[str, dict[str, int]]] = [
     for consumers, cluster, persistent in ((1, 1, 0), (1, 1, 1), (2, 2, 0), (2, 2, 1))]
 """Split-K designs the GPU tests run: one consumer without clusters and two in clusters of two, each with one block
 per work item and persistent."""
+
+OUTPUT_16_PARAMETERS: list[tuple[str, dict[str, int]]] = [
+    (dtype, _LADDER_16[i]) for dtype in ("bfloat16_out_bfloat16", "float16_out_float16") for i in (0, 3, 4)]
+"""The 16-bit ladder's plainest design and its two fastest with C written in 16 bits (no split-K: a 16-bit C
+refuses it)."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tuner.precision import input_dtype
+
 TENSOR_DTYPES = ("float64", "tf32", "bfloat16", "float16")
 """The dtypes an sm_80 or later GPU's tensor cores multiply (mma.sync)."""
 FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
@@ -40,9 +42,16 @@ RATE_OF = {"float8_e4m3_e5m2": "float8_e4m3"}
 """Dtypes whose peak is another's: a mixed e4m3 × e5m2 product runs at Hopper's one FP8 rate."""
 
 
+def rate_dtype(dtype: str) -> str:
+    """The dtype whose peak bounds this one's: its own, its inputs' where it writes a narrower output (the output's
+    type does not change the multiplication's rate), or RATE_OF's."""
+    inputs = input_dtype(dtype)
+    return RATE_OF.get(inputs, inputs)
+
+
 def key(dtype: str, unit: str = "cuda") -> str:
     """The peak's name: ``float32_gflops`` (CUDA cores), ``float64_tensor_gflops`` (tensor cores)."""
-    dtype = RATE_OF.get(dtype, dtype)
+    dtype = rate_dtype(dtype)
     return f"{dtype}_gflops" if unit == "cuda" else f"{dtype}_tensor_gflops"
 
 
@@ -55,7 +64,7 @@ def tensor_dtypes(compute_capability: str) -> tuple[str, ...]:
 def tensor_instruction_default(dtype: str) -> str:
     """The instruction a dtype's tensor ceiling was measured with where the ceilings name none: mma.sync (ceilings
     recorded before the instruction was kept were all mma.sync's), wgmma for the 8-bit dtypes, which have no other."""
-    return WGMMA if dtype in FP8_DTYPES else MMA_SYNC
+    return WGMMA if rate_dtype(dtype) in FP8_DTYPES else MMA_SYNC
 
 
 def _positive(value: Any) -> float | None:

@@ -10,7 +10,7 @@ from typing import Literal
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.precision import PRECISIONS
 
-ACCUMULATOR = "accumulator"
+OUTPUT = "output"
 SECOND_OPERAND = "second operand"
 
 
@@ -24,13 +24,13 @@ class Buffer:
     shape: Callable[[Problem], tuple[int, ...]]
     intent: Literal["in", "out", "inout"] = "in"
     dtype: str | None = None
-    """None: the configuration's dtype; ``ACCUMULATOR``: the dtype its products are summed in (float32 for the
-    16-bit and TF32 dtypes, the dtype itself otherwise); ``SECOND_OPERAND``: B's dtype of a mixed product (the
-dtype itself otherwise); else a dtype of its own."""
+    """None: the configuration's dtype; ``OUTPUT``: the dtype its output is written in (float32 for the 16-bit, FP8
+    and TF32 dtypes, bfloat16 or float16 for the ``_out_`` ones, the dtype itself otherwise); ``SECOND_OPERAND``:
+    B's dtype of a mixed product (the dtype itself otherwise); else a dtype of its own."""
 
     def dtype_of(self, config_dtype: str) -> str:
-        if self.dtype == ACCUMULATOR:
-            return PRECISIONS[config_dtype].accumulator
+        if self.dtype == OUTPUT:
+            return PRECISIONS[config_dtype].output
         if self.dtype == SECOND_OPERAND:
             return PRECISIONS[config_dtype].second_operand or config_dtype
         return self.dtype or config_dtype

@@ -1,7 +1,7 @@
-"""The FP8 matrix product as Hopper runs it: C (M×N, float32) = s_A·s_B · A (M×K) · B (K×N), A row-major and B
-stored K-major (as Bᵀ, N×K row-major: the layout FP8 wgmma and cuBLASLt's FP8 GEMM read), with per-tensor scales,
-or with fine-grained scales (A per 1×128 block along K, B per 128×128 block): its arguments, float64 reference,
-tolerance and compulsory traffic.
+"""The FP8 matrix product as Hopper runs it: C (M×N, float32, or bfloat16 for the ``_out_bfloat16`` dtypes) =
+s_A·s_B · A (M×K) · B (K×N), A row-major and B stored K-major (as Bᵀ, N×K row-major: the layout FP8 wgmma and
+cuBLASLt's FP8 GEMM read), with per-tensor scales, or with fine-grained scales (A per 1×128 block along K, B per
+128×128 block): its arguments, float64 reference, tolerance and compulsory traffic.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import numpy as np
 
 from tuner.config import DTYPE_BYTES, Problem
 from tuner.kernels import matmul
-from tuner.kernels.arguments import ACCUMULATOR, SECOND_OPERAND, Argument, Buffer, Scalar
+from tuner.kernels.arguments import OUTPUT, SECOND_OPERAND, Argument, Buffer, Scalar
 from tuner.kernels.family import Kernel, ceil_div
 from tuner.kernels.verify import Expected, Tolerance
-from tuner.precision import PRECISIONS
+from tuner.precision import PRECISIONS, input_dtype
 
 SCALE_A = 1.5
 SCALE_B = 0.625
@@ -31,7 +31,7 @@ STEP = 32
 
 _A = Buffer("A", lambda p: (p.M, p.K))
 _B = Buffer("B", lambda p: (p.N, p.K), dtype=SECOND_OPERAND)
-_C = Buffer("C", lambda p: (p.M, p.N), intent="out", dtype=ACCUMULATOR)
+_C = Buffer("C", lambda p: (p.M, p.N), intent="out", dtype=OUTPUT)
 _SIZES = (Scalar("M", lambda p: p.M), Scalar("N", lambda p: p.N), Scalar("K", lambda p: p.K))
 
 TENSOR_ARGUMENTS: tuple[Argument, ...] = (
@@ -71,10 +71,12 @@ def block_reference(inputs: Mapping[str, np.ndarray], problem: Problem, seed: in
 def tolerance(dtype: str, problem: Problem) -> Tolerance:
     """(K/32)·2⁻¹⁴: the products of FP8 values are exact, but the tensor core adds each 32-term step to its
     accumulator keeping about 14 significand bits, truncating, so that the K/32 errors may share one sign. A kernel
-    that promotes its sums to float32 every few steps errs far less; this bound holds for both."""
+    that promotes its sums to float32 every few steps errs far less; this bound holds for both. A C written in
+    bfloat16 adds one rounding (:func:`tuner.kernels.matmul.with_output_rounding`)."""
     steps = max(ceil_div(problem.K, STEP), 1)
-    return Tolerance(steps * 2.0 ** -ACCUMULATION_BITS,
-                     f"(K/32)·2⁻¹⁴ (FP8 tensor-core sums keep about 14 bits per 32-term step), K = {problem.K}")
+    summed = Tolerance(steps * 2.0 ** -ACCUMULATION_BITS,
+                       f"(K/32)·2⁻¹⁴ (FP8 tensor-core sums keep about 14 bits per 32-term step), K = {problem.K}")
+    return matmul.with_output_rounding(summed, dtype)
 
 
 def compulsory_bytes(problem: Problem, size: int) -> int:
@@ -92,6 +94,7 @@ def is_fp8(dtype: str) -> bool:
 
 
 def operand_dtypes(dtype: str) -> tuple[str, str]:
-    """The FP8 formats of A and B: both the dtype's, or e4m3 and e5m2 for the mixed product."""
+    """The FP8 formats of A and B: both the dtype's, or e4m3 and e5m2 for the mixed product (whatever C's type)."""
     second = PRECISIONS[dtype].second_operand
-    return (f"float8_{dtype.split('_')[1]}", second) if second else (dtype, dtype)
+    first = input_dtype(dtype)
+    return (f"float8_{dtype.split('_')[1]}", second) if second else (first, first)

@@ -1,9 +1,9 @@
 """What every matrix-multiplication family shares: C (M×N) = A (M×K) · B (K×N), row-major.
 
 Its arguments (A, B, C, M, N, K), its float64 reference (sampled rows and columns of C above
-``FULL_REFERENCE_LIMIT``), its tolerance on ‖C − ref‖ / ‖ref‖ (4·√K·ε on CUDA cores, K·u on tensor cores, int32
-exact: the README's section on precisions says why), its operation count and its compulsory traffic. These are the
-defaults of :class:`tuner.kernels.family.Family`.
+``FULL_REFERENCE_LIMIT``), its tolerance on ‖C − ref‖ / ‖ref‖ (4·√K·ε on CUDA cores, K·u on tensor cores, plus one
+rounding where C is written in 16 bits, int32 exact: the README's section on precisions says why), its operation
+count and its compulsory traffic. These are the defaults of :class:`tuner.kernels.family.Family`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tuner.config import Problem
-from tuner.kernels.arguments import ACCUMULATOR, Argument, Buffer, Scalar
+from tuner.kernels.arguments import OUTPUT, Argument, Buffer, Scalar
 from tuner.kernels.verify import Expected, Full, Tolerance
 from tuner.precision import PRECISIONS
 
@@ -27,7 +27,7 @@ TOLERANCE_FACTOR = 4.0
 ARGUMENTS: tuple[Argument, ...] = (
     Buffer("A", lambda p: (p.M, p.K)),
     Buffer("B", lambda p: (p.K, p.N)),
-    Buffer("C", lambda p: (p.M, p.N), intent="out", dtype=ACCUMULATOR),
+    Buffer("C", lambda p: (p.M, p.N), intent="out", dtype=OUTPUT),
     Scalar("M", lambda p: p.M),
     Scalar("N", lambda p: p.N),
     Scalar("K", lambda p: p.K),
@@ -53,9 +53,25 @@ def tolerance(dtype: str, problem: Problem) -> Tolerance:
     K = max(problem.K, 1)
     if precision.tensor_cores:
         u = PRECISIONS[precision.accumulator].unit_roundoff
-        return Tolerance(K * u, f"K·u, u = 2⁻²⁴ (float32 accumulation on tensor cores), K = {problem.K}")
+        summed = Tolerance(K * u, f"K·u, u = 2⁻²⁴ (float32 accumulation on tensor cores), K = {problem.K}")
+        return with_output_rounding(summed, dtype)
     epsilon = 2 * precision.unit_roundoff
     return Tolerance(TOLERANCE_FACTOR * math.sqrt(K) * epsilon, f"4·√K·ε, K = {problem.K}")
+
+
+def with_output_rounding(summed: Tolerance, dtype: str) -> Tolerance:
+    """The bound once the accumulator's C is rounded to a narrower output of unit roundoff u_out: each element
+    becomes C·(1 + δ), |δ| ≤ u_out, so ‖C·δ‖ ≤ u_out·‖C‖ ≤ u_out·(1 + b)·‖ref‖ on top of the sums' bound b."""
+    output = PRECISIONS[dtype].output
+    if output == PRECISIONS[dtype].accumulator:
+        return summed
+    u_out = PRECISIONS[output].unit_roundoff
+    exponent = str(PRECISIONS[output].significand_bits).translate(SUPERSCRIPT)
+    return Tolerance(summed.bound + u_out * (1 + summed.bound),
+                     f"{summed.rule}, + u·(1 + that), u = 2⁻{exponent} (C rounded to {output})")
+
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from tuner.config import DTYPE_CTYPE, Config
 from tuner.kernels.discovery import get_family, template_hash
 from tuner.kernels.family import TOKEN, Dim3, FamilyError
 from tuner.kernels.tensor_maps import TensorMap
-from tuner.precision import PRECISIONS
+from tuner.precision import PRECISIONS, input_dtype
 
 
 @dataclass(frozen=True)
@@ -72,9 +72,10 @@ def _context(config: Config, template_file: str, digest: str) -> dict[str, objec
         f"// tuner kernel family '{config.family}' (template {template_file}, hash {digest})\n"
         f"// dtype={config.dtype}; {values}"
     )
-    accumulator = PRECISIONS[config.dtype].accumulator
-    return {"header": header, "dtype": config.dtype, "ctype": DTYPE_CTYPE[config.dtype],
-            "acc_ctype": DTYPE_CTYPE[accumulator], "element_bytes": config.element_bytes, **config.param_dict}
+    precision = PRECISIONS[config.dtype]
+    return {"header": header, "dtype": config.dtype, "operands": input_dtype(config.dtype),
+            "ctype": DTYPE_CTYPE[config.dtype], "acc_ctype": DTYPE_CTYPE[precision.accumulator],
+            "out_ctype": DTYPE_CTYPE[precision.output], "element_bytes": config.element_bytes, **config.param_dict}
 
 
 @functools.lru_cache(maxsize=4096)

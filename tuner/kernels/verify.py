@@ -39,9 +39,11 @@ def poison_word(dtype: str) -> int:
 
 
 def poisoned(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """A host array of ``shape`` holding the poison."""
-    words = np.full(math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize // 4, poison_word(dtype), np.uint32)
-    return words.view(NUMPY_DTYPES[dtype]).reshape(shape)
+    """A host array of ``shape`` holding the poison (an odd count of 16-bit elements: the last half-word's bits all
+    set, a NaN too)."""
+    nbytes = math.prod(shape) * np.dtype(NUMPY_DTYPES[dtype]).itemsize
+    words = np.full(-(-nbytes // 4), poison_word(dtype), np.uint32)
+    return words.view(np.uint8)[:nbytes].view(NUMPY_DTYPES[dtype]).reshape(shape)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from tuner.peaks import MMA_SYNC, WGMMA_DTYPES, tensor_instruction_default, unit_peaks
+from tuner.peaks import MMA_SYNC, WGMMA_DTYPES, rate_dtype, tensor_instruction_default, unit_peaks
 from tuner.results.environment import Environment, environments_of
 
 
@@ -28,7 +28,7 @@ def tensor_instruction(environment: Environment, dtype: str) -> str:
     """The instruction the dtype's tensor-core ceiling was measured with (where none is recorded: mma.sync, and
     wgmma for the 8-bit dtypes, which have no other)."""
     recorded = environment.ceilings.get("tensor_instructions")
-    found = recorded.get(dtype) if isinstance(recorded, Mapping) else None
+    found = recorded.get(rate_dtype(dtype)) if isinstance(recorded, Mapping) else None
     return str(found) if found else tensor_instruction_default(dtype)
 
 
@@ -58,7 +58,7 @@ def short_of_tensor_rate(environment: Environment, dtype: str) -> bool:
     """Whether the dtype's peak is the tensor cores' mma.sync rate on a GPU whose tensor cores reach more through
     wgmma, which its ceilings did not measure."""
     capability = str(environment.device.get("compute_capability") or "")
-    return (not environment.on_cpu and dtype in WGMMA_DTYPES.get(capability, ())
+    return (not environment.on_cpu and rate_dtype(dtype) in WGMMA_DTYPES.get(capability, ())
             and peak_unit(environment, dtype) == "tensor" and tensor_instruction(environment, dtype) == MMA_SYNC)
 
 

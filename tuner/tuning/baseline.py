@@ -25,7 +25,8 @@ from tuner.tuning.folder import Table
 from tuner.tuning.progress import Progress
 
 BASELINE_DTYPES = ("float32", "float64", "tf32", "bfloat16", "float16", "float8_e4m3", "float8_e5m2",
-                   "float8_e4m3_e5m2")
+                   "float8_e4m3_e5m2", "bfloat16_out_bfloat16", "float16_out_float16", "float8_e4m3_out_bfloat16",
+                   "float8_e5m2_out_bfloat16", "float8_e4m3_e5m2_out_bfloat16")
 
 
 def _wanted(space: StudySpace) -> bool:

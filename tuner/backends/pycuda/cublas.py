@@ -6,7 +6,9 @@ gemm(m=N, n=M, k=K, first operand B with ld N, second operand A with ld K, resul
 transposes. Through CuPy's cuBLAS bindings when CuPy is importable, else through torch (on the same memory,
 via ``__cuda_array_interface__``). The math matches the dtype: float32 stays float32 math (TF32 off), tf32 asks
 for TF32 (CUBLAS_COMPUTE_32F_FAST_TF32), bfloat16 and float16 multiply 16-bit inputs into a float32 output
-(cublasGemmEx, CUBLAS_COMPUTE_32F); the description names the routine and the compute type.
+(cublasGemmEx, CUBLAS_COMPUTE_32F), and bfloat16_out_bfloat16 and float16_out_float16 into a 16-bit one (C in the
+inputs' type, as torch.matmul on 16-bit tensors writes it); the description names the routine and the compute
+type.
 """
 
 from __future__ import annotations
@@ -28,9 +30,14 @@ GEMM_EX_TYPES: dict[str, tuple[str, str, str]] = {
     "tf32": ("CUDA_R_32F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F_FAST_TF32"),
     "bfloat16": ("CUDA_R_16BF", "CUDA_R_32F", "CUBLAS_COMPUTE_32F"),
     "float16": ("CUDA_R_16F", "CUDA_R_32F", "CUBLAS_COMPUTE_32F"),
+    "bfloat16_out_bfloat16": ("CUDA_R_16BF", "CUDA_R_16BF", "CUBLAS_COMPUTE_32F"),
+    "float16_out_float16": ("CUDA_R_16F", "CUDA_R_16F", "CUBLAS_COMPUTE_32F"),
 }
 """The tensor-core dtypes through cublasGemmEx: the inputs' type, the output's, and the compute type (TF32 math
 only for tf32)."""
+TORCH_16_BIT = {"bfloat16_out_bfloat16": "bfloat16", "float16_out_float16": "float16"}
+"""The dtypes whose product torch.matmul computes as this tool does (16-bit inputs and output), with torch's name of
+the 16-bit type (the array interface has no type string for bfloat16: 2-byte words viewed as it)."""
 CUDA_CONSTANTS = {"CUDA_R_32F": 0, "CUDA_R_64F": 1, "CUDA_R_16F": 2, "CUDA_R_16BF": 14, "CUBLAS_COMPUTE_32F": 68,
                   "CUBLAS_COMPUTE_32F_FAST_TF32": 77, "CUBLAS_COMPUTE_64F": 70, "CUBLAS_GEMM_DEFAULT": -1}
 """Their values in CUDA's headers (library_types.h, cublas_api.h), where CuPy does not export a name."""
@@ -82,19 +89,21 @@ def _torch_gemm(a: int, b: int, c: int, M: int, N: int, K: int, dtype: str) -> t
 
     if not torch.cuda.is_available():
         raise ImportError(f"torch {torch.__version__} was built without CUDA")
-    if dtype not in ("float32", "float64", "tf32"):
+    if dtype not in ("float32", "float64", "tf32", *TORCH_16_BIT):
         raise ImportError(f"torch's matmul writes a {dtype} product in {dtype}, not in the float32 this tool's "
                           f"{dtype} GEMMs write")
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    typestr, element = ("<i2", getattr(torch, TORCH_16_BIT[dtype])) if dtype in TORCH_16_BIT else (
+        np.dtype(NUMPY_DTYPES[dtype]).str, None)
     view: dict[str, Any] = {
-        name: torch_view(pointer, shape, np.dtype(NUMPY_DTYPES[dtype]).str)
+        name: torch_view(pointer, shape, typestr, element)
         for name, pointer, shape in (("a", a, (M, K)), ("b", b, (K, N)), ("c", c, (M, N)))
     }
 
     def launch() -> None:
         torch.matmul(view["a"], view["b"], out=view["c"])
 
-    math = "TF32 on" if dtype == "tf32" else "TF32 off"
+    math = "TF32 on" if dtype == "tf32" else "TF32 off" if element is None else f"{TORCH_16_BIT[dtype]} in and out"
     return launch, f"cuBLAS through torch {torch.__version__} matmul ({math})"
 
 

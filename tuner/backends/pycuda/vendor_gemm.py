@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from tuner.config import Problem
 from tuner.kernels import fp8_matmul
 from tuner.kernels.family import MATMUL, Kernel
+from tuner.precision import PRECISIONS
 
 TORCH_FP8 = {"float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 """torch's names of the FP8 dtypes."""
@@ -53,7 +54,7 @@ def _fp8_launcher(a: int, b: int, c: int, problem: Problem, dtype: str) -> tuple
     try:
         a_dtype, b_dtype = fp8_matmul.operand_dtypes(dtype)
         launch, description = fp8_gemm_launcher(a, b, c, problem.M, problem.N, problem.K, a_dtype, b_dtype,
-                                                fp8_matmul.SCALE_A, fp8_matmul.SCALE_B)
+                                                fp8_matmul.SCALE_A, fp8_matmul.SCALE_B, PRECISIONS[dtype].output)
         if a and b and c:
             launch()
             cuda.Context.synchronize()
@@ -75,14 +76,16 @@ def _torch_scaled_mm(a: int, b: int, c: int, problem: Problem, dtype: str,
     M, N, K = problem.M, problem.N, problem.K
     a_type, b_type = (getattr(torch, TORCH_FP8[d]) for d in fp8_matmul.operand_dtypes(dtype))
     a_view, b_view = torch_view(a, (M, K), "|u1", a_type), torch_view(b, (N, K), "|u1", b_type)
-    c_view = torch_view(c, (M, N), "<f4")
+    output = PRECISIONS[dtype].output
+    out_type = getattr(torch, output)
+    c_view = torch_view(c, (M, N), "<f4" if output == "float32" else "<i2", out_type)
     scale_a = torch.tensor(fp8_matmul.SCALE_A, device="cuda")
     scale_b = torch.tensor(fp8_matmul.SCALE_B, device="cuda")
 
     def launch() -> None:
-        torch._scaled_mm(a_view, b_view.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.float32, out=c_view)
+        torch._scaled_mm(a_view, b_view.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=out_type, out=c_view)
 
     launch()
     torch.cuda.synchronize()
-    return launch, (f"cuBLASLt's FP8 GEMM through torch {torch.__version__} _scaled_mm (per-tensor scales, float32 "
+    return launch, (f"cuBLASLt's FP8 GEMM through torch {torch.__version__} _scaled_mm (per-tensor scales, {output} "
                     f"out; its C API refused the launch here: {refused})")
