@@ -125,12 +125,12 @@ def end_to_end_bound(layers: int, largest_k: int) -> float:
 
 def measure(model: Any, table_dir: Path, layers: int, stages: dict[str, float]) -> dict[str, Any]:
     """Held-out shares, host overhead, CUDA graph capture and end-to-end times of the built table."""
-    import tuner
     from benchmarks import table_measure as m
     from benchmarks.table_model import INTERMEDIATE
+    from tuner import load_table
 
     rows = timed(stages, "held out", lambda: m.held_out(table_dir, DTYPE))
-    table = tuner.load_table(table_dir)
+    table = load_table(table_dir)
     bound = end_to_end_bound(layers, INTERMEDIATE)
     return {
         "held_out": {"rows": rows, "summary": share_summary([r["share"] for r in rows])},

@@ -44,12 +44,12 @@ def held_out(table_dir: Path, dtype: str) -> list[dict[str, Any]]:
     the others, each timed by CUDA events in this process (and torch.matmul beside them)."""
     import torch
 
-    import tuner
+    from tuner import load_table
     from tuner.table import call
     from tuner.table.artifact import read_table
 
     table = read_table(table_dir)
-    full = tuner.load_table(table_dir)
+    full = load_table(table_dir)
     rows = []
     for entry in (e for e in table.entries if e.dtype == dtype):
         M, N, K = entry.M, entry.N, entry.K
