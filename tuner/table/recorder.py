@@ -66,26 +66,20 @@ class Recording:
 @contextmanager
 def recording() -> Iterator[Recording]:
     """Record the matrix products the block runs (they run as they would without it) into the Recording given."""
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     record = Recording()
+    operands = {getattr(torch.ops.aten, name): first for name, first in OPERANDS.items()}
+    settings = torch.backends.cuda.matmul
 
     class _RecordMatmuls(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            _note(record, func, args)
+            first = operands.get(func.overloadpacket)
+            if first is not None and len(args) >= first + 2:
+                a, b = args[first], args[first + 1]
+                record.add(tuple(a.shape), tuple(b.shape), str(a.dtype), bool(settings.allow_tf32))
             return func(*args, **(kwargs or {}))
 
     with _RecordMatmuls():
         yield record
-
-
-def _note(record: Recording, func: Any, args: Sequence[Any]) -> None:
-    import torch
-
-    packet = func.overloadpacket
-    name = getattr(packet, "__name__", "")
-    first = OPERANDS.get(name)
-    if first is None or packet is not getattr(torch.ops.aten, name) or len(args) < first + 2:
-        return
-    a, b = args[first], args[first + 1]
-    record.add(tuple(a.shape), tuple(b.shape), str(a.dtype), bool(torch.backends.cuda.matmul.allow_tf32))
