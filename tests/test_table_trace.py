@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_table_workload import assert_refused_in_one_paragraph
+from tuner.table import trace
 from tuner.table.recorder import Recording, table_dtype
 from tuner.table.trace import TraceError, read_trace
 from tuner.table.workload import Shape, WorkloadError, read_workload, read_workload_calls, workload_text
@@ -73,6 +74,12 @@ def test_a_hostile_trace_is_refused_naming_the_file_and_field(tmp_path, document
     path = tmp_path / "trace.json"
     path.write_text(json.dumps(document))
     assert_refused_in_one_paragraph(TraceError, read_trace, path, where)
+
+
+def test_a_trace_beyond_the_size_bound_is_refused_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace, "MAX_TRACE_BYTES", 100)
+    with pytest.raises(TraceError, match="the file: cannot be read .it holds more than the 100 bytes"):
+        read_trace(TRACE)
 
 
 def test_a_trace_that_is_not_json_is_refused(tmp_path):

@@ -53,3 +53,29 @@ def test_float32_is_recorded_as_tf32_where_the_program_allows_it():
             assert record.calls == {Shape(32, 16, 48, dtype): 1}
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allowed
+
+
+def test_a_profiler_trace_of_the_same_code_reads_as_the_recording(tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    from tuner.table.trace import read_trace
+
+    torch.manual_seed(0)
+    model = _mlp(torch)
+    x = torch.randn(2, 64, 256, device="cuda", dtype=torch.bfloat16)
+    heads = torch.randn(8, 64, 32, device="cuda", dtype=torch.float16)
+
+    def program() -> None:
+        model(x)
+        model(x[0])
+        torch.bmm(heads, heads.transpose(1, 2))
+
+    with torch.no_grad():
+        with recording() as record:
+            program()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as profiled:
+            program()
+    trace = tmp_path / "trace.json"
+    profiled.export_chrome_trace(str(trace))
+    assert read_trace(trace).calls == record.calls
