@@ -8,8 +8,9 @@ tests/data/torch_profile_mlp.json is in the format of a trace made by
     p.export_chrome_trace("torch_profile_mlp.json")
 
 around a two-layer bfloat16 MLP (an nn.Linear on a 3-D input, one with a bias on a 2-D input, run twice), a float16
-torch.bmm of 8 heads, a float32 and a float64 torch.mm, and an aten::linear whose product ran inside no aten::mm or
-aten::addmm; it keeps a GPU kernel event and a flow event as such traces hold them."""
+torch.bmm of 8 heads, a float32 and a float64 torch.mm, an aten::linear whose product ran inside no aten::mm or
+aten::addmm, and a float16 torch.baddbmm of 4 batches; it keeps a GPU kernel event and a flow event as such
+traces hold them."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from tuner.table.workload import Shape, WorkloadError, read_workload, read_workl
 
 TRACE = Path(__file__).parent / "data" / "torch_profile_mlp.json"
 BF16 = "bfloat16_out_bfloat16"
-EXPECTED = {Shape(128, 1024, 256, BF16): 1, Shape(128, 256, 1024, BF16): 2, Shape(64, 64, 32, "float16_out_float16"): 8,
-            Shape(64, 48, 96, "float32"): 1, Shape(64, 128, 512, BF16): 1}
+FLOAT16 = "float16_out_float16"
+EXPECTED = {Shape(128, 1024, 256, BF16): 1, Shape(128, 256, 1024, BF16): 2, Shape(64, 64, 32, FLOAT16): 8,
+            Shape(64, 48, 96, "float32"): 1, Shape(64, 128, 512, BF16): 1, Shape(64, 48, 32, FLOAT16): 4}
 
 
 def test_a_trace_gives_each_product_once_with_its_calls_and_no_linear_twice():
@@ -94,7 +96,7 @@ def test_the_command_writes_a_workload_with_calls_and_refuses_in_one_paragraph(t
     command = [sys.executable, "-m", "tuner", "table", "workload", "--from-trace", str(TRACE), "--out", str(out)]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "5 shape(s), 13 call(s)" in done.stdout and "left out 1 call(s) in double" in done.stderr
+    assert "6 shape(s), 17 call(s)" in done.stdout and "left out 1 call(s) in double" in done.stderr
     assert json.loads(out.read_text()) == json.loads(workload_text(EXPECTED))
     (tmp_path / "bad.json").write_text('{"traceEvents": 3}')
     command[6] = str(tmp_path / "bad.json")

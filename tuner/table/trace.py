@@ -1,8 +1,9 @@
 """A workload read from a PyTorch profiler trace: the Chrome trace JSON that ``torch.profiler.profile(
 record_shapes=True)`` writes with ``export_chrome_trace`` (gzipped where its name ends in ``.gz``). Its ``aten::mm``,
-``aten::addmm`` and ``aten::bmm`` events give the shapes (a ``bmm`` of B batches is B calls of one shape); an
-``aten::linear`` counts only where no such event ran inside it on its thread, as on paths that do not go through
-them. The file is data: read within a size bound, each event used checked, nothing in it executed."""
+``aten::addmm``, ``aten::bmm`` and ``aten::baddbmm`` events give the shapes (a batched product of B matrices is B
+calls of one shape); an ``aten::linear`` counts only where no such event ran inside it on its thread, as on paths
+that do not go through them. The file is data: read within a size bound, each event used checked, nothing in it
+executed."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tuner.errors import TunerError
 from tuner.table.workload import MAX_SIZE, Shape
 
 MAX_TRACE_BYTES = 512 * 2**20
-MATMULS = ("aten::mm", "aten::addmm", "aten::bmm")
+MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 LINEAR = "aten::linear"
 TORCH_DTYPES = {"c10::BFloat16": "bfloat16_out_bfloat16", "c10::Half": "float16_out_float16", "float": "float32"}
 """The table dtype of each input type a trace names; float32 is ``tf32`` where the program allowed TF32."""
@@ -130,14 +131,15 @@ def _count(path: Path, call: _Call, workload: TraceWorkload, tf32: bool) -> None
 
 def _sizes(path: Path, call: _Call) -> tuple[int, int, int, int]:
     """M, N, K and the batch count of one call, checked against its operator's operands."""
-    operands = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), LINEAR: (0, 1)}[call.name]
+    operands = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2),
+                LINEAR: (0, 1)}[call.name]
     if len(call.dims) <= max(operands):
         raise TraceError(path, f"{call.where}, field args.Input Dims", f"gives {len(call.dims)} operand(s) to "
                          f"{call.name}")
     a, b = (call.dims[i] for i in operands)
     if call.name == LINEAR and len(a) >= 1 and len(b) == 2 and a[-1] == b[1] and math.prod(a[:-1]) <= MAX_SIZE:
         return math.prod(a[:-1]), b[0], a[-1], 1  # the weight is N×K; leading input dims are rows
-    if call.name == "aten::bmm" and len(a) == len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
+    if call.name in ("aten::bmm", "aten::baddbmm") and len(a) == len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
         return a[1], b[2], a[2], a[0]
     if call.name in ("aten::mm", "aten::addmm") and len(a) == len(b) == 2 and a[1] == b[0]:
         return a[0], b[1], a[1], 1
