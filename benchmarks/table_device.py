@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.table_summary import learned_from_earlier, report_text, share_summary  # noqa: E402
+from tuner.results.schema import BASELINE_FAMILY  # noqa: E402
 from tuner.table.workload import Shape  # noqa: E402
 
 BASE = Path(__file__).resolve().parents[1] / "experiments" / "table_bf16.yaml"
@@ -153,7 +154,7 @@ def produce(layers: int, trials: int | None, work: Path, out: Path) -> Path:
     table_dir = timed(stages, "build", lambda: build(runs, work / "table").parent)
     measured = measure(model, table_dir, layers, stages)
     env, summary = environment(runs)
-    evaluations = sum(len(run.df) for run in runs)
+    evaluations = sum(int((run.df["family"] != BASELINE_FAMILY).sum()) for run in runs)
     record = {
         "model": MODEL, "layers": layers, "dtype": DTYPE, "tokens": list(TOKENS), "environment": summary,
         "workload": [{"M": s.M, "N": s.N, "K": s.K, "dtype": s.dtype, "calls": n} for s, n in calls.items()],
