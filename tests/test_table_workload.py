@@ -4,6 +4,7 @@ experiments it becomes (one per dtype) are experiments the tuner loads."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -51,9 +52,14 @@ def test_a_csv_workload_reads_the_same_and_groups_by_dtype(tmp_path):
     ([], "lists no shape"),
 ])
 def test_a_mistake_is_refused_naming_the_file_the_row_and_the_field(tmp_path, document, where):
-    path = _json(tmp_path, document)
-    with pytest.raises(WorkloadError) as refused:
-        read_workload(path)
+    assert_refused_in_one_paragraph(WorkloadError, read_workload, _json(tmp_path, document), where)
+
+
+def assert_refused_in_one_paragraph(error: type[Exception], read: Callable[[Path], object], path: Path,
+                                    where: str) -> None:
+    """``read(path)`` raises ``error`` in one paragraph starting with the path and saying ``where``."""
+    with pytest.raises(error) as refused:
+        read(path)
     message = str(refused.value)
     assert message.startswith(f"{path}: ") and where in message and "\n" not in message
 

@@ -49,6 +49,8 @@ ELSEWHERE = {
         "a shared file system (tests/test_shared_storage.py)",
     "python -m tuner run experiments/cpu_blocking.yaml": "a minute of CPU (tests/cpu/test_cpu_run.py runs one trial)",
     "optuna-dashboard reports/fermi_like/study.log": "a server (tests/test_optuna_view.py)",
+    "python -m tuner table workload --from-trace trace.json --out mlp.json":
+        "a PyTorch profiler trace of the reader's program (tests/test_table_trace.py runs it on one in torch's format)",
     **{command: TABLE_PATH for command in (
         "python -m tuner table experiment mlp.json --base experiments/h100_sgemm.yaml --out experiments/mlp",
         "python -m tuner run experiments/mlp/mlp_float32.yaml",

@@ -12,9 +12,15 @@ from typing import Any
 
 
 def add_table_commands(commands: Any) -> None:
-    table = commands.add_parser("table", help="a kernel table: workload experiments, build, show, predict, "
+    table = commands.add_parser("table", help="a kernel table: workload, experiments, build, show, predict, "
                                 "holdout, export-cuda")
     actions = table.add_subparsers(dest="action", required=True, metavar="ACTION")
+    workload = actions.add_parser("workload", help="a workload file of the matmul shapes a PyTorch profile recorded")
+    workload.add_argument("--from-trace", type=Path, required=True, metavar="TRACE.json",
+                          help="a trace of torch.profiler.profile(record_shapes=True), by export_chrome_trace")
+    workload.add_argument("--out", type=Path, required=True, metavar="WORKLOAD.json")
+    workload.add_argument("--tf32", action="store_true", help="float32 products as tf32 (the program allowed TF32)")
+    workload.set_defaults(handler=_workload)
     experiment = actions.add_parser("experiment", help="write experiment files tuning a workload's shapes")
     experiment.add_argument("workload", type=Path, help="a JSON list of {M, N, K, dtype} objects, or a CSV file")
     experiment.add_argument("--base", type=Path, required=True, help="an experiment whose kernels and settings to use")
@@ -62,6 +68,18 @@ def _write_files(folder: Path, files: dict[str, str]) -> None:
     except OSError as exc:
         raise TunerError(f"{folder}: cannot write {', '.join(files)} here ({input_file.reason(exc)}); the files "
                          f"written there before are left whole") from None
+
+
+def _workload(args: argparse.Namespace) -> int:
+    from tuner.table.trace import read_trace
+    from tuner.table.workload import workload_text
+
+    workload = read_trace(args.from_trace, tf32=args.tf32)
+    _write_files(args.out.parent, {args.out.name: workload_text(workload.calls)})
+    for dtype, count in workload.skipped.items():
+        print(f"left out {count} call(s) in {dtype}, a dtype no table takes", file=sys.stderr)
+    print(f"{args.out}  ({len(workload.calls)} shape(s), {sum(workload.calls.values())} call(s))")
+    return 0
 
 
 def _experiment(args: argparse.Namespace) -> int:

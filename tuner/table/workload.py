@@ -1,6 +1,7 @@
 """A workload: the (M, N, K, dtype) shapes a program multiplies, read from a JSON list of objects or a CSV file with
-the columns M, N, K and dtype. The file is data: it is read within a size bound, every field checked, nothing in it
-executed; a mistake is refused in one paragraph naming the file, the row and the field."""
+the columns M, N, K and dtype, and optionally calls (how many times the program multiplies the shape). The file is
+data: it is read within a size bound, every field checked, nothing in it executed; a mistake is refused in one
+paragraph naming the file, the row and the field."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ MAX_SHAPES = 10_000
 MAX_SIZE = 2**31 - 1
 """The kernels index their buffers with 32-bit ints: no dimension beyond it."""
 FIELDS = ("M", "N", "K", "dtype")
+OPTIONAL_FIELDS = ("calls",)
+MAX_CALLS = 2**63 - 1
 
 
 @dataclass(frozen=True, order=True)
@@ -44,13 +47,20 @@ class Shape:
 class WorkloadError(TunerError):
     def __init__(self, path: Path, where: str, why: str):
         super().__init__(f"{path}: {where}: {why}. A workload is a JSON list of objects with the keys M, N, K and "
-                         f"dtype, or a CSV file with those columns; sizes are integers from 1 to {MAX_SIZE}, dtypes "
+                         f"dtype (and optionally calls), or a CSV file with those columns; sizes are integers from 1 "
+                         f"to {MAX_SIZE}, dtypes "
                          f"one of {', '.join(DTYPE_BYTES)}, at most {MAX_SHAPES} shapes. Nothing was tuned or "
                          f"written.")
 
 
 def read_workload(path: str | Path) -> list[Shape]:
     """The shapes of a workload file (``.csv``: CSV, anything else: JSON), each listed once, in file order."""
+    return list(read_workload_calls(path))
+
+
+def read_workload_calls(path: str | Path) -> dict[Shape, int]:
+    """Each shape of a workload file, in file order, with the calls the file gives it (1 where it says none; the
+    sum where it lists a shape more than once)."""
     path = Path(path)
     try:
         text = input_file.read_text(path, MAX_WORKLOAD_BYTES)
@@ -64,8 +74,13 @@ def read_workload(path: str | Path) -> list[Shape]:
     if len(rows) > MAX_SHAPES:
         raise WorkloadError(path, "the file", f"lists {len(rows)} shapes")
     textual = path.suffix.lower() == ".csv"  # a CSV holds only text; JSON says what is a number
-    shapes = [_shape(path, where, row, textual) for where, row in rows]
-    return list(dict.fromkeys(shapes))
+    calls: dict[Shape, int] = {}
+    for where, row in rows:
+        shape = _shape(path, where, row, textual)
+        count = 1 if row.get("calls") in (None, "") else _size(path, f"{where}, field calls", row["calls"],
+                                                                  textual, MAX_CALLS)
+        calls[shape] = calls.get(shape, 0) + count
+    return calls
 
 
 def _json_rows(path: Path, text: str) -> list[tuple[str, Mapping[str, Any]]]:
@@ -95,7 +110,7 @@ def _csv_rows(path: Path, text: str) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def _shape(path: Path, where: str, row: Mapping[str, Any], textual: bool) -> Shape:
-    unknown = sorted(str(k) for k in row if k not in FIELDS)
+    unknown = sorted(str(k) for k in row if k not in FIELDS + OPTIONAL_FIELDS)
     if unknown:
         raise WorkloadError(path, where, f"has the unknown field(s) {', '.join(unknown)}")
     for field in FIELDS:
@@ -109,12 +124,18 @@ def _shape(path: Path, where: str, row: Mapping[str, Any], textual: bool) -> Sha
     return Shape(M, N, K, dtype.strip())
 
 
-def _size(path: Path, where: str, value: Any, textual: bool) -> int:
-    if textual and isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 12:
+def _size(path: Path, where: str, value: Any, textual: bool, most: int = MAX_SIZE) -> int:
+    if textual and isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 19:
         value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIZE:
-        raise WorkloadError(path, where, f"expected an integer from 1 to {MAX_SIZE}, found {str(value)[:40]!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise WorkloadError(path, where, f"expected an integer from 1 to {most}, found {str(value)[:40]!r}")
     return value
+
+
+def workload_text(calls: Mapping[Shape, int]) -> str:
+    """A workload file's JSON text: one object per shape, in the mapping's order, with its calls."""
+    return json.dumps([{"M": s.M, "N": s.N, "K": s.K, "dtype": s.dtype, "calls": n} for s, n in calls.items()],
+                      indent=1) + "\n"
 
 
 def by_dtype(shapes: Iterable[Shape]) -> dict[str, list[Problem]]:
