@@ -92,10 +92,11 @@ def tune(calls: dict[Shape, int], work: Path, trials: int | None) -> list[Any]:
 
 def build(runs: list[Any], folder: Path) -> Path:
     from tuner.table.artifact import write_table
-    from tuner.table.build import build_table
+    from tuner.table.build import build_table, compile_cubins
 
     table, sources = build_table([run.out for run in runs])
-    return write_table(folder, table, sources)
+    table, cubins = compile_cubins(table, sources)
+    return write_table(folder, table, sources, cubins)
 
 
 def environment(runs: list[Any]) -> tuple[dict[str, Any], dict[str, Any]]:

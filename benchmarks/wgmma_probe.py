@@ -13,7 +13,7 @@ For each configuration of the GPU tests' ladder (tests/wgmma_configs.py) and dty
 
 Prints one line per case (ok, or how many elements are wrong with the first few sources), flushing as it goes so
 that a kernel that hangs leaves the cases before it. The same launch path as the GPU worker
-(:mod:`tuner.backends.pycuda.hopper`); run it under ``compute-sanitizer`` with ``--random-only`` for memcheck, and
+(:mod:`tuner.backends.cuda_driver`); run it under ``compute-sanitizer`` with ``--random-only`` for memcheck, and
 under a profiler with ``--launch-only`` (one launch on random inputs, nothing computed on the host).
 """
 
@@ -48,13 +48,13 @@ class Runner:
     """One configuration compiled and loaded; ``multiply`` runs it on host matrices and returns C."""
 
     def __init__(self, config: Config):
-        from tuner.backends.pycuda import hopper
+        from tuner.backends import cuda_driver
 
-        self.hopper, self.config, self.geometry = hopper, config, launch(config)
+        self.driver, self.config, self.geometry = cuda_driver, config, launch(config)
         compiled = compile_source(render(config), "sm_90a", ("-O3",))
         if not compiled.ok or compiled.binary is None:
             raise RuntimeError(f"compile error:\n{compiled.log}")
-        self.kernel = hopper.ExtendedKernel(compiled.binary, self.geometry.kernel_name,
+        self.kernel = cuda_driver.ExtendedKernel(compiled.binary, self.geometry.kernel_name,
                                             self.geometry.dynamic_shared_bytes)
 
     def multiply(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -68,11 +68,11 @@ class Runner:
             cuda.memcpy_htod(a, raw_bytes(A))
             cuda.memcpy_htod(b, raw_bytes(B))
             cuda.memset_d32(c, 0xFFFFFFFF, M * N)  # NaN: an element never written stays NaN
-            maps = [self.hopper.TensorMapBuffer(tensor_map_fields(spec, matrix.shape, dtype), int(pointer))
+            maps = [self.driver.TensorMapBuffer(tensor_map_fields(spec, matrix.shape, dtype), int(pointer))
                     for spec, matrix, pointer in zip(self.geometry.tensor_maps, (A, B), (a, b), strict=True)]
-            block = self.hopper.parameters(maps, "PPPiii", [int(a), int(b), int(c), M, N, K])
+            block = self.driver.parameters(maps, "PPPiii", [int(a), int(b), int(c), M, N, K])
             device = cuda.Context.get_device()
-            grid = self.hopper.launch_grid(self.kernel, self.geometry,
+            grid = self.driver.launch_grid(self.kernel, self.geometry,
                                            device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT))
             self.kernel.launch(grid, self.geometry.block, self.geometry.dynamic_shared_bytes, self.geometry.cluster,
                                block)
@@ -166,7 +166,7 @@ def probe(dtype: str, params: dict[str, Any], shape: tuple[int, int, int], rando
             print(f"{label}  B through: {through(runner, 'B', K, N, K)}", flush=True)
             print(f"{label}  A through: {through(runner, 'A', M, K, K)}", flush=True)
         print(f"{label}  random {'×'.join(map(str, shape))}: {random(runner, *shape, check)}", flush=True)
-    except (TensorMapRefused, runner.hopper.DriverError) as exc:
+    except (TensorMapRefused, runner.cuda_driver.DriverError) as exc:
         print(f"{label}: {type(exc).__name__}: {exc}", flush=True)
     finally:
         runner.close()

@@ -152,8 +152,9 @@ def _run_command(commands: Any) -> None:
     run.add_argument("--sampler", dest="strategy", action=_Renamed, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     run.add_argument("--objective", metavar="time|energy|edp|sustained|time,energy",
                      help="what the search pursues: the shortest time, the least energy per launch, the least "
-                     "energy-delay product, the shortest time back to back under sustained load, or time and energy at once (a Pareto front; NSGA-II unless --strategy "
-                     "names another strategy for several objectives); default: the experiment's search.objective, "
+                     "energy-delay product, the shortest time back to back under sustained load, or time and "
+                     "energy at once (a Pareto front; NSGA-II unless --strategy names another strategy for several "
+                     "objectives); default: the experiment's search.objective, "
                      "else time")
     run.add_argument("--seed", type=int, metavar="N", help="the strategy's seed")
     run.add_argument("--transfer", type=int, metavar="N", help="start each problem with the N fastest configurations "

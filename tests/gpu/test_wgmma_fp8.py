@@ -18,7 +18,7 @@ pytestmark = pytest.mark.gpu
 
 PROBLEMS = (
     Problem(512, 512, 512),
-    Problem(77, 200, 528),       # odd M, N of no tile width, K = 4·128 + 16
+    Problem(77, 201, 528),       # odd M, odd N (C's rows start at odd elements), K = 4·128 + 16
     Problem(1, 4096, 4096),      # decode
     Problem(300, 264, 48),       # K below one slice
     Problem(1000, 3000, 2000),   # many tiles for persistent blocks

@@ -119,7 +119,7 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def pointer_device(pointer: int) -> int:
     """The ordinal of the device a CUDA pointer belongs to (the driver's CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)."""
-    from tuner.backends.pycuda.hopper import pointer_device_ordinal
+    from tuner.backends.cuda_driver import pointer_device_ordinal
 
     return pointer_device_ordinal(pointer)
 

@@ -119,9 +119,9 @@ class TableMatmul:
         return out
 
     def _kernel(self, ordinal: int, M: int, N: int, K: int, dtype: str) -> tuple[LoadedKernel | None, str]:
-        from tuner.backends.pycuda import hopper
+        from tuner.backends import cuda_driver
 
-        context = hopper.current_context(ordinal)
+        context = cuda_driver.current_context(ordinal)
         found = self._route(M, N, K, dtype)
         if found.config is None:
             return None, found.reason
@@ -136,10 +136,10 @@ class TableMatmul:
         return self._loaded[key], ""
 
     def _device(self, ordinal: int) -> Any:
-        from tuner.backends.pycuda import hopper
+        from tuner.backends import cuda_driver
 
         if ordinal not in self._devices:
-            facts = self._devices[ordinal] = hopper.device_facts(ordinal)
+            facts = self._devices[ordinal] = cuda_driver.device_facts(ordinal)
             if self.other_gpu == "warn" and not self._tuned_on(facts.name):
                 warnings.warn(f"{self.folder}: this kernel table was tuned on {self._models()}, and this GPU is "
                               f"a {facts.name}: its kernels are correct here, but they were chosen by times "

@@ -1,6 +1,6 @@
 """The host code that launches one exported kernel on its one shape, appended to the kernel's own source: the launch
 geometry (grid, block, dynamic shared memory, cluster) and the TMA tensor maps are those the measuring process used
-(:func:`tuner.kernels.render.launch`, :mod:`tuner.backends.pycuda.hopper`), written in as constants.
+(:func:`tuner.kernels.render.launch`, :mod:`tuner.backends.cuda_driver`), written in as constants.
 
 A tensor map is encoded with the driver's ``cuTensorMapEncodeTiled``, reached through the runtime
 (``cudaGetDriverEntryPointByVersion``, CUDA 12.5 or later) so that the build needs no ``-lcuda``."""

@@ -94,7 +94,7 @@ def _shape_text(entry: Entry) -> str:
 def header_text(entries: list[Exported]) -> str:
     dtypes = sorted({e.entry.dtype for e in entries})
     functions = "\n".join(
-        f"/* A ({e}, M x K) times B ({e}, K x N) into C ({PRECISIONS[e].accumulator}, M x N), all row-major on the\n"
+        f"/* A ({e}, M x K) times B ({e}, K x N) into C ({PRECISIONS[e].output}, M x N), all row-major on the\n"
         f"   device, queued on stream. Shapes: "
         f"{', '.join(_shape_text(x.entry) for x in entries if x.entry.dtype == e)}. */\n"
         f"{_dispatch_declaration(e)};\n" for e in dtypes)
@@ -124,7 +124,7 @@ def example_text(first: Exported) -> str:
     entry = first.entry
     sizes = {"A": entry.M * entry.K, "B": entry.K * entry.N, "C": entry.M * entry.N}
     element = PRECISIONS[entry.dtype].bytes
-    accumulator = PRECISIONS[PRECISIONS[entry.dtype].accumulator].bytes
+    accumulator = PRECISIONS[PRECISIONS[entry.dtype].output].bytes
     return (f'#include <cstdio>\n#include "{HEADER}"\n\n'
             f"/* Calls the table's {entry.M}x{entry.N}x{entry.K} {entry.dtype} kernel once, on uninitialised "
             f"buffers. */\n"

@@ -1,5 +1,5 @@
 """A table kernel loaded into the caller's CUDA context and launched on the caller's stream, through the driver
-(:mod:`tuner.backends.pycuda.hopper`): the cubin the table holds for its GPU, else the kernel's source compiled
+(:mod:`tuner.backends.cuda_driver`): the cubin the table holds for its GPU, else the kernel's source compiled
 once (nvcc, with the project's compile cache). Tensor maps are encoded on the call's arrays; the last call's
 parameter block is reused while the arrays stay the same."""
 
@@ -72,20 +72,20 @@ class LoadedKernel:
 
     def launch(self, pointers: dict[str, int], scalars: dict[str, float], stream: int) -> None:
         """Queue the kernel on ``stream`` over the buffers at ``pointers`` (A, B, C)."""
-        from tuner.backends.pycuda import hopper
+        from tuner.backends import cuda_driver
 
         key = (pointers["A"], pointers["B"], pointers["C"], *scalars.values())
         if self._last is None or self._last[0] != key:
-            maps = [hopper.TensorMapBuffer(fields, pointers[name]) for name, fields in self.maps]
+            maps = [cuda_driver.TensorMapBuffer(fields, pointers[name]) for name, fields in self.maps]
             values = [pointers[name] if code == "P" else scalars[name] for name, code in self.arguments]
-            self._last = key, hopper.parameters(maps, "".join(c for _, c in self.arguments), values)
+            self._last = key, cuda_driver.parameters(maps, "".join(c for _, c in self.arguments), values)
         parameters = self._last[1]
         self.kernel.launch(self.grid, self.block, self.shared_bytes, self.cluster, parameters, stream)
 
 
 def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKernel:
     """``cubin`` loaded into the current context, its launch laid out for ``config``'s problem."""
-    from tuner.backends.pycuda import hopper
+    from tuner.backends import cuda_driver
 
     family = get_family(config.family)
     launch = launch_of(config)
@@ -95,8 +95,8 @@ def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKer
                  for spec in launch.tensor_maps)
     arguments = tuple((a.name, "P" if isinstance(a, Buffer) else SCALAR_CODES[a.type_of(config.dtype)])
                       for a in family.arguments)
-    kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
-    grid = hopper.launch_grid(kernel, launch, multiprocessors)
+    kernel = cuda_driver.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
+    grid = cuda_driver.launch_grid(kernel, launch, multiprocessors)
     output = PRECISIONS[buffers["C"].dtype_of(config.dtype)].storage
     return LoadedKernel(config, kernel, grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, maps,
                         arguments, output, b_transposed(config))

@@ -9,6 +9,7 @@ import functools
 from typing import Any
 
 _TABLES: dict[int, Any] = {}
+OP_NAMESPACE = "tuner"
 
 
 def register(table: Any) -> None:
@@ -24,14 +25,15 @@ def table_matmul(table: Any, a: Any, b: Any) -> Any:
     if id(table) not in _TABLES:
         raise RuntimeError("this kernel table was loaded before PyTorch was imported, so torch.compile cannot call "
                            "it: load it after `import torch`")
-    return torch.ops.tuner.table_matmul(a, b, id(table))
+    return getattr(torch.ops, OP_NAMESPACE).table_matmul(a, b, id(table))
 
 
 @functools.cache
 def _op() -> Any:
     import torch
 
-    @torch.library.custom_op("tuner::table_matmul", mutates_args=())
+    @torch.library.custom_op(f"{OP_NAMESPACE}::table_matmul", mutates_args=(),
+                             schema="(Tensor a, Tensor b, int table) -> Tensor")
     def op(a: torch.Tensor, b: torch.Tensor, table: int) -> torch.Tensor:
         return _TABLES[table].run(a, b, None)
 

@@ -65,31 +65,31 @@ WorkspaceKey = tuple[Kernel, Problem, str]
 
 
 class ExtendedLaunch:
-    """A kernel launched with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`) on a workspace: the maps
+    """A kernel launched with clusters or tensor maps (:mod:`tuner.backends.cuda_driver`) on a workspace: the maps
     encoded on its buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx. Raises
-    TensorMapRefused (a buffer TMA cannot describe) or hopper.DriverError (a map the driver refuses)."""
+    TensorMapRefused (a buffer TMA cannot describe) or cuda_driver.DriverError (a map the driver refuses)."""
 
     def __init__(self, cubin: bytes, launch: Launch, ws: Workspace, multiprocessors: int | None):
-        from tuner.backends.pycuda import hopper
+        from tuner.backends import cuda_driver
         from tuner.kernels.tensor_maps import tensor_map_fields
 
-        self.hopper, self.launch = hopper, launch
+        self.driver, self.launch = cuda_driver, launch
         buffers = {b.name: b for b in ws.kernel.arguments if isinstance(b, Buffer)}
-        maps = [hopper.TensorMapBuffer(tensor_map_fields(spec, buffers[spec.buffer].shape(ws.problem),
+        maps = [cuda_driver.TensorMapBuffer(tensor_map_fields(spec, buffers[spec.buffer].shape(ws.problem),
                                                          buffers[spec.buffer].dtype_of(ws.dtype)),
                                        int(ws.device[spec.buffer]))
                 for spec in launch.tensor_maps]
         values = [int(ws.device[a.name]) if isinstance(a, Buffer) else a.value(ws.problem) for a in ws.kernel.arguments]
-        self.parameters = hopper.parameters(maps, ws.signature, values)
-        self.kernel = hopper.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
-        self.grid = hopper.launch_grid(self.kernel, launch, multiprocessors)
+        self.parameters = cuda_driver.parameters(maps, ws.signature, values)
+        self.kernel = cuda_driver.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
+        self.grid = cuda_driver.launch_grid(self.kernel, launch, multiprocessors)
 
     def run(self) -> None:
         launch = self.launch
         try:
             self.kernel.launch(self.grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, self.parameters)
-        except self.hopper.DriverError as exc:
-            if exc.code in self.hopper.LAUNCH_REFUSALS:
+        except self.driver.DriverError as exc:
+            if exc.code in self.driver.LAUNCH_REFUSALS:
                 raise LaunchRejected(f"the driver refused the launch: {exc}") from exc
             raise Fatal(str(exc)) from exc
 
@@ -264,16 +264,16 @@ class GpuMeasurer:
         return Loaded(run, ws, resources)
 
     def _load_extended(self, cubin: bytes, launch: Launch, ws: Workspace, resources: Resources) -> Loaded | Measurement:
-        """A launch with clusters or tensor maps (:mod:`tuner.backends.pycuda.hopper`): the maps encoded on this
+        """A launch with clusters or tensor maps (:mod:`tuner.backends.cuda_driver`): the maps encoded on this
         workspace's buffers, the kernel loaded through the driver and launched with cuLaunchKernelEx."""
-        from tuner.backends.pycuda import hopper
+        from tuner.backends import cuda_driver
         from tuner.kernels.tensor_maps import TensorMapRefused
 
         try:
             launcher = ExtendedLaunch(cubin, launch, ws, self.device["multiprocessors"])
         except TensorMapRefused as exc:
             return Measurement(Status.INVALID, str(exc), resources=resources)
-        except hopper.DriverError as exc:
+        except cuda_driver.DriverError as exc:
             return Measurement(Status.INVALID, f"the driver refused a tensor map: {exc}", resources=resources)
         return Loaded(launcher.run, ws, resources, launcher.close)
 

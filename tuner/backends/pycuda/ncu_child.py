@@ -95,15 +95,15 @@ class Launcher:
 
     def _run_extended(self, index: int, kernel: JobKernel, manifest: ManifestWriter) -> bool:
         """A cluster or tensor-map launch, through the GPU measuring process's own launcher."""
+        from tuner.backends import cuda_driver
         from tuner.backends.measuring_process import Fatal
-        from tuner.backends.pycuda import hopper
         from tuner.backends.pycuda.measurer import ExtendedLaunch, LaunchRejected
         from tuner.kernels.tensor_maps import TensorMapRefused
 
         key, workspace = kernel.config.key, self._workspace(kernel)
         try:
             launcher = ExtendedLaunch(kernel.cubin.read_bytes(), kernel.launch, workspace, self.multiprocessors)
-        except (TensorMapRefused, hopper.DriverError) as exc:
+        except (TensorMapRefused, cuda_driver.DriverError) as exc:
             manifest.outcome(index, key, "refused", str(exc))
             return True
         try:

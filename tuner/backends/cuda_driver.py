@@ -5,7 +5,8 @@ TMA descriptors (``cuTensorMapEncodeTiled``), and does not expose its functions'
 either is therefore loaded a second time here, from the same cubin, into the context PyCUDA made current on this
 thread; its parameters go to the driver as an array of pointers to each value: the 128-byte tensor maps first (the
 kernel takes them as ``__grid_constant__`` parameters), then the family's arguments. Everything else (buffers,
-events, the timer) stays PyCUDA's, on the same context and the same default stream.
+events, the timer) stays PyCUDA's, on the same context and the same default stream. A kernel table's calls
+(:mod:`tuner.table.call`) load and launch their kernels here too, in the caller's context, on the caller's stream.
 """
 
 from __future__ import annotations
