@@ -58,10 +58,10 @@ def report(run_dir: Path, top: int) -> tuple[str, dict[str, Any], dict[str, Any]
     rows = ranked(df, top)
     summary = agreement(rows)
     lines = [f"Burst against sustained timing, {run_dir} (top {len(rows)} by burst time)", "",
-             f"{'configuration':<72}{'burst ms':>10}{'sust. ms':>10}{'rank b':>8}{'rank s':>8}{'SM MHz':>8}"]
+             f"{'configuration':<112}{'burst ms':>10}{'sust. ms':>10}{'rank b':>8}{'rank s':>8}{'SM MHz':>8}"]
     for _, row in rows.sort_values("burst_rank").iterrows():
         clock = row.get("energy_sm_clock_mhz")
-        lines.append(f"{config_label(results.config_of_row(row))[:71]:<72}{row['time_median_ms']:>10.4f}"
+        lines.append(f"{config_label(results.config_of_row(row))[:111]:<112}{row['time_median_ms']:>10.4f}"
                      f"{row[SUSTAINED_COLUMN]:>10.4f}{row['burst_rank']:>8}{row['sustained_rank']:>8}"
                      f"{(f'{clock:.0f}' if pd.notna(clock) else '—'):>8}")
     lines += ["", f"Spearman ρ {summary['spearman']:.3f}, Kendall τ {summary['kendall']:.3f}; the burst's fastest is "

@@ -3,6 +3,7 @@ prediction, the fallback), the layouts a kernel takes, and the arrays read from 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -116,3 +117,19 @@ def test_a_dlpack_capsule_is_read_and_a_host_array_refused():
         view(np.ones((2, 3), dtype=np.float32), "a")
     with pytest.raises(ArrayRefused, match="a list is not a GPU array"):
         view([[1.0]], "b")
+
+
+def test_a_call_no_kernel_takes_is_planned_once_and_said_once(table):
+    caller = TableMatmul(table, Path("t"))
+    a, b = Interface((64, 32), "<f2"), Interface((32, 16), "<f4", pointer=8192)
+    refused = "only PyTorch and CuPy arrays have a fallback"
+    with pytest.warns(RuntimeWarning, match="no table dtype multiplies float16 by float32"), \
+            pytest.raises(ArrayRefused, match=refused):
+        caller.matmul(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        with pytest.raises(ArrayRefused, match=refused):
+            caller.matmul(a, b)
+    assert len(caller._plans) == 1
+    with pytest.raises(ArrayRefused, match=r"expected matrices M×K and K×N"):
+        caller.matmul(a, Interface((16, 32), "<f4"))

@@ -176,6 +176,11 @@ class ExtendedKernel:
         _check("cuLaunchKernelEx", _driver().cuLaunchKernelEx(ctypes.byref(config), self._function,
                                                                block_parameters.pointers, None))
 
+    def prepared(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int,
+                 cluster: tuple[int, int, int]) -> PreparedLaunch:
+        """A launch of this kernel laid out once, queued many times (the call path of a kernel table)."""
+        return PreparedLaunch(self, *_config(grid, block, shared_bytes, cluster))
+
     def active_clusters(self, block: tuple[int, int, int], shared_bytes: int, cluster: tuple[int, int, int]) -> int:
         """Clusters of this kernel the GPU runs at once (they must fit whole into its GPCs, so fewer than the SMs
         over the cluster size may)."""
@@ -190,6 +195,22 @@ class ExtendedKernel:
             _driver().cuModuleUnload(self._module)
             self._module = ctypes.c_void_p()
 
+
+
+class PreparedLaunch:
+    """A launch configuration kept between launches: each queues it on a stream with a parameter block."""
+
+    def __init__(self, kernel: ExtendedKernel, config: _LaunchConfig, attributes: Any):
+        self._kernel, self._config, self._attributes = kernel, config, attributes
+        self._reference = ctypes.byref(config)
+        self._launch = _driver().cuLaunchKernelEx
+
+    def run(self, block_parameters: Parameters, stream: int) -> None:
+        """Queue the launch on ``stream``; DriverError where the driver refuses it."""
+        self._config.hStream = stream
+        code = self._launch(self._reference, self._kernel._function, block_parameters.pointers, None)
+        if code:
+            _check("cuLaunchKernelEx", code)
 
 
 def launch_grid(kernel: ExtendedKernel, launch: Launch, multiprocessors: int | None) -> Dim3:
@@ -238,6 +259,13 @@ def device_facts(ordinal: int) -> DeviceFacts:
     name = ctypes.create_string_buffer(256)
     _check("cuDeviceGetName", library.cuDeviceGetName(name, len(name), device))
     return DeviceFacts(name.value.decode(errors="replace"), f"{numbers[0]}.{numbers[1]}", numbers[2])
+
+
+def context_is(context: int) -> bool:
+    """Whether ``context`` is the one current on this thread (one driver call)."""
+    current = ctypes.c_void_p()
+    _driver().cuCtxGetCurrent(ctypes.byref(current))
+    return current.value == context
 
 
 def current_context(ordinal: int) -> int:

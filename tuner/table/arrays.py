@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,18 +125,37 @@ def pointer_device(pointer: int) -> int:
     return pointer_device_ordinal(pointer)
 
 
-def current_stream(array: Any, library: str, device: int) -> int:
-    """The caller's current stream on ``device`` as a CUstream handle: PyTorch's or CuPy's, else the default."""
+def is_torch(array: Any) -> bool:
+    return type(array).__module__.startswith("torch") and hasattr(array, "data_ptr")
+
+
+def torch_key(a: Any, b: Any, out: Any) -> tuple[Any, ...]:
+    """What a call's plan depends on, read from PyTorch tensors without making views (the cheapest way)."""
+    result = None if out is None else (out.shape, out.stride(), out.dtype, out.device)
+    return (a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device, result)
+
+
+def view_key(a: Any, b: Any, out: Any) -> tuple[Any, ...]:
+    """What a call's plan depends on, from the arrays' views (their addresses left out)."""
+    views = (view(a, "a"), view(b, "b"), None if out is None else view(out, "out"))
+    return tuple(None if v is None else (v.shape, v.strides, v.storage, v.device, v.library) for v in views)
+
+
+def stream_of(library: str, device: int) -> Callable[[], int]:
+    """How a call finds the caller's current stream on ``device`` (a CUstream handle): PyTorch's or CuPy's, else
+    the default stream."""
     if library == "torch":
         import torch
 
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object made: a call's cheapest way
-        return int(raw(device)) if raw else int(torch.cuda.current_stream(device).cuda_stream)
+        if raw is not None:
+            return lambda: int(raw(device))
+        return lambda: int(torch.cuda.current_stream(device).cuda_stream)
     if library == "cupy":
         import cupy
 
-        return int(cupy.cuda.get_current_stream().ptr)
-    return 0
+        return lambda: int(cupy.cuda.get_current_stream().ptr)
+    return lambda: 0
 
 
 def empty_like_result(a: Any, library: str, rows: int, columns: int, storage: str) -> Any:

@@ -11,21 +11,48 @@ call is the custom op ``tuner::table_matmul``."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tuner.config import Problem
-from tuner.table.arrays import ArrayRefused, DeviceArray, current_stream, empty_like_result, vendor_matmul, view
+from tuner.table.arrays import (
+    ArrayRefused,
+    empty_like_result,
+    is_torch,
+    stream_of,
+    torch_key,
+    vendor_matmul,
+    view,
+    view_key,
+)
 from tuner.table.artifact import KernelTable, read_table
 from tuner.table.loaded import LoadedKernel, arch_for, cubin_for, load_kernel
 from tuner.table.routing import Route, entry_of, layout_refusal, route, table_dtype
 
 TMA_ALIGNMENT = 16
 OTHER_GPU = ("warn", "refuse", "ignore")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every call with the same arrays' shapes, strides, element types and device does."""
+
+    device: int
+    library: str
+    rows: int
+    columns: int
+    said: tuple[Any, ...]
+    """The shape and dtype, for a fallback's warning (once per shape)."""
+    kernel: LoadedKernel | None = None
+    """None: the caller's library's matmul, for ``reason``."""
+    reason: str = ""
+    context: int = 0
+    stream: Callable[[], int] = lambda: 0
 
 
 class OtherGpuWarning(RuntimeWarning):
@@ -44,6 +71,7 @@ class TableMatmul:
     tf32: bool = False
     """Multiply float32 arrays with the table's ``tf32`` entries."""
     _routes: dict[tuple[int, int, int, str], Route] = field(default_factory=dict)
+    _plans: dict[tuple[Any, ...], Plan] = field(default_factory=dict)
     _loaded: dict[tuple[int, Any], LoadedKernel] = field(default_factory=dict)
     _devices: dict[int, Any] = field(default_factory=dict)
     _said: set[tuple[Any, ...]] = field(default_factory=set)
@@ -85,7 +113,34 @@ class TableMatmul:
         return self.run(a, b, out, scale_a, scale_b)
 
     def run(self, a: Any, b: Any, out: Any, scale_a: float = 1.0, scale_b: float = 1.0) -> Any:
-        """The eager call (what ``matmul`` does outside ``torch.compile``)."""
+        """The eager call (what ``matmul`` does outside ``torch.compile``): the plan of calls with these arrays'
+        shapes, strides, types and device (made at the first of them), then the launch."""
+        from tuner.backends import cuda_driver
+
+        torch_arrays = is_torch(a) and is_torch(b) and (out is None or is_torch(out))
+        key = torch_key(a, b, out) if torch_arrays else view_key(a, b, out)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(a, b, out)
+        kernel = plan.kernel
+        if kernel is None:
+            return self._fallback(a, b, out, plan.library, plan.said, plan.reason)
+        if not cuda_driver.context_is(plan.context):
+            cuda_driver.current_context(plan.device)
+        if out is None:
+            out = empty_like_result(a, plan.library, plan.rows, plan.columns, kernel.output_storage)
+        if torch_arrays:
+            pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        else:
+            pointers = view(a, "a").pointer, view(b, "b").pointer, view(out, "out").pointer
+        if kernel.maps and (pointers[0] | pointers[1]) % TMA_ALIGNMENT:
+            return self._fallback(a, b, out, plan.library, (*plan.said, "aligned"), f"{plan.said[-1]}: the "
+                                  f"kernel's tensor maps need A and B on {TMA_ALIGNMENT}-byte boundaries")
+        kernel.launch(*pointers, (scale_a, scale_b), plan.stream())
+        return out
+
+    def _plan(self, a: Any, b: Any, out: Any) -> Plan:
+        """Every check of a first call: the arrays, the table dtype, the route, the kernel loaded, the layouts."""
         left, right = view(a, "a"), view(b, "b")
         if len(left.shape) != 2 or len(right.shape) != 2 or left.shape[1] != right.shape[0]:
             raise ArrayRefused(f"a {left.shape} and b {right.shape}: expected matrices M×K and K×N")
@@ -93,30 +148,25 @@ class TableMatmul:
             raise ArrayRefused(f"a is on device {left.device}, b on device {right.device}")
         (M, K), N = left.shape, right.shape[1]
         result = view(out, "out") if out is not None else None
-        dtype = table_dtype(left.storage, right.storage, result.storage if result else None, self.tf32)
         if result is not None and (result.shape != (M, N) or result.device != left.device):
             raise ArrayRefused(f"out {result.shape} on device {result.device}: expected {M}×{N} on {left.device}")
+        dtype = table_dtype(left.storage, right.storage, result.storage if result else None, self.tf32)
+        said: tuple[Any, ...] = (M, N, K, dtype, f"{M}x{N}x{K} {dtype}")
+        make = functools.partial(Plan, device=left.device, library=left.library, rows=M, columns=N, said=said)
         if dtype is None:
-            return self._fallback(a, b, out, left, (M, N, K), f"no table dtype multiplies {left.storage} by "
-                                  f"{right.storage} into {result.storage if result else 'the default type'}")
+            return make(reason=f"no table dtype multiplies {left.storage} by {right.storage} into "
+                               f"{result.storage if result else 'the default type'}")
         kernel, why = self._kernel(left.device, M, N, K, dtype)
         if kernel is None:
-            return self._fallback(a, b, out, left, (M, N, K, dtype), why)
-        if out is None:
-            out = empty_like_result(a, left.library, M, N, kernel.output_storage)
-            result = view(out, "out")
-        assert result is not None
+            return make(reason=why)
         refused = layout_refusal(kernel.transposed_b, left.row_major(), right.row_major(), right.column_major(),
-                                 result.row_major())
-        if refused is None and kernel.maps and any(x.pointer % TMA_ALIGNMENT for x in (left, right)):
-            refused = f"the kernel's tensor maps need A and B on {TMA_ALIGNMENT}-byte boundaries"
+                                 result is None or result.row_major())
         if refused is not None:
-            return self._fallback(a, b, out, left, (M, N, K, dtype, refused), f"{M}x{N}x{K} {dtype}: {refused}")
-        pointers = {"A": left.pointer, "B": right.pointer, "C": result.pointer}
-        scalars = {"M": M, "N": N, "K": K, "scale_a": scale_a, "scale_b": scale_b}
-        kernel.launch(pointers, {n: scalars[n] for n, code in kernel.arguments if code != "P"},
-                      current_stream(a, left.library, left.device))
-        return out
+            return make(reason=f"{M}x{N}x{K} {dtype}: {refused}")
+        from tuner.backends import cuda_driver
+
+        return make(kernel=kernel, context=cuda_driver.current_context(left.device),
+                    stream=stream_of(left.library, left.device))
 
     def _kernel(self, ordinal: int, M: int, N: int, K: int, dtype: str) -> tuple[LoadedKernel | None, str]:
         from tuner.backends import cuda_driver
@@ -153,12 +203,12 @@ class TableMatmul:
     def _models(self) -> str:
         return " and ".join(sorted({e.device_name for e in self.table.entries})) or "no GPU"
 
-    def _fallback(self, a: Any, b: Any, out: Any, left: DeviceArray, said: tuple[Any, ...], why: str) -> Any:
+    def _fallback(self, a: Any, b: Any, out: Any, library: str, said: tuple[Any, ...], why: str) -> Any:
         if said not in self._said:
             self._said.add(said)
             warnings.warn(f"{self.folder}: {why}; this call and the next ones like it run the "
-                          f"{left.library} library's own matmul (cuBLAS)", RuntimeWarning, stacklevel=4)
-        return vendor_matmul(a, b, out, left.library)
+                          f"{library} library's own matmul (cuBLAS)", RuntimeWarning, stacklevel=4)
+        return vendor_matmul(a, b, out, library)
 
 
 def load_table(path: str | Path, *, other_gpu: str = "warn", tf32: bool = False) -> TableMatmul:

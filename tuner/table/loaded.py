@@ -68,19 +68,26 @@ class LoadedKernel:
     output_storage: str
     transposed_b: bool
     """The family stores B as N×K (see :func:`tuner.table.routing.b_transposed`)."""
+    prepared: Any
+    """The launch laid out once (:class:`tuner.backends.cuda_driver.PreparedLaunch`)."""
     _last: tuple[tuple[float, ...], Any] | None = None
 
-    def launch(self, pointers: dict[str, int], scalars: dict[str, float], stream: int) -> None:
-        """Queue the kernel on ``stream`` over the buffers at ``pointers`` (A, B, C)."""
+    def launch(self, a: int, b: int, c: int, scales: tuple[float, float], stream: int) -> None:
+        """Queue the kernel on ``stream`` over the buffers at ``a``, ``b`` and ``c``; the parameter block (tensor
+        maps and arguments) is made again only when the addresses or the scales change."""
+        key = (a, b, c, *scales)
+        if self._last is None or self._last[0] != key:
+            self._last = key, self._parameters({"A": a, "B": b, "C": c}, scales)
+        self.prepared.run(self._last[1], stream)
+
+    def _parameters(self, pointers: dict[str, int], scales: tuple[float, float]) -> Any:
         from tuner.backends import cuda_driver
 
-        key = (pointers["A"], pointers["B"], pointers["C"], *scalars.values())
-        if self._last is None or self._last[0] != key:
-            maps = [cuda_driver.TensorMapBuffer(fields, pointers[name]) for name, fields in self.maps]
-            values = [pointers[name] if code == "P" else scalars[name] for name, code in self.arguments]
-            self._last = key, cuda_driver.parameters(maps, "".join(c for _, c in self.arguments), values)
-        parameters = self._last[1]
-        self.kernel.launch(self.grid, self.block, self.shared_bytes, self.cluster, parameters, stream)
+        M, N, K = self.config.problem.M, self.config.problem.N, self.config.problem.K
+        values = {**pointers, "M": M, "N": N, "K": K, "scale_a": scales[0], "scale_b": scales[1]}
+        maps = [cuda_driver.TensorMapBuffer(fields, pointers[name]) for name, fields in self.maps]
+        return cuda_driver.parameters(maps, "".join(c for _, c in self.arguments),
+                                      [values[name] for name, _ in self.arguments])
 
 
 def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKernel:
@@ -98,5 +105,6 @@ def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKer
     kernel = cuda_driver.ExtendedKernel(cubin, launch.kernel_name, launch.dynamic_shared_bytes)
     grid = cuda_driver.launch_grid(kernel, launch, multiprocessors)
     output = PRECISIONS[buffers["C"].dtype_of(config.dtype)].storage
+    prepared = kernel.prepared(grid, launch.block, launch.dynamic_shared_bytes, launch.cluster)
     return LoadedKernel(config, kernel, grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, maps,
-                        arguments, output, b_transposed(config))
+                        arguments, output, b_transposed(config), prepared)
