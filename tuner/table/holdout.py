@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuner.config import Config, Problem
+from tuner.names.key_text import pairs_text
 from tuner.table.build import KEPT_PER_SHAPE
 from tuner.table.evaluations import Recorded
 from tuner.table.predict import Candidate, candidates_of, predict
@@ -77,14 +78,16 @@ def report(rows: Sequence[HeldOut], title: str) -> str:
     """The held-out shapes, predicted against their own best, and a summary per source."""
     lines = [title, "",
              f"{'held-out shape':<18}{'dtype':<24}{'from':<13}{'neighbour':<18}{'best ms':>10}{'predicted ms':>14}"
-             f"{'time/best':>11}{'share':>8}{'rank':>9}"]
+             f"{'time/best':>11}{'share':>8}{'rank':>9}  predicted configuration"]
     for r in rows:
         cell = (f"{r.predicted_ms:>14.4f}{r.predicted_ms / r.best_ms:>11.3f}{r.best_ms / r.predicted_ms:>8.3f}"
                 f"{f'{r.rank}/{r.recorded_here}':>9}"
                 if r.predicted_ms else f"{'not measured' if r.predicted else 'none valid':>14}{'—':>11}{'—':>8}"
                                        f"{'—':>9}")
         neighbour = r.neighbour.label if r.neighbour else "—"
-        lines.append(f"{r.problem.label:<18}{r.dtype:<24}{r.source:<13}{neighbour:<18}{r.best_ms:>10.4f}{cell}")
+        chosen = f"{r.predicted.family} {pairs_text(r.predicted.params)}" if r.predicted else "—"
+        lines.append(f"{r.problem.label:<18}{r.dtype:<24}{r.source:<13}{neighbour:<18}{r.best_ms:>10.4f}{cell}"
+                     f"  {chosen}")
     lines.append("")
     for source in dict.fromkeys(r.source for r in rows):
         mine = [r for r in rows if r.source == source]
