@@ -77,6 +77,11 @@ def test_a_configuration_the_new_shape_cannot_run_is_never_chosen(table):
     assert found is not None and refusal(found.config) is None
     broken = replace(wgmma, config=Config(wgmma.config.problem, "regblock", "float32", (("BM", 0),)))
     assert refusal(broken.config) is not None and predict([broken], Problem(64, 64, 64), "float32") is None
+    slower = _regblock_on(table, Problem(128 * 132, 128, 4096), 1.0)
+    faster_but_refused = replace(slower, time_ms=0.5, source_best_ms=0.5, arch="sm_75")  # its shared memory
+    assert refusal(faster_but_refused.config, "sm_75") is not None
+    found = predict([faster_but_refused, slower], Problem(128 * 132, 128, 2048), "float64")
+    assert found is not None and found.neighbour == slower
 
 
 def test_features_see_the_tiles_per_wave_and_the_alignment(table):

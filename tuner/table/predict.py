@@ -153,20 +153,22 @@ def estimate(candidate: Candidate, target: Config) -> float:
 
 def predict(candidates: Iterable[Candidate], problem: Problem, dtype: str) -> Prediction | None:
     """The valid candidate of ``dtype`` with the least estimated time on ``problem``, the estimate grown with the
-    distance; None where none is valid there. Of two estimated equal, the nearer."""
-    best: tuple[float, float, Prediction] | None = None
-    for candidate in candidates:
+    distance; None where none is valid there. Of two estimated equal, the nearer. Candidates are checked for
+    validity in the order of their estimates, up to the first valid one."""
+    ranked: list[tuple[float, float, int, Prediction]] = []
+    for number, candidate in enumerate(candidates):
         if candidate.config.dtype != dtype:
             continue
         target = on_shape(candidate.config, problem)
-        if refusal(target, candidate.arch) is not None:
+        try:
+            estimated = estimate(candidate, target)
+        except (ValueError, UnknownFamily):  # a launch the family refuses there: never valid
             continue
         apart = distance(candidate.config, target)
-        estimated = estimate(candidate, target)
-        key = (estimated * math.exp(DISTANCE_PENALTY * apart), apart)
-        if best is None or key < best[:2]:
-            best = (*key, Prediction(target, candidate, apart, estimated))
-    return None if best is None else best[2]
+        ranked.append((estimated * math.exp(DISTANCE_PENALTY * apart), apart, number,
+                       Prediction(target, candidate, apart, estimated)))
+    ranked.sort(key=lambda item: item[:3])
+    return next((p for *_, p in ranked if refusal(p.config, p.neighbour.arch) is None), None)
 
 
 def candidates_of(configs: Sequence[tuple[Config, float]], multiprocessors: int | None,
