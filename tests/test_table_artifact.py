@@ -10,6 +10,7 @@ import stat
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.test_file_modes import umask  # noqa: F401  (fixture)
@@ -19,7 +20,7 @@ from tuner.kernels.discovery import template_text_hash
 from tuner.kernels.render import render
 from tuner.results import table as results
 from tuner.table.artifact import TABLE_JSON, KernelTable, read_table, write_table
-from tuner.table.build import build_table
+from tuner.table.build import KEPT_PER_SHAPE, build_table
 
 SGEMM = Path("experiments/data/h100_sgemm_h100")
 ENERGY = Path("experiments/data/h100_sgemm_energy_h100")
@@ -65,6 +66,27 @@ def test_the_folder_holds_each_entrys_source_and_reads_back_whole(built):
     assert not [p for p in folder.iterdir() if p.name.endswith(".partial")]
 
 
+def test_each_entry_keeps_the_next_fastest_distinct_configurations_of_its_shape(built, root):
+    table, folder = built
+    assert _index(folder)["format_version"] == 2
+    ok = pd.concat(results.load(root / run)[0] for run in (SGEMM, FERMI))
+    ok = ok[(ok["status"] == "ok") & (ok["family"] != "baseline")]
+    for entry in table.entries:
+        mine = ok[(ok["problem"] == entry.problem.label) & (ok["dtype"] == entry.dtype)]
+        fastest = mine.groupby("config_key")["time_median_ms"].min().sort_values()
+        times = [a.time_median_ms for a in entry.alternatives]
+        assert times == fastest.iloc[1:KEPT_PER_SHAPE].tolist() and times == sorted(times)
+        keys = [Config.make(entry.problem, a.family, entry.dtype, a.params).key for a in entry.alternatives]
+        assert keys == fastest.index[1:KEPT_PER_SHAPE].tolist()
+
+
+def test_a_table_of_format_1_is_read_without_alternatives(built, tmp_path):
+    table, folder = built
+    older = _rewritten(tmp_path, folder, lambda d: [d.update(format_version=1)]
+                       + [e.pop("alternatives") for e in d["entries"]])
+    assert read_table(older) == replace(table, entries=tuple(replace(e, alternatives=()) for e in table.entries))
+
+
 def test_where_several_runs_tuned_a_shape_the_faster_wins():
     one, _ = build_table([SGEMM])
     other, _ = build_table([ENERGY])
@@ -98,7 +120,12 @@ def _rewritten(tmp_path: Path, folder: Path, change) -> Path:
 
 
 @pytest.mark.parametrize("change, words", [
-    (lambda d: d.update(format_version=2), "format_version is 2, a format this version cannot read"),
+    (lambda d: d.update(format_version=3), "format_version is 3, a format this version cannot read"),
+    (lambda d: d.update(format_version=True), "format_version is True, a format this version cannot read"),
+    (lambda d: d["entries"][0].update(alternatives={"a": 1}), "entries[0].alternatives is not a list"),
+    (lambda d: d["entries"][0]["alternatives"][0].update(time_median_ms=0), "alternatives[0].time_median_ms is not"),
+    (lambda d: d["entries"][0]["alternatives"][0].update(run="x"), "alternatives[0] has the unknown field(s) run"),
+    (lambda d: d["entries"][0]["alternatives"][0]["params"].update(BM=None), "alternatives[0].params.BM is not a"),
     (lambda d: d.pop("format_version"), "format_version is None"),
     (lambda d: d["entries"][0].update(source="../../etc/passwd"), "entries[0].source is not a plain file name"),
     (lambda d: d["entries"][0].update(cubin=".hidden"), "entries[0].cubin is not a plain file name"),

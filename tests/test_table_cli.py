@@ -34,7 +34,7 @@ def test_a_workload_is_tuned_into_a_table_that_answers_a_new_shape(recording, tm
     assert "1000x777x333" in shown and "2 entries from" in shown
     assert cli.main(["table", "predict", str(tmp_path / "table"), "2000", "1500", "700", "float32"]) == 0
     answer = capsys.readouterr().out
-    assert "why: predicted, never measured on this shape: nearest tuned neighbour" in answer
+    assert "why: predicted, never measured on this shape: least estimated time" in answer
     assert cli.main(["table", "predict", str(tmp_path / "table"), "2000", "1500", "700", "float32",
                      "--evaluations"]) == 0
     assert "why: predicted, never measured on this shape" in capsys.readouterr().out

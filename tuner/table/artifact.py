@@ -4,7 +4,10 @@ former table or the new one whole. Reading a table checks it as data: a truncate
 unknown ``format_version`` are refused in one paragraph.
 
 An entry's ``cubin`` names the compiled kernel in the folder; it is null until a device compiles the table's
-kernels for the GPU it was tuned on (the source is enough to build it again with the same toolkit)."""
+kernels for the GPU it was tuned on (the source is enough to build it again with the same toolkit).
+
+Format 2 adds ``alternatives`` to an entry: the next fastest distinct configurations the runs measured on its shape,
+with their times, which prediction weighs for shapes never tuned. A format 1 table is read as one without them."""
 
 from __future__ import annotations
 
@@ -20,9 +23,20 @@ from tuner.errors import TunerError
 from tuner.table.workload import Shape
 
 TABLE_JSON = "table.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+MAX_ALTERNATIVES = 64
 MAX_TABLE_BYTES = 64 * 2**20
 _FILE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Another configuration measured on an entry's shape: slower there than the entry's winner."""
+
+    family: str
+    params: dict[str, int | str | bool]
+    time_median_ms: float
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,8 @@ class Entry(Shape):
     template changed since the run (the source is then not what was measured)."""
     cubin: str | None = None
     """File name of the compiled kernel in the table's folder; null until one is compiled for the device."""
+    alternatives: tuple[Alternative, ...] = ()
+    """The next fastest distinct configurations measured on the shape, fastest first (format 2)."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +98,13 @@ def write_table(folder: Path, table: KernelTable, sources: dict[str, str],
 
 class TableError(TunerError):
     def __init__(self, path: Path, where: str, why: str):
-        super().__init__(f"{path}: {where} {why}; this is not a kernel table of format version {FORMAT_VERSION} "
+        super().__init__(f"{path}: {where} {why}; this is not a kernel table of format version "
+                         f"{' or '.join(map(str, READABLE_VERSIONS))} "
                          f"(python -m tuner table build writes one); nothing was used from it.")
 
 
 def read_table(folder: str | Path) -> KernelTable:
-    """The table in ``folder`` (or at the path of its ``table.json``), checked field by field."""
+    """The table in ``folder`` (or at the path of its ``table.json``), of format 1 or 2, checked field by field."""
     path = Path(folder)
     path = path / TABLE_JSON if path.is_dir() else path
     try:
@@ -99,7 +116,7 @@ def read_table(folder: str | Path) -> KernelTable:
     if not isinstance(document, dict):
         raise TableError(path, "the top level", "is not an object")
     version = document.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise TableError(path, "format_version", f"is {repr(version)[:40]}, a format this version cannot read")
     entries, runs = document.get("entries"), document.get("runs", [])
     if not isinstance(entries, list) or not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
@@ -118,24 +135,45 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "source_template_hash": (str, type(None)),
     "cubin": (str, type(None)),
 }
+_ALTERNATIVE_TYPES: dict[str, tuple[type, ...]] = {"family": (str,), "params": (dict,), "time_median_ms": (float, int)}
+
+
+def _fields(path: Path, where: str, item: Any, types: dict[str, tuple[type, ...]], optional: tuple[str, ...] = ()
+            ) -> None:
+    """``item`` is an object holding exactly the fields of ``types`` (and perhaps the ``optional`` ones), each of
+    its type, with parameters that are plain values."""
+    if not isinstance(item, dict):
+        raise TableError(path, where, "is not an object")
+    unknown = sorted(str(k)[:40] for k in item if k not in types and k not in optional)
+    if unknown:
+        raise TableError(path, where, f"has the unknown field(s) {', '.join(unknown)}")
+    for name, allowed in types.items():
+        value = item.get(name)
+        if name not in item or isinstance(value, bool) or not isinstance(value, allowed):
+            raise TableError(path, f"{where}.{name}", f"is {repr(value)[:40]}, not a {allowed[0].__name__}")
+    for key, value in item["params"].items():
+        if not isinstance(value, int | str | bool) or (isinstance(value, str) and len(value) > 64):
+            raise TableError(path, f"{where}.params.{str(key)[:40]}", "is not a number, a short text or a truth value")
+
+
+def _alternatives(path: Path, where: str, items: Any) -> tuple[Alternative, ...]:
+    if not isinstance(items, list) or len(items) > MAX_ALTERNATIVES:
+        raise TableError(path, where, f"is not a list of at most {MAX_ALTERNATIVES} objects")
+    found = []
+    for i, item in enumerate(items):
+        _fields(path, f"{where}[{i}]", item, _ALTERNATIVE_TYPES)
+        if item["time_median_ms"] <= 0:
+            raise TableError(path, f"{where}[{i}].time_median_ms", "is not a positive time")
+        found.append(Alternative(**item))
+    return tuple(found)
 
 
 def _entry(path: Path, where: str, item: Any) -> Entry:
-    if not isinstance(item, dict):
-        raise TableError(path, where, "is not an object")
-    unknown = sorted(str(k)[:40] for k in item if k not in _TYPES)
-    if unknown:
-        raise TableError(path, where, f"has the unknown field(s) {', '.join(unknown)}")
-    for name, types in _TYPES.items():
-        value = item.get(name)
-        if name not in item or isinstance(value, bool) or not isinstance(value, types):
-            raise TableError(path, f"{where}.{name}", f"is {repr(value)[:40]}, not a {types[0].__name__}")
+    _fields(path, where, item, _TYPES, optional=("alternatives",))
     if min(item["M"], item["N"], item["K"]) < 1 or item["dtype"] not in DTYPE_BYTES or item["time_median_ms"] <= 0:
         raise TableError(path, where, "holds a size below 1, an unknown dtype or a time that is not positive")
     for name in ("source", "cubin"):
         if item[name] is not None and (not _FILE_NAME.fullmatch(item[name]) or item[name].startswith(".")):
             raise TableError(path, f"{where}.{name}", "is not a plain file name inside the table's folder")
-    for key, value in item["params"].items():
-        if not isinstance(value, int | str | bool) or (isinstance(value, str) and len(value) > 64):
-            raise TableError(path, f"{where}.params.{str(key)[:40]}", "is not a number, a short text or a truth value")
-    return Entry(**item)
+    alternatives = _alternatives(path, f"{where}.alternatives", item.get("alternatives", []))
+    return Entry(**{**item, "alternatives": alternatives})

@@ -1,10 +1,13 @@
 """A kernel table from tuning runs: for each shape and dtype, the fastest ``ok`` configuration any of the runs
-recorded, with its baseline ratio, the device and toolkit of its measurement, and its kernel's source."""
+recorded, with its baseline ratio, the device and toolkit of its measurement, and its kernel's source; and the next
+fastest distinct configurations recorded on the shape, with their times, for prediction."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +19,10 @@ from tuner.kernels.discovery import UnknownFamily, get_family, template_text_has
 from tuner.kernels.render import render
 from tuner.measure.measurement import Status
 from tuner.results import table as results
-from tuner.table.artifact import Entry, KernelTable
+from tuner.table.artifact import Alternative, Entry, KernelTable
+
+KEPT_PER_SHAPE = 8
+"""Configurations a table keeps per shape and dtype: the winner and the next fastest distinct ones."""
 
 
 def read_run(run_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -47,6 +53,25 @@ def baseline_times(df: pd.DataFrame) -> dict[tuple[str, str], float]:
     ok = df[(df["family"] == results.BASELINE_FAMILY) & (df["status"] == Status.OK.value)]
     return {(str(r["problem"]), str(r["dtype"])): float(r["time_median_ms"]) for _, r in ok.iterrows()
             if pd.notna(r["time_median_ms"]) and r["time_median_ms"] > 0}
+
+
+def ok_times(df: pd.DataFrame, into: dict[Config, float] | None = None) -> dict[Config, float]:
+    """Each configuration the results measured ok (the baseline aside), with its fastest median time; added to
+    ``into`` where given."""
+    times = {} if into is None else into
+    ok = df[(df["status"] == Status.OK.value) & (df["family"] != results.BASELINE_FAMILY)
+            & pd.to_numeric(df["time_median_ms"], errors="coerce").gt(0)]
+    for _, row in ok.iterrows():
+        config = results.config_of_row(row)
+        times[config] = min(times.get(config, math.inf), float(row["time_median_ms"]))
+    return times
+
+
+def alternatives(times: Mapping[Config, float], winner: Config) -> tuple[Alternative, ...]:
+    """The fastest configurations of ``winner``'s shape and dtype after it, fewer than ``KEPT_PER_SHAPE``."""
+    mine = sorted((t, c.key, c) for c, t in times.items()
+                  if c.problem == winner.problem and c.dtype == winner.dtype and c != winner)
+    return tuple(Alternative(c.family, dict(c.params), t) for t, _, c in mine[:KEPT_PER_SHAPE - 1])
 
 
 def source_name(entry_label: str, family: str) -> str:
@@ -91,15 +116,18 @@ def build_table(run_dirs: Sequence[Path]) -> tuple[KernelTable, dict[str, str]]:
     """The table of the runs' winners (the fastest across runs where several tuned a shape and dtype) and the
     rendered source of each entry (file name → text)."""
     best: dict[tuple[Problem, str], tuple[Entry, Config]] = {}
+    times: dict[Config, float] = {}
     for number, run_dir in enumerate(run_dirs, 1):
         print(f"[{number}/{len(run_dirs)}] reading {run_dir}", file=sys.stderr, flush=True)
+        ok_times(read_run(run_dir)[0], times)
         for entry, config in run_entries(run_dir):
             key = (entry.problem, entry.dtype)
             if key not in best or entry.time_median_ms < best[key][0].time_median_ms:
                 best[key] = entry, config
     if not best:
         raise TunerError(f"{', '.join(map(str, run_dirs))}: no ok evaluation to make a kernel table of")
-    ordered = sorted(best.values(), key=lambda pair: (pair[0].dtype, pair[0].M, pair[0].N, pair[0].K))
+    ordered = sorted(((replace(e, alternatives=alternatives(times, c)), c) for e, c in best.values()),
+                     key=lambda pair: (pair[0].dtype, pair[0].M, pair[0].N, pair[0].K))
     sources = {entry.source: render(config) for entry, config in ordered}
     return KernelTable(tuple(e for e, _ in ordered), tuple(map(str, run_dirs))), sources
 
@@ -107,8 +135,6 @@ def build_table(run_dirs: Sequence[Path]) -> tuple[KernelTable, dict[str, str]]:
 def compile_cubins(table: KernelTable, sources: Mapping[str, str]) -> tuple[KernelTable, dict[str, bytes]]:
     """Each CUDA entry's source compiled for the GPU it was tuned on (its family's architecture, else its compute
     capability's), named in the entry; an entry nvcc cannot build keeps no cubin and is named on stderr."""
-    from dataclasses import replace
-
     from tuner.compile.nvcc import compile_source
     from tuner.table.loaded import cubin_name
     from tuner.table.predict import arch_of

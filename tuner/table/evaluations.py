@@ -3,18 +3,13 @@ median time any of the runs measured for it, and the device they ran on."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from tuner.config import Config
-from tuner.measure.measurement import Status
-from tuner.results import table as results
-from tuner.table.build import environment, read_run
+from tuner.table.build import environment, ok_times, read_run
 from tuner.table.predict import Candidate, arch_of, candidates_of
 
 
@@ -32,12 +27,9 @@ def recorded(run_dirs: Sequence[Path]) -> Recorded:
     device: dict[str, Any] = {}
     for run_dir in run_dirs:
         df, metadata = read_run(run_dir)
-        ok = df[(df["status"] == Status.OK.value) & (df["family"] != results.BASELINE_FAMILY)
-                & pd.to_numeric(df["time_median_ms"], errors="coerce").gt(0)]
-        for _, row in ok.iterrows():
-            config = results.config_of_row(row)
-            times[config] = min(times.get(config, math.inf), float(row["time_median_ms"]))
-            found = environment(metadata, row.get("metadata_id")).get("device")
+        ok_times(df, times)
+        for metadata_id in df["metadata_id"].unique() if "metadata_id" in df else ():
+            found = environment(metadata, metadata_id).get("device")
             device = device or (dict(found) if isinstance(found, Mapping) else {})
     sms = device.get("multiprocessors")
     return Recorded(times, sms if isinstance(sms, int) and sms > 0 else None,

@@ -3,7 +3,7 @@ from the table's entries (:mod:`tuner.table.predict`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from tuner.config import DTYPE_BYTES, Config, Problem
 from tuner.errors import TunerError
@@ -16,6 +16,18 @@ def candidate_of(entry: Entry) -> Candidate:
     config = Config.make(entry.problem, entry.family, entry.dtype, entry.params)
     return Candidate(config, entry.time_median_ms, entry.time_median_ms, entry.multiprocessors,
                      arch_of(entry.compute_capability))
+
+
+def entry_candidates(entry: Entry) -> list[Candidate]:
+    """The entry's winner and its alternatives, each as measured on the entry's shape."""
+    arch = arch_of(entry.compute_capability)
+    others = [Candidate(Config.make(entry.problem, a.family, entry.dtype, a.params), a.time_median_ms,
+                        entry.time_median_ms, entry.multiprocessors, arch) for a in entry.alternatives]
+    return [candidate_of(entry), *others]
+
+
+def table_candidates(entries: Iterable[Entry]) -> list[Candidate]:
+    return [c for entry in entries for c in entry_candidates(entry)]
 
 
 def choose(table: KernelTable, M: int, N: int, K: int, dtype: str, evaluations: Sequence[Candidate] = ()) -> str:
@@ -31,7 +43,7 @@ def choose(table: KernelTable, M: int, N: int, K: int, dtype: str, evaluations: 
         return (f"{exact.family} {pairs_text(tuple(sorted(exact.params.items())))}\n"
                 f"why: tuned on this shape ({exact.time_median_ms:.4g} ms, {exact.tflops:.2f} TFLOP/s on "
                 f"{exact.device_name}; run {exact.run}); kernel source {exact.source}")
-    found = predict([*map(candidate_of, table.entries), *evaluations], problem, dtype)
+    found = predict([*table_candidates(table.entries), *evaluations], problem, dtype)
     if found is None:
         tuned = sorted({e.dtype for e in table.entries})
         raise TunerError(f"the table holds no {dtype} configuration valid for {problem.label} (it holds "

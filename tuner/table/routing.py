@@ -12,7 +12,7 @@ from tuner.config import DTYPE_BYTES, Config, Problem
 from tuner.kernels.arguments import Buffer
 from tuner.kernels.discovery import UnknownFamily, get_family
 from tuner.table.artifact import Entry, KernelTable
-from tuner.table.lookup import candidate_of
+from tuner.table.lookup import table_candidates
 from tuner.table.predict import Candidate, predict
 
 CALL_SCALARS = ("M", "N", "K", "scale_a", "scale_b")
@@ -72,7 +72,7 @@ def route(table: KernelTable, problem: Problem, dtype: str, exclude: Collection[
         if why is None:
             return Route("exact", config, f"tuned on this shape ({exact.time_median_ms:.4g} ms on "
                                           f"{exact.device_name})")
-    pool = [candidate_of(e) for e in table.entries if e.problem not in exclude and e.problem != problem]
+    pool = table_candidates(e for e in table.entries if e.problem not in exclude and e.problem != problem)
     found = predict(_callable(pool), problem, dtype)
     if found is not None:
         return Route("predicted", found.config, f"predicted: {found.reason}")
