@@ -5,7 +5,7 @@
 1. record: the forward of decoder layers of Llama-2-7B's size (benchmarks/table_model.py) at TOKENS, run under
    ``tuner.table.recorder.recording()``: the workload (its q/k/v/o and gate/up/down products, bfloat16 in and out);
 2. tune: an experiment per dtype of the workload from experiments/table_bf16.yaml (the table's own
-   ``workload_experiments``), run by ``tuner.run`` (20 evaluations a shape, transfer 5; the goal: ≤ 10 minutes for
+   ``workload_experiments``), run by ``tuner.run`` (50 evaluations a shape, transfer 5; the goal: ≤ 10 minutes for
    20 shapes); 3. build: the table of the run (``build_table``, ``write_table``);
 4. held out: each tuned shape predicted from the others (``TableMatmul(…, exclude=(shape,))``) against its own
    entry, CUDA-event medians of 20 with L2 flushed, share own/predicted (goals: ≥ 0.95 mean, ≥ 0.90 worst);
@@ -171,7 +171,7 @@ def produce(layers: int, trials: int | None, work: Path, out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", type=int, default=2, help="decoder layers of the model (default 2)")
-    parser.add_argument("--trials", type=int, help="evaluations a shape (default: the base experiment's, 20)")
+    parser.add_argument("--trials", type=int, help="evaluations a shape (default: the base experiment's, 50)")
     parser.add_argument("--work", type=Path, default=Path("reports/table_device"),
                         help="folder of the workload, experiments, runs and table (default reports/table_device)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder of table_<gpu>.txt and .json")
