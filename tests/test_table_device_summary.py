@@ -60,7 +60,7 @@ def test_the_bound_adds_each_products_roundings_along_the_chain():
     one_layer = end_to_end_bound(1, 4096)
     assert one_layer == pytest.approx(CHAIN_PER_LAYER * (2**-7 + 4096 * 2**-24))
     assert end_to_end_bound(2, 4096) == pytest.approx(2 * one_layer)
-    assert budget(None) == {"trials_per_shape": 20, "timeout_s_per_shape": 25}
+    assert budget(None) == {"trials_per_shape": 50, "timeout_s_per_shape": 30}
     assert budget(7)["trials_per_shape"] == 7
 
 
