@@ -13,6 +13,7 @@ from tuner.config import Config, Problem
 from tuner.table.arrays import ArrayRefused, DeviceArray, view
 from tuner.table.build import build_table
 from tuner.table.call import TableMatmul
+from tuner.table.loaded import LoadedKernel
 from tuner.table.routing import b_transposed, callable_family, layout_refusal, route, table_dtype
 
 RUNS = [Path("experiments/data/h100_sgemm_h100"), Path("experiments/data/fermi_like_h100")]
@@ -133,3 +134,28 @@ def test_a_call_no_kernel_takes_is_planned_once_and_said_once(table):
     assert len(caller._plans) == 1
     with pytest.raises(ArrayRefused, match=r"expected matrices M×K and K×N"):
         caller.matmul(a, Interface((16, 32), "<f4"))
+
+
+class Queued:
+    """Stands in for the driver's launch: what each launch's parameter block held when queued."""
+
+    def __init__(self):
+        self.blocks = []
+
+    def run(self, block, stream):
+        self.blocks.append((stream, [v.value for v in block.values]))
+
+
+def test_the_parameter_block_is_made_once_and_updated_in_place():
+    config = Config.make(Problem(64, 32, 16), "tiled", "float32", {"TILE_WIDTH": 16})
+    queued = Queued()
+    kernel = LoadedKernel(config, None, (2, 4, 1), (16, 16, 1), 0, (1, 1, 1), (),
+                          (("A", "P"), ("B", "P"), ("C", "P"), ("M", "i"), ("N", "i"), ("K", "i")), "float32",
+                          False, queued)
+    kernel.launch(4096, 8192, 12288, (1.0, 1.0), 7)
+    block = kernel._block
+    kernel.launch(4096, 8192, 12288, (1.0, 1.0), 8)
+    kernel.launch(16384, 8192, 20480, (1.0, 1.0), 8)
+    assert kernel._block is block
+    assert queued.blocks == [(7, [4096, 8192, 12288, 64, 32, 16]), (8, [4096, 8192, 12288, 64, 32, 16]),
+                             (8, [16384, 8192, 20480, 64, 32, 16])]

@@ -5,7 +5,9 @@ parameter block is reused while the arrays stay the same."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ctypes
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ from tuner.table.artifact import Entry
 from tuner.table.routing import b_transposed
 
 SCALAR_CODES = {"int32": "i", "float32": "f"}
+MAPS_KEPT = 256
+TENSOR_MAP_BYTES = 128
 
 
 def arch_for(config: Config, compute_capability: str) -> str:
@@ -70,15 +74,36 @@ class LoadedKernel:
     """The family stores B as N×K (see :func:`tuner.table.routing.b_transposed`)."""
     prepared: Any
     """The launch laid out once (:class:`tuner.backends.cuda_driver.PreparedLaunch`)."""
-    _last: tuple[tuple[float, ...], Any] | None = None
+    _block: Any = None
+    """The parameter block of the last launch; updated in place for the next (the driver copies it at launch)."""
+    _last: tuple[float, ...] = ()
+    _encoded: OrderedDict[tuple[str, int], Any] = field(default_factory=OrderedDict)
 
     def launch(self, a: int, b: int, c: int, scales: tuple[float, float], stream: int) -> None:
-        """Queue the kernel on ``stream`` over the buffers at ``a``, ``b`` and ``c``; the parameter block (tensor
-        maps and arguments) is made again only when the addresses or the scales change."""
+        """Queue the kernel on ``stream`` over the buffers at ``a``, ``b`` and ``c``. The parameter block is made
+        once and updated in place where an address or a scale changed; tensor maps are encoded once per buffer
+        address (the last MAPS_KEPT of them kept), so a model's layers, whose weights and activations come back to
+        the same addresses, encode none after their first calls."""
         key = (a, b, c, *scales)
-        if self._last is None or self._last[0] != key:
-            self._last = key, self._parameters({"A": a, "B": b, "C": c}, scales)
-        self.prepared.run(self._last[1], stream)
+        if self._block is None:
+            self._block = self._parameters({"A": a, "B": b, "C": c}, scales)
+        elif key != self._last:
+            self._update({"A": a, "B": b, "C": c}, scales)
+        self._last = key
+        self.prepared.run(self._block, stream)
+
+    def _map(self, name: str, fields: TensorMapFields, address: int) -> Any:
+        from tuner.backends import cuda_driver
+
+        key = (name, address)
+        found = self._encoded.get(key)
+        if found is None:
+            found = self._encoded[key] = cuda_driver.TensorMapBuffer(fields, address)
+            if len(self._encoded) > MAPS_KEPT:
+                self._encoded.popitem(last=False)
+        else:
+            self._encoded.move_to_end(key)
+        return found
 
     def _parameters(self, pointers: dict[str, int], scales: tuple[float, float]) -> Any:
         from tuner.backends import cuda_driver
@@ -88,6 +113,16 @@ class LoadedKernel:
         maps = [cuda_driver.TensorMapBuffer(fields, pointers[name]) for name, fields in self.maps]
         return cuda_driver.parameters(maps, "".join(c for _, c in self.arguments),
                                       [values[name] for name, _ in self.arguments])
+
+    def _update(self, pointers: dict[str, int], scales: tuple[float, float]) -> None:
+        """The block's tensor maps and values set for these addresses and scales."""
+        block, values = self._block, {**pointers, "scale_a": scales[0], "scale_b": scales[1]}
+        for slot, (name, fields) in enumerate(self.maps):
+            encoded = self._map(name, fields, pointers[name])
+            ctypes.memmove(block.maps[slot].address, encoded.address, TENSOR_MAP_BYTES)
+        for value, (name, _) in zip(block.values, self.arguments, strict=True):
+            if name in values:
+                value.value = values[name]
 
 
 def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKernel:
