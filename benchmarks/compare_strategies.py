@@ -3,7 +3,7 @@ the recorded spaces, the methodology score checked against its package, and the 
 
     python benchmarks/compare_strategies.py [--out DIR] [--repeats R] [--score-repeats R] [--jobs N]
                                             [--peer-repeats R] [--spaces NAME,...]
-                                            [--only gemm,h100,wgmma,hub,peers,peers_gemm,agreement,time]
+                                            [--only gemm,h100,wgmma,fp8,hub,peers,peers_gemm,agreement,time]
 
 Parts, each in a folder of DIR (default ``benchmarks/results``) with the command's table, figures and page and a
 ``runtime.json`` (wall time, CPU, processes, the machine's load average before and after):
@@ -13,6 +13,8 @@ Parts, each in a folder of DIR (default ``benchmarks/results``) with the command
 * ``compare_h100/``: the same on our own exhaustive H100 recording (``experiments/data/h100_regblock_exhaustive``);
 * ``compare_wgmma_h100/``: the same on the wgmma family's exhaustive bfloat16 recording at 4096³
   (``experiments/data/h100_wgmma_exhaustive``), convention (a), 50, 100 and 150 evaluations;
+* ``compare_fp8_h200/``: the same on the wgmma_fp8 family's exhaustive e4m3 recording at 4096³ on an H200
+  (``experiments/data/fp8_exhaustive_h200``);
 * ``compare_hub/``: the default strategy and ``ils`` alone on the six convolution and dedispersion recordings,
   convention (a), 100 and 400 evaluations, P from 10 runs each (no other package needed; not committed:
   ``compare_peers/`` holds the same runs beside Kernel Tuner's);
@@ -65,12 +67,13 @@ GEMM = ("gemm_A100", "gemm_RTX_2080_Ti")
 HUB = tuple(f"{kernel}_{gpu}" for kernel in ("convolution", "dedispersion") for gpu in ("A100", "A4000", "MI250X"))
 H100 = ROOT / "experiments" / "data" / "h100_regblock_exhaustive"
 WGMMA = ROOT / "experiments" / "data" / "h100_wgmma_exhaustive"
+FP8 = ROOT / "experiments" / "data" / "fp8_exhaustive_h200"
 WGMMA_BUDGETS = (50, 100, 150)
 PEER_BUDGETS = (100, 400)
 PEER_SCORE_REPEATS = 10
 PEER_REPEATS = 20
 """Runs of each of Kernel Tuner's strategies at each budget (as Willemsen et al. run them)."""
-PARTS = ("gemm", "h100", "wgmma", "hub", "peers", "peers_gemm", "agreement", "time")
+PARTS = ("gemm", "h100", "wgmma", "fp8", "hub", "peers", "peers_gemm", "agreement", "time")
 HUB_SCORE_REPEATS = 10
 TIMED_SIZE = 100_000
 TIMED_RADICES = (8, 8, 6, 6, 5, 4, 4, 3)
@@ -266,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     if "wgmma" in parts:
         out = args.out / "compare_wgmma_h100"
         timed(out, settings, lambda: run_comparison([WGMMA], repeats=args.repeats, budgets=WGMMA_BUDGETS,
+                                                    convention="a", jobs=args.jobs, out=out))
+    if "fp8" in parts:
+        out = args.out / "compare_fp8_h200"
+        timed(out, settings, lambda: run_comparison([FP8], repeats=args.repeats, budgets=WGMMA_BUDGETS,
                                                     convention="a", jobs=args.jobs, out=out))
     if "hub" in parts and hub:
         out = args.out / "compare_hub"
