@@ -12,8 +12,6 @@ from typing import Any
 from benchmarks.table_timing import gpu_median_ms, graph_replay, host_us_per_call, relative_error
 from tuner.names.key_text import pairs_text
 from tuner.table.artifact import KernelTable
-from tuner.table.lookup import candidate_of
-from tuner.table.predict import predict
 
 OVERHEAD_SHAPE = (64, 64, 64)
 OVERHEAD_CALLS = 10_000
@@ -27,16 +25,17 @@ def _operands(M: int, N: int, K: int) -> tuple[Any, Any, Any]:
     return a, b, torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
 
 
-def _predicted_config(table: KernelTable, M: int, N: int, K: int, dtype: str) -> str | None:
-    """The configuration the other entries predict for the shape, in words (None where none is valid)."""
+def predicted_config(table: KernelTable, M: int, N: int, K: int, dtype: str) -> str | None:
+    """The configuration a call of the shape runs with its own entry left out, in words (None where none is
+    valid): the route of ``TableMatmul(table, …, exclude=((M, N, K),))``."""
     from tuner.config import Problem
+    from tuner.table.routing import route
 
     problem = Problem(M, N, K)
-    found = predict([candidate_of(e) for e in table.entries if e.problem != problem], problem, dtype)
-    if found is None:
+    found = route(table, problem, dtype, exclude=(problem,))
+    if found.config is None:
         return None
-    return (f"{found.config.family} {pairs_text(found.config.params)} "
-            f"(from {found.neighbour.config.problem.label})")
+    return f"{found.config.family} {pairs_text(found.config.params)} ({found.reason.removeprefix('predicted: ')})"
 
 
 def held_out(table_dir: Path, dtype: str) -> list[dict[str, Any]]:
@@ -63,7 +62,7 @@ def held_out(table_dir: Path, dtype: str) -> list[dict[str, Any]]:
         rows.append({"shape": entry.problem.label, "route": route, "own_ms": own_ms, "predicted_ms": predicted_ms,
                      "torch_ms": torch_ms, "share": share, "own_config": f"{entry.family} "
                      f"{pairs_text(tuple(sorted(entry.params.items())))}",
-                     "predicted_config": _predicted_config(table, M, N, K, dtype)})
+                     "predicted_config": predicted_config(table, M, N, K, dtype)})
         print(f"held out {entry.problem.label}: {route}, share {share if share is None else round(share, 3)}",
               file=sys.stderr)
     return rows
