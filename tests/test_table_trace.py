@@ -127,4 +127,5 @@ def test_the_recording_counts_batches_as_calls_and_maps_dtypes():
     record.add((0, 4), (4, 4), "torch.float32", tf32=False)
     assert record.calls == {Shape(128, 1024, 256, BF16): 2, Shape(64, 64, 32, "float16_out_float16"): 8}
     assert record.skipped == {"torch.float64": 1}
-    assert table_dtype("torch.float32", tf32=True) == "tf32" and table_dtype("torch.float32", False) == "float32"
+    assert table_dtype("float32", tf32=True) == "tf32" and table_dtype("float32", False) == "float32"
+    assert table_dtype("bfloat16", False) == "bfloat16_out_bfloat16" and table_dtype("float64", False) is None

@@ -15,18 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner.table.arrays import TORCH_STORAGE
+from tuner.table.routing import table_dtype as call_dtype
 from tuner.table.workload import Shape, workload_text
 
-TORCH_DTYPES = {"torch.bfloat16": "bfloat16_out_bfloat16", "torch.float16": "float16_out_float16",
-                "torch.float32": "float32"}
+RECORDED_STORAGE = ("bfloat16", "float16", "float32")
+"""The inputs' element types whose products are recorded (those the tensor-core and float32 tables take)."""
 OPERANDS = {"mm": 0, "addmm": 1, "bmm": 0, "baddbmm": 1}
 """Each recorded operator, by name, with the position of A among its arguments (B follows it)."""
 
 
-def table_dtype(torch_dtype: str, tf32: bool) -> str | None:
-    """The table dtype of a product of inputs of ``torch_dtype`` (``str(tensor.dtype)``), None for one it has not."""
-    dtype = TORCH_DTYPES.get(torch_dtype)
-    return "tf32" if dtype == "float32" and tf32 else dtype
+def table_dtype(storage: str | None, tf32: bool) -> str | None:
+    """The table dtype a call of the table's matmul asks for with two inputs of ``storage`` elements and the
+    result in the library's own type (:func:`tuner.table.routing.table_dtype`); None for one not recorded."""
+    return call_dtype(storage, storage, None, tf32) if storage in RECORDED_STORAGE else None
 
 
 @dataclass
@@ -43,16 +45,22 @@ class Recording:
 
     def add(self, a: Sequence[int], b: Sequence[int], torch_dtype: str, tf32: bool) -> None:
         """One product of A of sizes ``a`` (M×K, or B×M×K for B batches) by B of sizes ``b`` (…×K×N)."""
-        dtype = table_dtype(torch_dtype, tf32)
+        dtype = self.dtype_or_skip(torch_dtype, TORCH_STORAGE.get(torch_dtype), tf32)
+        if dtype is not None:
+            self.count(Shape(int(a[-2]), int(b[-1]), int(a[-1]), dtype), int(a[0]) if len(a) == 3 else 1)
+
+    def dtype_or_skip(self, type_name: str, storage: str | None, tf32: bool) -> str | None:
+        """The table dtype of a product of inputs of ``storage``; None, the call counted as skipped under its
+        type's ``type_name``, where none is recorded."""
+        dtype = table_dtype(storage, tf32)
         if dtype is None:
-            self.skipped[torch_dtype] = self.skipped.get(torch_dtype, 0) + 1
-            return
-        batches = a[0] if len(a) == 3 else 1
-        M, K, N = a[-2], a[-1], b[-1]
-        if min(M, N, K, batches) <= 0:
-            return  # an empty product multiplies nothing
-        shape = Shape(int(M), int(N), int(K), dtype)
-        self.calls[shape] = self.calls.get(shape, 0) + int(batches)
+            self.skipped[type_name] = self.skipped.get(type_name, 0) + 1
+        return dtype
+
+    def count(self, shape: Shape, batches: int) -> None:
+        """``batches`` calls of ``shape`` (none where the product is empty)."""
+        if min(shape.M, shape.N, shape.K, batches) > 0:
+            self.calls[shape] = self.calls.get(shape, 0) + batches
 
     def write(self, path: str | Path) -> Path:
         """The workload file (JSON, with the calls), replaced atomically."""

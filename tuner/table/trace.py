@@ -11,19 +11,20 @@ import bisect
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuner import input_file
 from tuner.errors import TunerError
+from tuner.table.recorder import Recording
 from tuner.table.workload import MAX_SIZE, Shape
 
 MAX_TRACE_BYTES = 512 * 2**20
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 LINEAR = "aten::linear"
-TORCH_DTYPES = {"c10::BFloat16": "bfloat16_out_bfloat16", "c10::Half": "float16_out_float16", "float": "float32"}
-"""The table dtype of each input type a trace names; float32 is ``tf32`` where the program allowed TF32."""
+TRACE_STORAGE = {"c10::BFloat16": "bfloat16", "c10::Half": "float16", "float": "float32"}
+"""The element type of each input type a trace names."""
 
 
 class TraceError(TunerError):
@@ -32,14 +33,6 @@ class TraceError(TunerError):
                          f"export_chrome_trace writes (a profile taken with record_shapes=True), at most "
                          f"{MAX_TRACE_BYTES // 2**20} MiB; its events named {', '.join(MATMULS + (LINEAR,))} need "
                          f"the args 'Input Dims' and 'Input type'. No workload was written.")
-
-
-@dataclass
-class TraceWorkload:
-    """The shapes of a trace with their calls, in the order they first ran, and the calls left out by input type."""
-
-    calls: dict[Shape, int] = field(default_factory=dict)
-    skipped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -53,7 +46,7 @@ class _Call:
     dtype: str
 
 
-def read_trace(path: str | Path, tf32: bool = False) -> TraceWorkload:
+def read_trace(path: str | Path, tf32: bool = False) -> Recording:
     """The matmul shapes a profiler trace recorded (float32 ones as ``tf32`` where ``tf32``); TraceError naming the
     file and the field where it is no such trace."""
     path = Path(path)
@@ -71,7 +64,7 @@ def read_trace(path: str | Path, tf32: bool = False) -> TraceWorkload:
              if isinstance(event, dict) and event.get("name") in MATMULS + (LINEAR,)]
     calls.sort(key=lambda call: call.start)
     inner = _starts_by_thread(c for c in calls if c.name in MATMULS)
-    workload = TraceWorkload()
+    workload = Recording()
     for call in calls:
         if call.name == LINEAR and _runs_inside(inner.get(call.thread, []), call):
             continue
@@ -115,18 +108,11 @@ def _runs_inside(starts: Sequence[float], outer: _Call) -> bool:
     return first < len(starts) and starts[first] <= outer.end
 
 
-def _count(path: Path, call: _Call, workload: TraceWorkload, tf32: bool) -> None:
-    dtype = TORCH_DTYPES.get(call.dtype)
-    if dtype is None:
-        workload.skipped[call.dtype] = workload.skipped.get(call.dtype, 0) + 1
-        return
-    if dtype == "float32" and tf32:
-        dtype = "tf32"
-    M, N, K, batches = _sizes(path, call)
-    if 0 in (M, N, K, batches):
-        return  # an empty product multiplies nothing
-    shape = Shape(M, N, K, dtype)
-    workload.calls[shape] = workload.calls.get(shape, 0) + batches
+def _count(path: Path, call: _Call, workload: Recording, tf32: bool) -> None:
+    dtype = workload.dtype_or_skip(call.dtype, TRACE_STORAGE.get(call.dtype), tf32)
+    if dtype is not None:
+        M, N, K, batches = _sizes(path, call)
+        workload.count(Shape(M, N, K, dtype), batches)
 
 
 def _sizes(path: Path, call: _Call) -> tuple[int, int, int, int]:
