@@ -149,9 +149,8 @@ class Queued:
 def test_the_parameter_block_is_made_once_and_updated_in_place():
     config = Config.make(Problem(64, 32, 16), "tiled", "float32", {"TILE_WIDTH": 16})
     queued = Queued()
-    kernel = LoadedKernel(config, None, (2, 4, 1), (16, 16, 1), 0, (1, 1, 1), (),
-                          (("A", "P"), ("B", "P"), ("C", "P"), ("M", "i"), ("N", "i"), ("K", "i")), "float32",
-                          False, queued)
+    kernel = LoadedKernel(config, (), (("A", "P"), ("B", "P"), ("C", "P"), ("M", "i"), ("N", "i"), ("K", "i")),
+                          "float32", False, queued)
     kernel.launch(4096, 8192, 12288, (1.0, 1.0), 7)
     block = kernel._block
     kernel.launch(4096, 8192, 12288, (1.0, 1.0), 8)
@@ -159,3 +158,36 @@ def test_the_parameter_block_is_made_once_and_updated_in_place():
     assert kernel._block is block
     assert queued.blocks == [(7, [4096, 8192, 12288, 64, 32, 16]), (8, [4096, 8192, 12288, 64, 32, 16]),
                              (8, [16384, 8192, 20480, 64, 32, 16])]
+
+
+def test_a_planned_call_restores_its_own_context_and_launches_on_the_callers_arrays(table, monkeypatch):
+    """The driver stood in for: the first call plans (one context query, the kernel loaded once); later calls
+    launch on each call's addresses, and a call made while another context is current makes the plan's current."""
+    from tuner.backends import cuda_driver
+    from tuner.table import call
+
+    current = {"context": 11}
+    made_current = []
+    monkeypatch.setattr(cuda_driver, "current_context", lambda ordinal: current["context"])
+    monkeypatch.setattr(cuda_driver, "context_is", lambda context: context == current["context"])
+    monkeypatch.setattr(cuda_driver, "make_current", made_current.append)
+    monkeypatch.setattr(cuda_driver, "device_facts",
+                        lambda ordinal: cuda_driver.DeviceFacts("NVIDIA H100 80GB HBM3", "9.0", 132))
+    monkeypatch.setattr(call, "cubin_for", lambda config, entry, folder, arch: b"cubin")
+    queued = Queued()
+    loads = []
+
+    def load(config, cubin, multiprocessors):
+        loads.append(config)
+        return LoadedKernel(config, (), (("A", "P"), ("B", "P"), ("C", "P"), ("M", "i"), ("N", "i"), ("K", "i")),
+                            "float32", False, queued)
+
+    monkeypatch.setattr(call, "load_kernel", load)
+    caller = TableMatmul(table, Path("t"))
+    a, b = Interface((1024, 1024), "<f4", pointer=4096), Interface((1024, 1024), "<f4", pointer=8192)
+    out = Interface((1024, 1024), "<f4", pointer=12288)
+    assert caller.matmul(a, b, out=out) is out
+    current["context"] = 22  # another thread's, or a context the caller pushed
+    caller.matmul(a, Interface((1024, 1024), "<f4", pointer=16384), out=out)
+    assert made_current == [11] and len(loads) == 1 and len(caller._plans) == 1
+    assert [values[:3] for _, values in queued.blocks] == [[4096, 8192, 12288], [4096, 16384, 12288]]

@@ -268,6 +268,11 @@ def context_is(context: int) -> bool:
     return current.value == context
 
 
+def make_current(context: int) -> None:
+    """Make ``context`` the current one on this thread."""
+    _check("cuCtxSetCurrent", _driver().cuCtxSetCurrent(ctypes.c_void_p(context)))
+
+
 def current_context(ordinal: int) -> int:
     """The context current on this thread when it is ``ordinal``'s; else the device's primary context (the one
     PyTorch and CuPy use), made current. Returns its handle."""
@@ -279,5 +284,5 @@ def current_context(ordinal: int) -> int:
     _check("cuInit", library.cuInit(0))
     _check("cuDeviceGet", library.cuDeviceGet(ctypes.byref(device), ordinal))
     _check("cuDevicePrimaryCtxRetain", library.cuDevicePrimaryCtxRetain(ctypes.byref(context), device))
-    _check("cuCtxSetCurrent", library.cuCtxSetCurrent(context))
+    make_current(int(context.value or 0))
     return int(context.value or 0)

@@ -135,9 +135,8 @@ def torch_key(a: Any, b: Any, out: Any) -> tuple[Any, ...]:
     return (a.shape, a.stride(), a.dtype, a.device, b.shape, b.stride(), b.dtype, b.device, result)
 
 
-def view_key(a: Any, b: Any, out: Any) -> tuple[Any, ...]:
-    """What a call's plan depends on, from the arrays' views (their addresses left out)."""
-    views = (view(a, "a"), view(b, "b"), None if out is None else view(out, "out"))
+def view_key(views: tuple[DeviceArray, DeviceArray, DeviceArray | None]) -> tuple[Any, ...]:
+    """What a call's plan depends on, from the arrays' views (a, b and out; their addresses left out)."""
     return tuple(None if v is None else (v.shape, v.strides, v.storage, v.device, v.library) for v in views)
 
 

@@ -118,7 +118,8 @@ class TableMatmul:
         from tuner.backends import cuda_driver
 
         torch_arrays = is_torch(a) and is_torch(b) and (out is None or is_torch(out))
-        key = torch_key(a, b, out) if torch_arrays else view_key(a, b, out)
+        views = None if torch_arrays else (view(a, "a"), view(b, "b"), None if out is None else view(out, "out"))
+        key = torch_key(a, b, out) if views is None else view_key(views)
         plan = self._plans.get(key)
         if plan is None:
             plan = self._plans[key] = self._plan(a, b, out)
@@ -126,13 +127,14 @@ class TableMatmul:
         if kernel is None:
             return self._fallback(a, b, out, plan.library, plan.said, plan.reason)
         if not cuda_driver.context_is(plan.context):
-            cuda_driver.current_context(plan.device)
+            cuda_driver.make_current(plan.context)
         if out is None:
             out = empty_like_result(a, plan.library, plan.rows, plan.columns, kernel.output_storage)
-        if torch_arrays:
+        if views is None:
             pointers = a.data_ptr(), b.data_ptr(), out.data_ptr()
         else:
-            pointers = view(a, "a").pointer, view(b, "b").pointer, view(out, "out").pointer
+            result = views[2] or view(out, "out")
+            pointers = views[0].pointer, views[1].pointer, result.pointer
         if kernel.maps and (pointers[0] | pointers[1]) % TMA_ALIGNMENT:
             return self._fallback(a, b, out, plan.library, (*plan.said, "aligned"), f"{plan.said[-1]}: the "
                                   f"kernel's tensor maps need A and B on {TMA_ALIGNMENT}-byte boundaries")
@@ -156,22 +158,21 @@ class TableMatmul:
         if dtype is None:
             return make(reason=f"no table dtype multiplies {left.storage} by {right.storage} into "
                                f"{result.storage if result else 'the default type'}")
-        kernel, why = self._kernel(left.device, M, N, K, dtype)
+        from tuner.backends import cuda_driver
+
+        context = cuda_driver.current_context(left.device)
+        kernel, why = self._kernel(context, left.device, M, N, K, dtype)
         if kernel is None:
             return make(reason=why)
         refused = layout_refusal(kernel.transposed_b, left.row_major(), right.row_major(), right.column_major(),
                                  result is None or result.row_major())
         if refused is not None:
             return make(reason=f"{M}x{N}x{K} {dtype}: {refused}")
-        from tuner.backends import cuda_driver
+        return make(kernel=kernel, context=context, stream=stream_of(left.library, left.device))
 
-        return make(kernel=kernel, context=cuda_driver.current_context(left.device),
-                    stream=stream_of(left.library, left.device))
-
-    def _kernel(self, ordinal: int, M: int, N: int, K: int, dtype: str) -> tuple[LoadedKernel | None, str]:
-        from tuner.backends import cuda_driver
-
-        context = cuda_driver.current_context(ordinal)
+    def _kernel(self, context: int, ordinal: int, M: int, N: int, K: int,
+                dtype: str) -> tuple[LoadedKernel | None, str]:
+        """The kernel a shape's route runs, loaded into ``context`` (once), or None and why."""
         found = self._route(M, N, K, dtype)
         if found.config is None:
             return None, found.reason

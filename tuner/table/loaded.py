@@ -1,7 +1,7 @@
 """A table kernel loaded into the caller's CUDA context and launched on the caller's stream, through the driver
 (:mod:`tuner.backends.cuda_driver`): the cubin the table holds for its GPU, else the kernel's source compiled
-once (nvcc, with the project's compile cache). Tensor maps are encoded on the call's arrays; the last call's
-parameter block is reused while the arrays stay the same."""
+once (nvcc, with the project's compile cache). The launch is laid out once; its parameter block is updated in place
+for each call's arrays, their tensor maps encoded once per address."""
 
 from __future__ import annotations
 
@@ -61,11 +61,6 @@ class LoadedKernel:
     """One configuration's kernel in one context, with what a launch of it needs."""
 
     config: Config
-    kernel: Any
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int
-    cluster: tuple[int, int, int]
     maps: tuple[tuple[str, TensorMapFields], ...]
     arguments: tuple[tuple[str, str], ...]
     """(name, parameter code) of the family's arguments: buffers ``P``, sizes ``i``, scales ``f``."""
@@ -73,7 +68,8 @@ class LoadedKernel:
     transposed_b: bool
     """The family stores B as N×K (see :func:`tuner.table.routing.b_transposed`)."""
     prepared: Any
-    """The launch laid out once (:class:`tuner.backends.cuda_driver.PreparedLaunch`)."""
+    """The launch laid out once (:class:`tuner.backends.cuda_driver.PreparedLaunch`, which holds the loaded
+    module)."""
     _block: Any = None
     """The parameter block of the last launch; updated in place for the next (the driver copies it at launch)."""
     _last: tuple[float, ...] = ()
@@ -141,5 +137,4 @@ def load_kernel(config: Config, cubin: bytes, multiprocessors: int) -> LoadedKer
     grid = cuda_driver.launch_grid(kernel, launch, multiprocessors)
     output = PRECISIONS[buffers["C"].dtype_of(config.dtype)].storage
     prepared = kernel.prepared(grid, launch.block, launch.dynamic_shared_bytes, launch.cluster)
-    return LoadedKernel(config, kernel, grid, launch.block, launch.dynamic_shared_bytes, launch.cluster, maps,
-                        arguments, output, b_transposed(config), prepared)
+    return LoadedKernel(config, maps, arguments, output, b_transposed(config), prepared)
