@@ -191,3 +191,37 @@ def test_a_planned_call_restores_its_own_context_and_launches_on_the_callers_arr
     caller.matmul(a, Interface((1024, 1024), "<f4", pointer=16384), out=out)
     assert made_current == [11] and len(loads) == 1 and len(caller._plans) == 1
     assert [values[:3] for _, values in queued.blocks] == [[4096, 8192, 12288], [4096, 16384, 12288]]
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo", "oversized"])
+def test_a_cubin_planted_in_the_table_is_passed_by_for_the_kernels_source(tmp_path, monkeypatch, plant):
+    """A table's cubin is code: one that is a link, a FIFO or too large is never read; the kernel is compiled from
+    the configuration's source (here a stand-in compiler answers)."""
+    import os
+
+    from tuner.compile.result import CompileResult
+    from tuner.kernels.discovery import template_text_hash
+    from tuner.measure.measurement import Resources
+    from tuner.table import loaded
+    from tuner.table.artifact import Entry
+
+    config = Config.make(Problem(64, 32, 16), "tiled", "float32", {"TILE_WIDTH": 16})
+    entry = Entry(M=64, N=32, K=16, dtype="float32", family="tiled", params={"TILE_WIDTH": 16}, time_median_ms=1.0,
+                  tflops=1.0, baseline_ratio=None, device_name="d", compute_capability="9.0", multiprocessors=132,
+                  toolkit=None, run="r", template_hash=None, source="k.cu",
+                  source_template_hash=template_text_hash("tiled"), cubin="k.sm_90.cubin")
+    cubin = tmp_path / entry.cubin
+    if plant == "link":
+        (tmp_path / "elsewhere").write_bytes(b"\x7fELF other")
+        cubin.symlink_to(tmp_path / "elsewhere")
+    elif plant == "fifo":
+        os.mkfifo(cubin)
+    else:
+        monkeypatch.setattr(loaded, "MAX_CUBIN_BYTES", 4)
+        cubin.write_bytes(b"\x7fELF table")
+    compiled = CompileResult(True, b"compiled", Resources(), "", 0.0, False)
+    monkeypatch.setattr("tuner.compile.nvcc.compile_source", lambda source, arch: compiled)
+    assert loaded.cubin_for(config, entry, tmp_path, "sm_90") == b"compiled"
+    monkeypatch.setattr(loaded, "MAX_CUBIN_BYTES", 2**20)
+    if plant == "oversized":
+        assert loaded.cubin_for(config, entry, tmp_path, "sm_90") == b"\x7fELF table"

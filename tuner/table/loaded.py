@@ -25,6 +25,7 @@ from tuner.table.routing import b_transposed
 SCALAR_CODES = {"int32": "i", "float32": "f"}
 MAPS_KEPT = 256
 TENSOR_MAP_BYTES = 128
+MAX_CUBIN_BYTES = 64 * 2**20
 
 
 def arch_for(config: Config, compute_capability: str) -> str:
@@ -38,13 +39,27 @@ def cubin_for(config: Config, entry: Entry | None, folder: Path, arch: str) -> b
     from tuner.compile.nvcc import compile_source
 
     current = template_text_hash(config.family)
-    if entry is not None and entry.cubin and entry.source_template_hash == current and \
-            (folder / entry.cubin).is_file() and _built_for(entry, arch):
-        return (folder / entry.cubin).read_bytes()
+    if entry is not None and entry.cubin and entry.source_template_hash == current and _built_for(entry, arch):
+        found = _table_cubin(folder / entry.cubin)
+        if found is not None:
+            return found
     result = compile_source(render(config), arch)
     if not result.ok or result.binary is None:
         raise TunerError(f"{config.key}: the kernel does not compile for {arch}: {result.log[:400]}")
     return result.binary
+
+
+def _table_cubin(path: Path) -> bytes | None:
+    """The cubin at ``path`` where it is a regular file of at most MAX_CUBIN_BYTES, not a link (a link, a FIFO or
+    a device planted in the folder is passed by, and the kernel compiled from its source instead)."""
+    from tuner import input_file
+
+    if path.is_symlink():
+        return None
+    try:
+        return input_file.read_bytes(path, MAX_CUBIN_BYTES)
+    except OSError:
+        return None
 
 
 def _built_for(entry: Entry, arch: str) -> bool:
