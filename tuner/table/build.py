@@ -4,6 +4,7 @@ fastest distinct configurations recorded on the shape, with their times, for pre
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -132,29 +133,42 @@ def build_table(run_dirs: Sequence[Path]) -> tuple[KernelTable, dict[str, str]]:
     return KernelTable(tuple(e for e, _ in ordered), tuple(map(str, run_dirs))), sources
 
 
+def _compiled_for(arch: str, sources: Sequence[str]) -> dict[str, Any]:
+    """Each source compiled for ``arch``, one nvcc per core (:func:`tuner.compile.pool.compile_all`)."""
+    from tuner.compile.nvcc import compile_source
+    from tuner.compile.pool import compile_all
+
+    def said(done: int, total: int, source: str) -> None:
+        print(f"[{done}/{total}] compiled a kernel for {arch}", file=sys.stderr, flush=True)
+
+    return compile_all(sources, functools.partial(compile_source, arch=arch), progress=said)
+
+
 def compile_cubins(table: KernelTable, sources: Mapping[str, str]) -> tuple[KernelTable, dict[str, bytes]]:
     """Each CUDA entry's source compiled for the GPU it was tuned on (its family's architecture, else its compute
     capability's), named in the entry; an entry nvcc cannot build keeps no cubin and is named on stderr."""
-    from tuner.compile.nvcc import compile_source
     from tuner.table.loaded import cubin_name
     from tuner.table.predict import arch_of
 
+    archs: dict[str, str] = {}
+    for entry in table.entries:
+        arch = get_family(entry.family).arch or arch_of(entry.compute_capability)
+        if get_family(entry.family).target == "cuda" and arch:
+            archs[entry.source] = arch
+    results = {arch: _compiled_for(arch, [sources[name] for name, wanted in archs.items() if wanted == arch])
+               for arch in sorted(set(archs.values()))}
     cubins: dict[str, bytes] = {}
     entries = []
-    for number, entry in enumerate(table.entries, 1):
-        family = get_family(entry.family)
-        arch = family.arch or arch_of(entry.compute_capability)
-        if family.target != "cuda" or arch is None:
+    for entry in table.entries:
+        arch = archs.get(entry.source)
+        result = results[arch][sources[entry.source]] if arch else None
+        if result is None or not result.ok or result.binary is None:
+            if result is not None:
+                print(f"{entry.source}: nvcc refused it for {arch}; the entry keeps no cubin ({result.log[:200]})",
+                      file=sys.stderr)
             entries.append(entry)
             continue
-        print(f"[{number}/{len(table.entries)}] compiling {entry.source} for {arch}", file=sys.stderr, flush=True)
-        result = compile_source(sources[entry.source], arch)
-        if not result.ok or result.binary is None:
-            print(f"{entry.source}: nvcc refused it for {arch}; the entry keeps no cubin ({result.log[:200]})",
-                  file=sys.stderr)
-            entries.append(entry)
-            continue
-        name = cubin_name(entry.source, arch)
+        name = cubin_name(entry.source, arch or "")
         cubins[name] = result.binary
         entries.append(replace(entry, cubin=name))
     return replace(table, entries=tuple(entries)), cubins
