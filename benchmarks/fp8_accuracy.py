@@ -3,7 +3,7 @@ beside the bound the verification applies ((K/32)·2⁻¹⁴) and cuBLASLt's FP8
 same inputs, through the project's own measuring path (inputs exact in the dtype, float64 reference).
 
     python benchmarks/fp8_accuracy.py [--ks 128,1024,4096,8192] [--size 1024] [--out DIR]
-    python benchmarks/fp8_accuracy.py --memcheck   # one small odd shape per design, for compute-sanitizer
+    python benchmarks/fp8_accuracy.py --memcheck   # two small odd shapes per design and dtype, for compute-sanitizer
     python benchmarks/fp8_accuracy.py --profile "fine-grained scales"   # one design at 8192³, for ncu
 
 Writes ``DIR/fp8_accuracy_<gpu>.txt`` and ``.json``.
@@ -30,10 +30,14 @@ DESIGNS: dict[str, tuple[str, dict[str, Any]]] = {
     "promote every 4 slices": ("wgmma_fp8", dict(_BASE, BM=128, BN=128, PROMOTE=4)),
     "promote every slice": ("wgmma_fp8", dict(_BASE, BM=128, BN=128, PROMOTE=1)),
     "fine-grained scales": ("wgmma_fp8_blocks", dict(_BASE, BM=128, BN=128, SCALING="blocks")),
+    "fine-grained scales (BN 192)": ("wgmma_fp8_blocks", dict(_BASE, BM=128, BN=192, SCALING="blocks")),
 }
 DTYPES = ("float8_e4m3", "float8_e5m2")
+MEMCHECK_DTYPES = (*DTYPES, "float8_e4m3_e5m2", "float8_e4m3_out_bfloat16", "float8_e4m3_e5m2_out_bfloat16")
+"""Under compute-sanitizer: both formats, the mixed product, and C written in bfloat16 (its own stores)."""
 QUICK = MeasureSettings(warmup=1, min_samples=3, max_samples=5, max_time_s=0.2, timeout_s=60.0)
-MEMCHECK_SHAPE = Problem(333, 520, 208)
+MEMCHECK_SHAPES = (Problem(333, 520, 208), Problem(333, 521, 208))
+"""No tile divides M or N, K is no whole slice; the second's N is odd (C's rows start at odd elements)."""
 PROFILE_SHAPE = Problem(8192, 8192, 8192)
 
 
@@ -67,9 +71,10 @@ def text_of(rows: list[dict[str, Any]], size: int, env: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def launch_only(designs: list[str], problem: Problem, dtypes: tuple[str, ...]) -> int:
-    """Each design once on ``problem`` (under compute-sanitizer or ncu, which follow the measuring process)."""
-    configs = [Config.make(problem, DESIGNS[name][0], dtype, DESIGNS[name][1]) for dtype in dtypes for name in designs]
+def launch_only(designs: list[str], problems: tuple[Problem, ...], dtypes: tuple[str, ...]) -> int:
+    """Each design once on each problem (under compute-sanitizer or ncu, which follow the measuring process)."""
+    configs = [Config.make(problem, DESIGNS[name][0], dtype, DESIGNS[name][1])
+               for problem in problems for dtype in dtypes for name in designs]
     with PycudaBackend(QUICK, CompileSettings(arch="sm_90a")) as backend:
         for config in configs:
             result = backend.evaluate(config)
@@ -86,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=list(DESIGNS))
     args = parser.parse_args(argv)
     if args.memcheck:
-        return launch_only(list(DESIGNS), MEMCHECK_SHAPE, DTYPES)
+        return launch_only(list(DESIGNS), MEMCHECK_SHAPES, MEMCHECK_DTYPES)
     if args.profile:
-        return launch_only([args.profile], PROFILE_SHAPE, DTYPES[:1])
+        return launch_only([args.profile], (PROFILE_SHAPE,), DTYPES[:1])
     ks = [int(k) for k in args.ks.split(",")]
 
     def produce() -> Path:

@@ -25,6 +25,7 @@ BLOCKS_LADDER: list[dict[str, int | str]] = [
     dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, SCALING="blocks", PINGPONG=1),
     dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=1, PERSISTENT=0, REGALLOC=1, SCALING="blocks", PINGPONG=1,
          SPLIT_K=3),
+    dict(_BASE, BM=128, BN=192, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, SCALING="blocks"),
 ]
 
 FP8_CONFIGS: list[tuple[str, str, dict]] = (

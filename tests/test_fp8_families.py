@@ -90,8 +90,10 @@ def test_every_tested_design_is_valid_and_the_rules_catch_what_does_not_fit():
     two_slabs = dict(base, BM=256, BN=128, CONSUMERS=2, REGALLOC=1, PROMOTE=1)
     assert any("registers" in v for v in violations(get_family("wgmma_fp8"), two_slabs, "float8_e4m3", SM90))
     assert any("BK" in v for v in violations(get_family("wgmma_fp8"), dict(base, BK=64), "float8_e4m3", SM90))
-    blocks = dict(FP8_CONFIGS[-1][2], BN=192)
-    assert any("scale blocks" in v for v in violations(get_family("wgmma_fp8_blocks"), blocks, "float8_e4m3", SM90))
+    blocks = dict(FP8_CONFIGS[-1][2], BM=128, BN=192, CONSUMERS=2, REGALLOC=1)
+    assert not violations(get_family("wgmma_fp8_blocks"), blocks, "float8_e4m3", SM90)
+    too_wide = dict(blocks, BN=256)  # 128 accumulators and their 128 promoted sums
+    assert any("registers" in v for v in violations(get_family("wgmma_fp8_blocks"), too_wide, "float8_e4m3", SM90))
 
 
 def test_the_fp8_families_take_fp8_dtypes_only():
