@@ -56,10 +56,17 @@ stores them. Every split then fences (``__threadfence``), meets at the barrier a
 ``st.release.gpu``-writes s + 1 to the flag, or 0 for the last split: the flags are zero again when the launch ends,
 as they were when the module was loaded, so no launch needs them cleared.
 
-Why it cannot deadlock: a split waits only for the split before it of its own tile, whose work index is one lower,
-and split 0 waits for nothing. Non-persistent blocks (clusters) are dispatched in the order of their index (CUDA
-does not promise it; serial split-K reductions rely on it), so the one a waiting block needs has been dispatched
-before it, holds its SM or has finished, and waits, in turn, only for lower indices.
+REDUCE = "atomic" shortens that chain to one link: split 0 stores its accumulators and release-writes 1 to the
+flag; every other split waits until the flag is non-zero, adds its accumulators to C with atomic additions
+(``atomicAdd`` of float2 pairs, ``red.global.add``), and counts itself on the flag with an atomic increment; the last to
+count (it reads SPLIT_K − 1) sets the flag back to 0. The splits after the first add at once instead of one after
+another, at the cost of a sum whose order, and so whose rounding, may change from launch to launch; "serial" stays
+the default and the deterministic choice.
+
+Why it cannot deadlock: a split waits only for the split before it of its own tile (atomic: for split 0), whose
+work index is lower, and split 0 waits for nothing. Non-persistent blocks (clusters) are dispatched in the order of
+their index (CUDA does not promise it; serial split-K reductions rely on it), so the one a waiting block needs has
+been dispatched before it, holds its SM or has finished, and waits, in turn, only for lower indices.
 Persistent blocks are all resident at once (the launch takes only as many blocks, in whole clusters, as run at
 once) and each walks increasing work indices, so the lowest unfinished work item always has a block on it that
 waits for nothing unfinished. The flags cover MAX_SPLIT_TILES tiles, 2^20: a C of more tiles (2^32 elements and
@@ -107,6 +114,12 @@ def _p(params: Params, name: str) -> int:
 def split_k(params: Params) -> int:
     """Splits of K per tile; 1 for a configuration recorded before the family had the parameter."""
     return int(params.get("SPLIT_K", 1))
+
+
+def reduction(params: Params) -> str:
+    """How the splits of a tile meet in C: "serial" (in turn, deterministic; the default, and the only one of
+    configurations recorded before the family had the parameter) or "atomic"."""
+    return str(params.get("REDUCE", "serial"))
 
 
 def is_tf32(dtype: str) -> bool:
@@ -237,6 +250,8 @@ CONSTRAINTS = (
                lambda p, d: not _p(p, "REGALLOC") or _p(p, "CONSUMERS") == 2),
     Constraint(f"SPLIT_K 1 to {MAX_SPLIT_K} (splits of K per tile, added into C in turn)",
                lambda p, d: split_k(p) <= MAX_SPLIT_K),
+    Constraint("REDUCE 'serial' or 'atomic', and 'serial' without split-K (SPLIT_K 1 has nothing to reduce)",
+               lambda p, d: reduction(p) in ("serial", "atomic") and (split_k(p) > 1 or reduction(p) == "serial")),
     Constraint("SPLIT_K 1 where C is written in 16 bits (an _out_ dtype): the splits add their partial sums in C, "
                "which would round each of them to 16 bits",
                lambda p, d: split_k(p) == 1 or not rounds_output(d)),
@@ -256,7 +271,9 @@ FAMILY = Family(
                   (0, 1)),
         Parameter("GROUP", "raster: units (clusters of tiles) along M taken together, column by column", (8,)),
         Parameter("REGALLOC", "1: setmaxnreg moves registers from the producer (40) to the consumers (232)", (1,)),
-        Parameter("SPLIT_K", "splits of K per tile, run at once and added into C in turn (1: no split)", (1,)),
+        Parameter("SPLIT_K", "splits of K per tile, run at once and added into C (1: no split)", (1,)),
+        Parameter("REDUCE", "how a tile's splits meet in C: 'serial' (in turn, deterministic) or 'atomic' (split 0 "
+                  "stores, the others add at once)", ("serial",), pattern="serial|atomic"),
     ),
     dtypes=("bfloat16", "float16", "tf32", "bfloat16_out_bfloat16", "float16_out_float16"),
     arch="sm_90a",

@@ -26,29 +26,41 @@ GPU_PARAMETERS: list[tuple[str, dict[str, int]]] = (
 """(dtype, parameters), the plainest first in each dtype."""
 
 
-def _split_k_design(dtype: str, consumers: int, cluster: int, persistent: int, split_k: int) -> dict[str, int]:
-    """The ladder's plainest tile with one consumer, its fastest with two (with setmaxnreg), in ``dtype``."""
+def _split_k_design(dtype: str, consumers: int, cluster: int, persistent: int, split_k: int,
+                    reduce: str = "serial") -> dict[str, int | str]:
+    """The ladder's plainest tile with one consumer, its fastest with two (with setmaxnreg), in ``dtype``, its splits
+    reduced in turn (``serial``) or with atomic additions."""
     bk = 32 if dtype == "tf32" else 64
     if consumers == 1:
         bm, bn = (128, 64) if dtype == "tf32" else (64, 128)
     else:
         bm, bn = (256, 128) if dtype == "tf32" else (128, 256)
     return dict(BM=bm, BN=bn, BK=bk, STAGES=4, CONSUMERS=consumers, CLUSTER=cluster, PERSISTENT=persistent,
-                GROUP=8, REGALLOC=int(consumers == 2), SPLIT_K=split_k)
+                GROUP=8, REGALLOC=int(consumers == 2), SPLIT_K=split_k,
+                **({"REDUCE": reduce} if reduce != "serial" else {}))
 
 
 SPLIT_K_COMPILED: list[tuple[str, dict[str, int]]] = [
     (dtype, _split_k_design(dtype, consumers, cluster, persistent, split_k))
     for dtype in ("bfloat16", "tf32") for split_k in (1, 3, 4) for consumers in (1, 2) for cluster in (1, 2)
     for persistent in (0, 1)]
-"""Split-K designs the compile tests build: every schedule (consumers, cluster, persistent) at 1, 3 and 4 splits."""
+SPLIT_K_COMPILED += [("bfloat16", _split_k_design("bfloat16", 1, 1, 0, 4, "atomic")),
+                     ("tf32", _split_k_design("tf32", 2, 2, 1, 4, "atomic"))]
+"""Split-K designs the compile tests build: every schedule (consumers, cluster, persistent) at 1, 3 and 4 splits
+reduced in turn, and at 4 splits reduced with atomic additions the plainest schedule in bfloat16 and the fastest in
+tf32 (the GPU tests build the rest)."""
 
 SPLIT_K_GPU: list[tuple[str, dict[str, int]]] = [
     (dtype, _split_k_design(dtype, consumers, cluster, persistent, split_k))
     for dtype in ("bfloat16", "float16", "tf32") for split_k in (2, 3, 4, 8)
     for consumers, cluster, persistent in ((1, 1, 0), (1, 1, 1), (2, 2, 0), (2, 2, 1))]
+SPLIT_K_GPU += [
+    (dtype, _split_k_design(dtype, consumers, cluster, persistent, split_k, "atomic"))
+    for dtype in ("bfloat16", "tf32") for split_k in (3, 8)
+    for consumers, cluster, persistent in ((1, 1, 0), (2, 2, 1))]
 """Split-K designs the GPU tests run: one consumer without clusters and two in clusters of two, each with one block
-per work item and persistent."""
+per work item and persistent, reduced in turn at 2, 3, 4 and 8 splits; and reduced with atomic additions at 3 and 8
+splits in the plainest and the fastest schedule (float16 stores C as bfloat16 does)."""
 
 OUTPUT_16_PARAMETERS: list[tuple[str, dict[str, int]]] = [
     (dtype, _LADDER_16[i]) for dtype in ("bfloat16_out_bfloat16", "float16_out_float16") for i in (0, 3, 4)]

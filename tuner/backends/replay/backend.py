@@ -100,10 +100,16 @@ class ReplayBackend(BackendBase):
         self.busy_seconds = 0.0
         self._configs: list[Config] | None = None
 
-    def _row(self, key: str, what: str) -> dict[str, Any]:
-        data = self._rows.get(key)
+    def _recorded_row(self, config: Config) -> dict[str, Any] | None:
+        """The row of ``config``, asked as given or completed with its family's defaults (a configuration written
+        before its family gained a parameter, asked of a recording made after, or the other way round)."""
+        data = self._rows.get(config.key)
+        return data if data is not None else self._rows.get(completed(config).key)
+
+    def _row(self, config: Config, what: str) -> dict[str, Any]:
+        data = self._recorded_row(config)
         if data is None:
-            raise TunerError(f"the recording {self.path} has no measurement of {what} '{key}'; replay only "
+            raise TunerError(f"the recording {self.path} has no measurement of {what} '{config.key}'; replay only "
                              f"the configurations it holds (record them on the GPU with --backend pycuda)")
         return data
 
@@ -111,7 +117,7 @@ class ReplayBackend(BackendBase):
         """Nothing to compile: every answer is recorded."""
 
     def evaluate(self, config: Config) -> Measurement:
-        data = self._row(config.key, "the configuration")
+        data = self._row(config, "the configuration")
         device_s = data.get("device_s")
         if device_s is not None and pd.notna(device_s):
             self.busy_seconds += float(device_s)
@@ -147,7 +153,7 @@ class ReplayBackend(BackendBase):
 
     def environment_id(self, config: Config) -> str:
         """The environment of the recorded row (the main one for what never reached a device)."""
-        data = self._rows.get(config.key)
+        data = self._recorded_row(config)
         if data is not None and pd.notna(data["metadata_id"]):
             return str(data["metadata_id"])
         self.metadata()
