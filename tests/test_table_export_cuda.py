@@ -26,12 +26,13 @@ from tuner.table.export_cuda import DISPATCH, EXAMPLE, HEADER, LIBRARY, README, 
 FERMI = Path("experiments/data/fermi_like_h100")
 ENERGY = Path("experiments/data/h100_sgemm_energy_h100")
 WGMMA = Path("experiments/data/h100_wgmma_exhaustive")
+FP8 = Path("experiments/data/fp8_exhaustive_h200")
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory) -> dict[str, tuple[KernelTable, Path]]:
     built = {}
-    for run in (FERMI, ENERGY, WGMMA):
+    for run in (FERMI, ENERGY, WGMMA, FP8):
         table, sources = build_table([run])
         folder = tmp_path_factory.mktemp(run.name)
         write_table(folder, table, sources)
@@ -102,6 +103,28 @@ def test_a_wgmma_entry_encodes_its_tensor_maps_and_launches_in_clusters(tables):
         assert f"(CUtensorMapSwizzle){fields.swizzle}" in text
 
 
+def test_an_fp8_entry_takes_its_per_tensor_scales_through_the_dispatch(tables):
+    table, folder = tables[FP8.name]
+    exported, files = export_table(table, folder)
+    (entry,) = table.entries
+    symbol = exported[0].symbol
+    signature = ("(int M, int N, int K, const void* A, const void* B, void* C, float scale_a, float scale_b, "
+                 "cudaStream_t stream)")
+    assert f"int tuner_gemm_float8_e4m3{signature};" in files[HEADER]
+    assert "= scale_a * scale_b * A * B: A (float8_e4m3, M x K), B (N x K, each row one column" in files[HEADER]
+    assert f"return {symbol}_launch(A, B, C, scale_a, scale_b, stream);" in files[DISPATCH]
+    launcher = files[exported[0].file]
+    assert f'extern "C" int {symbol}_launch(const void* A, const void* B, void* C, float scale_a, float scale_b, ' \
+           f"cudaStream_t stream)" in launcher
+    assert "void* arguments[] = {&maps[0], &maps[1], &a, &b, &c, &M, &N, &K, &scale_a, &scale_b};" in launcher
+    fields = [tensor_map_fields(spec, shape, dtype) for spec, shape, dtype in
+              ((exported[0].geometry.tensor_maps[0], (entry.M, entry.K), "float8_e4m3"),
+               (exported[0].geometry.tensor_maps[1], (entry.N, entry.K), "float8_e4m3"))]
+    for found in fields:
+        assert f"cuuint64_t dims[2] = {{{found.dims[0]}ull, {found.dims[1]}ull}};" in launcher
+    assert "A, B, C, 1.0f, 1.0f, 0);" in files[EXAMPLE]
+
+
 def test_the_header_declares_one_dispatch_function_per_dtype_with_c_linkage(tables):
     table, folder = tables[ENERGY.name]
     header = export_table(table, folder)[1][HEADER]
@@ -124,10 +147,10 @@ def test_the_kernel_rename_takes_exactly_one_definition():
 
 def test_an_entry_the_dispatch_cannot_call_is_refused_naming_it(tables):
     table, folder = tables[FERMI.name]
-    scaled = replace(table.entries[0], family="wgmma_fp8", dtype="float8_e4m3fn")
-    with pytest.raises(TunerError, match=r"1000x777x333 float8_e4m3fn \(wgmma_fp8\) cannot be exported as plain "
-                                         r"CUDA: the family 'wgmma_fp8' takes the arguments .*scale"):
-        export_table(KernelTable((scaled,)), folder)
+    block_scaled = replace(table.entries[0], family="wgmma_fp8_blocks", dtype="float8_e4m3")
+    with pytest.raises(TunerError, match=r"1000x777x333 float8_e4m3 \(wgmma_fp8_blocks\) cannot be exported as "
+                                         r"plain CUDA: the family 'wgmma_fp8_blocks' takes the arguments .*SA, SB"):
+        export_table(KernelTable((block_scaled,)), folder)
     on_the_cpu = replace(table.entries[0], family="cpu_blocked", params={"MC": 64, "NC": 64, "KC": 64})
     with pytest.raises(TunerError, match="cpu_blocked.*a C function for the CPU"):
         export_table(KernelTable((on_the_cpu,)), folder)
@@ -160,7 +183,7 @@ def build_folder(folder: Path, nvcc: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("run", [FERMI, ENERGY, WGMMA], ids=lambda run: run.name)
+@pytest.mark.parametrize("run", [FERMI, ENERGY, WGMMA, FP8], ids=lambda run: run.name)
 def test_the_exported_folder_builds_with_nvcc_alone(run, tables, nvcc, tmp_path):
     _, folder = tables[run.name]
     assert cli.main(["table", "export-cuda", str(folder), "--out", str(tmp_path / "cuda")]) == 0

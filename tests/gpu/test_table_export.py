@@ -1,6 +1,7 @@
 """A kernel table exported as plain CUDA, built into a shared library with nvcc alone and called through its C
-dispatch function on device buffers: the product within the family's tolerance of the float64 reference; a shape
-the table does not hold answered with TUNER_GEMM_NO_ENTRY."""
+dispatch function on device buffers: the product within the family's tolerance of the float64 reference (an FP8
+entry's with its per-tensor scales, B stored N × K); a shape the table does not hold answered with
+TUNER_GEMM_NO_ENTRY."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.gpu.support import on_hopper
-from tests.test_table_export_cuda import ENERGY, FERMI, WGMMA, build_folder
+from tests.test_table_export_cuda import ENERGY, FERMI, FP8, WGMMA, build_folder
 from tuner import cli
 from tuner.kernels.discovery import get_family
 from tuner.table.artifact import Entry, write_table
@@ -88,3 +89,28 @@ def test_the_exported_dispatch_computes_the_product(run, context, nvcc, tmp_path
     error = np.linalg.norm(c - reference) / np.linalg.norm(reference)
     assert error <= get_family(entry.family).tolerance(entry.dtype, entry.problem).bound
     assert _call(library, cuda, entry.dtype, (entry.M + 1, entry.N, entry.K), A, B, C) == NO_ENTRY
+
+
+def test_an_exported_fp8_kernel_applies_the_scales_it_is_given(context, nvcc, tmp_path):
+    if not on_hopper():
+        pytest.skip("the FP8 entry is compiled for sm_90a and runs on a Hopper GPU only")
+    import ml_dtypes
+
+    cuda = context
+    library, entry = _library(FP8, nvcc, tmp_path)
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (entry.M, entry.K)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.uniform(-1, 1, (entry.N, entry.K)).astype(ml_dtypes.float8_e4m3fn)  # B stored N × K
+    A, B = cuda.to_device(a.view(np.uint8)), cuda.to_device(b.view(np.uint8))
+    C = cuda.mem_alloc(entry.M * entry.N * 4)
+    function = getattr(library, f"tuner_gemm_{entry.dtype}")
+    function.argtypes = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 3 + [ctypes.c_float] * 2 + [ctypes.c_void_p]
+    function.restype = ctypes.c_int
+    scale_a, scale_b = 1.5, 0.625
+    assert function(entry.M, entry.N, entry.K, int(A), int(B), int(C), scale_a, scale_b, None) == 0
+    cuda.Context.synchronize()
+    c = cuda.from_device(C, (entry.M, entry.N), np.float32)
+    reference = scale_a * scale_b * (a.astype(np.float64) @ b.astype(np.float64).T)
+    error = np.linalg.norm(c - reference) / np.linalg.norm(reference)
+    assert error <= get_family(entry.family).tolerance(entry.dtype, entry.problem).bound
+    assert function(entry.M + 1, entry.N, entry.K, int(A), int(B), int(C), scale_a, scale_b, None) == NO_ENTRY

@@ -20,6 +20,8 @@ STATIC_SHARED_LIMIT = 48 * 1024
 STATUS_OK, STATUS_NO_ENTRY, STATUS_LAUNCH_FAILED = 0, 1, 2
 DISPATCH_ARGUMENTS = ("A", "B", "C", "M", "N", "K")
 """The kernel parameters a dispatch function passes on: the buffers A, B, C and the sizes M, N, K (int)."""
+SCALE_ARGUMENTS = ("scale_a", "scale_b")
+"""The per-tensor scales (float) an FP8 dispatch passes on besides: C = scale_a·scale_b·A·B."""
 
 
 class NotExportable(ValueError):
@@ -44,15 +46,23 @@ def geometry(launch: Launch, multiprocessors: int | None) -> Geometry:
                     bool(launch.resident_blocks_per_sm), launch.tensor_maps)
 
 
+def takes_scales(config: Config) -> bool:
+    """Whether the family's kernel takes the per-tensor scales (the FP8 families' ``scale_a``, ``scale_b``)."""
+    return any(a.name in SCALE_ARGUMENTS for a in get_family(config.family).arguments)
+
+
 def check_arguments(config: Config) -> None:
-    """NotExportable unless the family's kernel takes exactly A, B, C (buffers) and M, N, K (int32)."""
+    """NotExportable unless the family's kernel takes exactly A, B, C (buffers) and M, N, K (int32), and perhaps
+    the per-tensor scales scale_a, scale_b (float32)."""
     family = get_family(config.family)
     names = tuple(a.name for a in family.arguments)
-    typed = all(isinstance(a, Buffer) if a.name in "ABC" else isinstance(a, Scalar) and a.ctype == "int32"
+    expected = (*DISPATCH_ARGUMENTS, *(SCALE_ARGUMENTS if takes_scales(config) else ()))
+    typed = all(isinstance(a, Buffer) if a.name in "ABC" else
+                isinstance(a, Scalar) and a.ctype == ("float32" if a.name in SCALE_ARGUMENTS else "int32")
                 for a in family.arguments)
-    if sorted(names) != sorted(DISPATCH_ARGUMENTS) or not typed:
+    if sorted(names) != sorted(expected) or not typed:
         raise NotExportable(f"the family '{family.name}' takes the arguments {', '.join(names)}; the dispatch "
-                            f"function passes only A, B, C and M, N, K")
+                            f"function passes only A, B, C, M, N, K and per-tensor scales (scale_a, scale_b)")
 
 
 def _dim3(values: tuple[int, int, int]) -> str:
@@ -105,7 +115,8 @@ static tuner_encode_tiled_t tuner_encoder()
 
 def _parameter_block(config: Config, maps: int) -> str:
     """The kernel's parameter block: pointers to the tensor maps, then to each argument in the family's order."""
-    values = {"A": "&a", "B": "&b", "C": "&c", "M": "&M", "N": "&N", "K": "&K"}
+    values = {"A": "&a", "B": "&b", "C": "&c", "M": "&M", "N": "&N", "K": "&K", "scale_a": "&scale_a",
+              "scale_b": "&scale_b"}
     pointers = [f"&maps[{i}]" for i in range(maps)] + [values[a.name] for a in get_family(config.family).arguments]
     problem = config.problem
     return (f"    void* a = const_cast<void*>(A);\n    void* b = const_cast<void*>(B);\n    void* c = C;\n"
@@ -139,8 +150,15 @@ def _launch_code(symbol: str, shape: Geometry) -> str:
     return "\n".join(lines) + "\n"
 
 
+def launcher_parameters(scaled: bool) -> str:
+    """The parameters of an exported launcher (and, after M, N, K, of a dispatch function)."""
+    scales = "float scale_a, float scale_b, " if scaled else ""
+    return f"const void* A, const void* B, void* C, {scales}cudaStream_t stream"
+
+
 def launcher_source(config: Config, symbol: str, shape: Geometry) -> str:
-    """``extern "C" int <symbol>_launch(A, B, C, stream)``: 0 once queued, 2 where encoding or launching failed."""
+    """``extern "C" int <symbol>_launch(A, B, C, [scale_a, scale_b,] stream)``: 0 once queued, 2 where encoding or
+    launching failed."""
     maps = "".join(_tensor_map_code(config, spec, i) for i, spec in enumerate(shape.tensor_maps))
     encoder = ENCODER if shape.tensor_maps else ""
     prologue = ""
@@ -148,6 +166,6 @@ def launcher_source(config: Config, symbol: str, shape: Geometry) -> str:
         prologue = (f"    tuner_encode_tiled_t encode = tuner_encoder();\n    if (encode == nullptr)\n"
                     f"        return {STATUS_LAUNCH_FAILED};\n    CUtensorMap maps[{len(shape.tensor_maps)}];\n")
     return (f"\n// Launching {symbol} on {config.problem.label} {config.dtype} (the exported table's host code)\n"
-            f"{encoder}\nextern \"C\" int {symbol}_launch(const void* A, const void* B, void* C, "
-            f"cudaStream_t stream)\n{{\n{prologue}{maps}{_parameter_block(config, len(shape.tensor_maps))}"
+            f"{encoder}\nextern \"C\" int {symbol}_launch({launcher_parameters(takes_scales(config))})\n"
+            f"{{\n{prologue}{maps}{_parameter_block(config, len(shape.tensor_maps))}"
             f"{_launch_code(symbol, shape)}}}\n")

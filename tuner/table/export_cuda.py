@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuner.compile.nvcc import arch_options
-from tuner.config import Config
+from tuner.config import Config, Problem
 from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family, template_text_hash
 from tuner.kernels.render import launch, render
@@ -67,7 +67,7 @@ def arch_of_table(entries: list[Exported]) -> str:
 
 def export_entry(entry: Entry) -> tuple[Exported, str]:
     """The exported entry and its file's text; NotExportable (or ValueError) where it cannot be exported."""
-    config = Config.make(entry.problem, entry.family, entry.dtype, entry.params)
+    config = _config(entry)
     family = get_family(entry.family)
     if family.target != "cuda":
         raise cuda_launch.NotExportable(f"the family '{entry.family}' is a C function for the CPU, not a CUDA kernel")
@@ -81,9 +81,31 @@ def export_entry(entry: Entry) -> tuple[Exported, str]:
     return exported, source + cuda_launch.launcher_source(config, symbol, shape)
 
 
-def _dispatch_declaration(dtype: str) -> str:
-    return (f'int tuner_gemm_{dtype}(int M, int N, int K, const void* A, const void* B, void* C, '
-            f'cudaStream_t stream)')
+def _scaled(entries: list[Exported], dtype: str) -> bool:
+    """Whether the dtype's dispatch takes per-tensor scales: its kernels all do, or none (else TunerError)."""
+    kinds = {cuda_launch.takes_scales(_config(e.entry)) for e in entries if e.entry.dtype == dtype}
+    if len(kinds) > 1:
+        raise TunerError(f"the table's {dtype} kernels differ in taking per-tensor scales; one dispatch function "
+                         f"cannot call them all")
+    return kinds == {True}
+
+
+def _config(entry: Entry) -> Config:
+    return Config.make(entry.problem, entry.family, entry.dtype, entry.params)
+
+
+def _dispatch_declaration(dtype: str, scaled: bool) -> str:
+    return f"int tuner_gemm_{dtype}(int M, int N, int K, {cuda_launch.launcher_parameters(scaled)})"
+
+
+def _operands_text(entry: Entry, scaled: bool) -> str:
+    """What the dtype's dispatch computes, in the words of its buffers' layouts."""
+    family = get_family(entry.family)
+    b_rows = next(b for b in family.buffers if b.name == "B").shape(Problem(2, 3, 5))[0]
+    b = "B (N x K, each row one column of the product: K-major)" if b_rows == 3 else "B (K x N)"
+    product = "scale_a * scale_b * A * B" if scaled else "A * B"
+    return (f"C ({PRECISIONS[entry.dtype].output}, M x N) = {product}: A ({entry.dtype}, M x K), {b}, C row-major, all "
+            f"on the device")
 
 
 def _shape_text(entry: Entry) -> str:
@@ -93,11 +115,11 @@ def _shape_text(entry: Entry) -> str:
 
 def header_text(entries: list[Exported]) -> str:
     dtypes = sorted({e.entry.dtype for e in entries})
+    first = {e.entry.dtype: e.entry for e in reversed(entries)}
     functions = "\n".join(
-        f"/* A ({e}, M x K) times B ({e}, K x N) into C ({PRECISIONS[e].output}, M x N), all row-major on the\n"
-        f"   device, queued on stream. Shapes: "
+        f"/* {_operands_text(first[e], _scaled(entries, e))},\n   queued on stream. Shapes: "
         f"{', '.join(_shape_text(x.entry) for x in entries if x.entry.dtype == e)}. */\n"
-        f"{_dispatch_declaration(e)};\n" for e in dtypes)
+        f"{_dispatch_declaration(e, _scaled(entries, e))};\n" for e in dtypes)
     return (f"/* Tuned GEMM kernels exported from a kernel table: one dispatch function per dtype. */\n"
             f"#ifndef TUNER_GEMM_H\n#define TUNER_GEMM_H\n\n#include <cuda_runtime.h>\n\n"
             f"#define TUNER_GEMM_OK {STATUS_OK}  /* the launch is queued */\n"
@@ -109,14 +131,17 @@ def header_text(entries: list[Exported]) -> str:
 
 
 def dispatch_text(entries: list[Exported]) -> str:
-    launchers = "".join(f'extern "C" int {e.symbol}_launch(const void* A, const void* B, void* C, '
-                        f"cudaStream_t stream);\n" for e in entries)
+    launchers = "".join(f'extern "C" int {e.symbol}_launch('
+                        f"{cuda_launch.launcher_parameters(_scaled(entries, e.entry.dtype))});\n" for e in entries)
     functions = []
     for dtype in sorted({e.entry.dtype for e in entries}):
+        scaled = _scaled(entries, dtype)
+        arguments = "A, B, C, scale_a, scale_b, stream" if scaled else "A, B, C, stream"
         cases = "".join(f"    if (M == {e.entry.M} && N == {e.entry.N} && K == {e.entry.K})\n"
-                        f"        return {e.symbol}_launch(A, B, C, stream);\n"
+                        f"        return {e.symbol}_launch({arguments});\n"
                         for e in entries if e.entry.dtype == dtype)
-        functions.append(f'extern "C" {_dispatch_declaration(dtype)}\n{{\n{cases}    return TUNER_GEMM_NO_ENTRY;\n}}\n')
+        functions.append(f'extern "C" {_dispatch_declaration(dtype, scaled)}\n{{\n{cases}'
+                         f'    return TUNER_GEMM_NO_ENTRY;\n}}\n')
     return f'#include "{HEADER}"\n\n{launchers}\n' + "\n".join(functions)
 
 
@@ -125,6 +150,7 @@ def example_text(first: Exported) -> str:
     sizes = {"A": entry.M * entry.K, "B": entry.K * entry.N, "C": entry.M * entry.N}
     element = PRECISIONS[entry.dtype].bytes
     accumulator = PRECISIONS[PRECISIONS[entry.dtype].output].bytes
+    scales = "1.0f, 1.0f, " if cuda_launch.takes_scales(_config(entry)) else ""
     return (f'#include <cstdio>\n#include "{HEADER}"\n\n'
             f"/* Calls the table's {entry.M}x{entry.N}x{entry.K} {entry.dtype} kernel once, on uninitialised "
             f"buffers. */\n"
@@ -132,7 +158,7 @@ def example_text(first: Exported) -> str:
             f"    if (cudaMalloc(&A, {sizes['A']}ull * {element}) != cudaSuccess || "
             f"cudaMalloc(&B, {sizes['B']}ull * {element}) != cudaSuccess ||\n"
             f"        cudaMalloc(&C, {sizes['C']}ull * {accumulator}) != cudaSuccess)\n        return 1;\n"
-            f"    int status = tuner_gemm_{entry.dtype}({entry.M}, {entry.N}, {entry.K}, A, B, C, 0);\n"
+            f"    int status = tuner_gemm_{entry.dtype}({entry.M}, {entry.N}, {entry.K}, A, B, C, {scales}0);\n"
             f"    cudaError_t error = cudaDeviceSynchronize();\n"
             f'    std::printf("status %d, %s\\n", status, cudaGetErrorString(error));\n'
             f"    cudaFree(A);\n    cudaFree(B);\n    cudaFree(C);\n"
@@ -152,10 +178,11 @@ def readme_text(entries: list[Exported], table_dir: Path) -> str:
             f"    nvcc {' '.join(arch_options(arch_of_table(entries)))} -cudart shared -o example {EXAMPLE} "
             f"-L. -ltuner_gemm\n"
             f"    LD_LIBRARY_PATH=. ./example    # on the GPU: one launch of the first shape, then its status\n\n"
-            f"{HEADER} declares one function per dtype, tuner_gemm_<dtype>(M, N, K, A, B, C, stream): it launches the\n"
-            f"kernel tuned on exactly that shape and returns TUNER_GEMM_OK, or TUNER_GEMM_NO_ENTRY for a shape the\n"
-            f"table does not hold (call cuBLAS instead), or TUNER_GEMM_LAUNCH_FAILED. Each kernel runs on the GPU\n"
-            f"model it was tuned on ({', '.join(sorted({e.entry.device_name for e in entries}))}).\n")
+            f"{HEADER} declares one function per dtype, tuner_gemm_<dtype>(M, N, K, A, B, C, stream) (an FP8 dtype's\n"
+            f"takes its per-tensor scales before the stream: C = scale_a * scale_b * A * B, B stored N x K): it\n"
+            f"launches the kernel tuned on exactly that shape and returns TUNER_GEMM_OK, or TUNER_GEMM_NO_ENTRY for a\n"
+            f"shape the table does not hold (call cuBLAS instead), or TUNER_GEMM_LAUNCH_FAILED. Each kernel runs on\n"
+            f"the GPU model it was tuned on ({', '.join(sorted({e.entry.device_name for e in entries}))}).\n")
 
 
 def predicted_entries(table: KernelTable, shapes: Sequence[Shape]) -> list[Entry]:
