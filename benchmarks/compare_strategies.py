@@ -18,9 +18,10 @@ Parts, each in a folder of DIR (default ``benchmarks/results``) with the command
 * ``compare_hub/``: the default strategy and ``ils`` alone on the six convolution and dedispersion recordings,
   convention (a), 100 and 400 evaluations, P from 10 runs each (no other package needed; not committed:
   ``compare_peers/`` holds the same runs beside Kernel Tuner's);
-* ``compare_peers/``: side by side on the six convolution and dedispersion recordings, convention (a), 100 and 400
-  evaluations: the default strategy and ``ils`` (R runs each, ``--repeats``) and every one of Kernel Tuner's
-  strategies in its simulation mode (``--peer-repeats``, default 20 runs of each budget), P from
+* ``compare_peers/``: side by side on the six convolution and dedispersion recordings, convention (a) (or
+  ``--peer-convention b`` or ``both``), 100 and 400 evaluations: the default strategy and ``ils`` (R runs each,
+  ``--repeats``) and every one of Kernel Tuner's strategies in its simulation mode (``--peer-repeats``, default 20
+  runs of each budget), P from
   ``--score-repeats`` runs of each (default 10); ``summary.md`` holds the README's tables (needs the
   ``kernel_tuner`` package). Every run of the part shares one pool of ``--jobs`` processes;
 * ``compare_peers_gemm/``: the same on the two GEMM recordings;
@@ -250,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(PARTS), help=f"parts to run, of {', '.join(PARTS)}")
     parser.add_argument("--spaces", help="of the recordings of the hub, peers and peers_gemm parts, only these "
                         "(comma-separated names, e.g. convolution_MI250X)")
+    parser.add_argument("--peer-convention", choices=("a", "b", "both"), default="a",
+                        help="the convention of the peers and peers_gemm parts (default a; b: a failed draw from all "
+                        "combinations counts as an evaluation, for ours and Kernel Tuner's alike)")
     args = parser.parse_args(argv)
     parts = [p for p in args.only.split(",") if p]
     chosen = [name for name in (args.spaces or "").split(",") if name]
@@ -286,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             timed(folder, {**settings, "score_repeats": args.score_repeats, "peer_repeats": args.peer_repeats},
                   lambda names=names, folder=folder: run_comparison(
                       [RECORDED / f"{name}.json.gz" for name in names], [DEFAULT, "ils"], repeats=args.repeats,
-                      budgets=PEER_BUDGETS, convention="a", jobs=args.jobs, out=folder, peers=["kernel_tuner"],
+                      budgets=PEER_BUDGETS, convention=args.peer_convention, jobs=args.jobs, out=folder,
+                      peers=["kernel_tuner"],
                       score_repeats=args.score_repeats, peer_repeats=args.peer_repeats))
     if "agreement" in parts:
         print(methodology_agreement(peers))

@@ -99,16 +99,40 @@ def test_a_strategy_that_reads_its_own_name_runs_bounded():
     assert run.evaluations == 20 and run.cut == ""
 
 
-def test_a_space_without_restrictions_gives_kernel_tuner_its_recorded_configurations(tmp_path):
+def _toy_space(tmp_path: Path):
+    """Twelve combinations of A in 1..4 and B in 1..3, eight recorded (those with A + B not a multiple of 3), no
+    restrictions."""
     cache = {f"{a},{b}": {"A": a, "B": b, "time": float(a + b), "times": [float(a + b)], "compile_time": 10.0}
              for a in (1, 2, 3, 4) for b in (1, 2, 3) if (a + b) % 3}
     path = tmp_path / "toy.json"
     path.write_text(json.dumps({"device_name": "d", "kernel_name": "k", "tune_params_keys": ["A", "B"],
                                 "tune_params": {"A": [1, 2, 3, 4], "B": [1, 2, 3]}, "cache": cache}))
-    space = load_recorded(path)
+    return load_recorded(path)
+
+
+def test_a_space_without_restrictions_gives_kernel_tuner_its_recorded_configurations(tmp_path):
+    space = _toy_space(tmp_path)
     with kt.cache_file(space) as file:
         (run,) = kt.kernel_tuner_runs(space, file, "random_sample", kt.Budget(evaluations=100), runs=1, workers=1)
     assert sorted(run.candidates.tolist()) == list(range(len(space)))  # every recorded one, nothing else
+
+
+@pytest.mark.filterwarnings("ignore:Using the fractional value max_samples")  # P's bootstrap on a space of 12
+def test_under_convention_b_kernel_tuner_draws_from_every_combination_and_a_missing_one_fails(tmp_path):
+    space = _toy_space(tmp_path)
+    document = kt.cache_document(space, Convention.PRODUCT)
+    assert len(document["cache"]) == 12 and document["cache"]["1,2"]["time"] == "InvalidConfig"
+    assert kt.restrictions_of(space, Convention.PRODUCT) is None
+    with kt.cache_file(space, Convention.PRODUCT) as file:
+        (run,) = kt.kernel_tuner_runs(space, file, "random_sample", kt.Budget(evaluations=100), runs=1, workers=1,
+                                      convention=Convention.PRODUCT)
+    assert run.evaluations == 12 and sorted(run.candidates.tolist()) == list(range(12))  # the product's keys
+    assert run.best_ms[-1] == 2.0 and run.cost_s[-1] == pytest.approx(float(space.cost_s.sum()))  # missing: free
+    missing = [i for i, key in enumerate(run.candidates.tolist()) if space.rows_of(np.array([key]))[0] < 0]
+    assert len(missing) == 4 and all(run.cost_s[i] == (run.cost_s[i - 1] if i else 0.0) for i in missing)
+    (result,) = compare({"toy": space}, strategy_factories(["random"]), budgets=(4, 8),
+                        conventions=(Convention.PRODUCT,), runs=2, seed=0, jobs=1, peers=["random_sample"])
+    assert list(result.scored) == ["random", "kt:random_sample"] and result.case.label == "toy (b)"
 
 
 @pytest.mark.slow

@@ -72,6 +72,11 @@ class Case:
     space: RecordedSpace
     convention: Convention
 
+    @property
+    def label(self) -> str:
+        """The space's name, marked where the case is convention (b) (side-by-side tables list both)."""
+        return self.name if self.convention is Convention.VALID else f"{self.name} (b)"
+
 
 @dataclass(frozen=True, eq=False)
 class Scored:
@@ -127,7 +132,7 @@ def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFact
             score_runs: int | None = None, peer_runs: int | None = None,
             kept: Keeper | None = None) -> list[CaseResult]:
     """Every strategy in every case, spaces in order, each under each convention; ``peers``: Kernel Tuner's
-    strategies (under convention (a)), ``peer_runs`` runs of each (default ``runs``); ``score_runs``: runs for
+    strategies (under each convention too), ``peer_runs`` runs of each (default ``runs``); ``score_runs``: runs for
     the methodology score (default ``runs``). Every run of every strategy and case shares one pool of ``jobs``
     processes (:mod:`tuner.compare.schedule`); ``kept``: where each set of runs is kept as it ends, and taken from
     when an earlier comparison kept it."""
@@ -147,7 +152,7 @@ def compare(spaces: dict[str, RecordedSpace], strategies: dict[str, StrategyFact
                                 seed * 1_000_003 + zlib.crc32(strategy.encode()) + (7919 if limit is not None else 0),
                                 factory=factory)
                          for budget, limit, count in requested_runs(case, False, budgets, runs, score_runs or runs)]
-            if peers and convention is Convention.VALID:
+            if peers:
                 for peer in peers:
                     entries.append((case, kt.PREFIX + peer, True, peer_runs or runs))
                     sets += [RunSet(name, convention, kt.PREFIX + peer, budget, limit, count,

@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import importlib.util
 import io
+import itertools
 import json
 import math
 import os
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from tuner.compare.harness import MAX_REPEATS, STALLED, WALL_CAP, BestSoFar
+from tuner.compare.harness import MAX_REPEATS, STALLED, WALL_CAP, BestSoFar, Convention
 from tuner.errors import TunerError
 from tuner.measure.measurement import Status
 from tuner.recorded import RecordedSpace
@@ -104,12 +105,23 @@ def chosen_strategies(names: list[str] | None) -> list[str]:
 # --- the space as Kernel Tuner reads it -------------------------------------------------------------------------
 
 
-def cache_document(space: RecordedSpace) -> dict[str, Any]:
+def _failed_record(params: dict[str, Any]) -> dict[str, Any]:
+    """A combination the recording lacks (it broke a constraint), as Kernel Tuner caches an invalid one: no time,
+    no cost."""
+    return {**params, "time": FAILURE_NAMES[Status.INVALID.value], "times": [], "compile_time": 0.0,
+            "verification_time": 0.0, "benchmark_time": 0.0, "framework_time": 0.0, "strategy_time": 0.0}
+
+
+def cache_document(space: RecordedSpace, convention: Convention = Convention.VALID) -> dict[str, Any]:
     """A Kernel Tuner cache (schema 1.0.0) of the recorded configurations: parameters and values as recorded, the
     time in ms or the failure's name, the runs, and the recorded cost as ``compile_time`` (the cost less the runs)
-    plus ``benchmark_time`` (the runs), so that the simulation's time of a configuration is its recorded cost."""
+    plus ``benchmark_time`` (the runs), so that the simulation's time of a configuration is its recorded cost. Under
+    convention (b) every other combination of the parameters' values is there too, invalid and costing nothing."""
     names = list(space.names)
     cache: dict[str, Any] = {}
+    if Convention(convention) is Convention.PRODUCT:
+        for values in itertools.product(*space.values):
+            cache[",".join(str(v) for v in values)] = _failed_record(dict(zip(names, values, strict=True)))
     for row in range(len(space)):
         params = space.params_of(row)
         runs = space.runs_ms[row][~np.isnan(space.runs_ms[row])].tolist() if space.runs_ms.size else []
@@ -125,8 +137,11 @@ def cache_document(space: RecordedSpace) -> dict[str, Any]:
             "objective": "time", "cache": cache}
 
 
-def restrictions_of(space: RecordedSpace) -> list[Any]:
-    """What Kernel Tuner's ``restrictions`` get: the recording's checked expressions, else membership in it."""
+def restrictions_of(space: RecordedSpace, convention: Convention = Convention.VALID) -> list[Any] | None:
+    """What Kernel Tuner's ``restrictions`` get: under convention (a) the recording's checked expressions, else
+    membership in it; under (b) none (every combination is a candidate)."""
+    if Convention(convention) is Convention.PRODUCT:
+        return None
     if space.restrictions:
         return list(space.restrictions)
     names = list(space.names)
@@ -158,6 +173,7 @@ class _Job:
     cache_path: str
     strategy: str
     budget: Budget
+    convention: Convention = Convention.VALID
 
 
 _job: _Job | None = None
@@ -170,7 +186,7 @@ def _set_job(job: _Job) -> None:
 
 def _run(seed: int) -> BestSoFar:
     assert _job is not None
-    return run_once(_job.space, _job.cache_path, _job.strategy, _job.budget, seed)
+    return run_once(_job.space, _job.cache_path, _job.strategy, _job.budget, seed, _job.convention)
 
 
 def run_seed(seed: int, run: int) -> int:
@@ -178,9 +194,10 @@ def run_seed(seed: int, run: int) -> int:
     return int(np.random.SeedSequence((seed, run)).generate_state(1)[0])
 
 
-def run_once(space: RecordedSpace, cache_path: str, strategy: str, budget: Budget, seed: int) -> BestSoFar:
-    """One run of Kernel Tuner's ``strategy`` on the space's cache file, as a best-so-far curve; bounded as
-    :mod:`tuner.compare.kernel_tuner_bound` says."""
+def run_once(space: RecordedSpace, cache_path: str, strategy: str, budget: Budget, seed: int,
+             convention: Convention = Convention.VALID) -> BestSoFar:
+    """One run of Kernel Tuner's ``strategy`` on the space's cache file (written for ``convention``), as a
+    best-so-far curve; bounded as :mod:`tuner.compare.kernel_tuner_bound` says."""
     from kernel_tuner import tune_kernel
 
     from tuner.compare.kernel_tuner_bound import BoundedStrategy
@@ -191,13 +208,16 @@ def run_once(space: RecordedSpace, cache_path: str, strategy: str, budget: Budge
     with _quiet():
         results, _ = tune_kernel(space.kernel or "recorded_kernel", "", (1,), [],
                                  {name: list(values) for name, values in zip(space.names, space.values, strict=True)},
-                                 restrictions=restrictions_of(space), cache=cache_path, simulation_mode=True,
-                                 strategy=bounded, strategy_options=budget.options(), quiet=True, seed=seed)
-    return curve_of(space, results, budget.evaluations, bounded.cut)
+                                 restrictions=restrictions_of(space, convention), cache=cache_path,
+                                 simulation_mode=True, strategy=bounded, strategy_options=budget.options(),
+                                 quiet=True, seed=seed)
+    return curve_of(space, results, budget.evaluations, bounded.cut, convention)
 
 
-def curve_of(space: RecordedSpace, results: list[dict[str, Any]], budget: int | None, cut: str = "") -> BestSoFar:
-    """The best-so-far curve of Kernel Tuner's results, in order (see the module's notes)."""
+def curve_of(space: RecordedSpace, results: list[dict[str, Any]], budget: int | None, cut: str = "",
+             convention: Convention = Convention.VALID) -> BestSoFar:
+    """The best-so-far curve of Kernel Tuner's results, in order (see the module's notes). Under convention (b) a
+    combination the recording lacks counts as an evaluation that failed and cost nothing, as in our runs."""
     names = list(space.names)
     keys = space.encode(np.array([[space.values[j].index(result[name]) for j, name in enumerate(names)]
                                   for result in results], dtype=np.int64).reshape(len(results), len(names)))
@@ -206,16 +226,18 @@ def curve_of(space: RecordedSpace, results: list[dict[str, Any]], budget: int | 
     best, total, thinking = math.inf, 0.0, 0.0
     seen: set[int] = set()
     best_ms, cost_s, candidates, elapsed_s = [], [], [], []
-    for result, row in zip(results, rows.tolist(), strict=True):
+    product = Convention(convention) is Convention.PRODUCT
+    for result, key, row in zip(results, keys.tolist(), rows.tolist(), strict=True):
         thinking += (_ms(result.get("strategy_time")) + _ms(result.get("framework_time"))) / 1000
-        if row < 0 or row in seen or (budget is not None and len(seen) >= budget):
+        if (row < 0 and not product) or key in seen or (budget is not None and len(seen) >= budget):
             continue
-        seen.add(row)
-        best = min(best, float(value[row]))
-        total += float(space.cost_s[row])
+        seen.add(key)
+        if row >= 0:
+            best = min(best, float(value[row]))
+            total += float(space.cost_s[row])
         best_ms.append(best)
         cost_s.append(total)
-        candidates.append(row)
+        candidates.append(row if not product else key)
         elapsed_s.append(total + thinking)
     return BestSoFar(np.array(best_ms), np.array(cost_s), np.array(candidates, dtype=np.int64), np.array(elapsed_s),
                      cut)
@@ -234,23 +256,24 @@ def _quiet() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def cache_file(space: RecordedSpace) -> Iterator[str]:
-    """The space's cache document in a temporary file, for as long as the runs need it."""
+def cache_file(space: RecordedSpace, convention: Convention = Convention.VALID) -> Iterator[str]:
+    """The space's cache document (for ``convention``) in a temporary file, for as long as the runs need it."""
     with tempfile.TemporaryDirectory(prefix="tuner-kt-") as folder:
         path = Path(folder) / "space.json"
-        path.write_text(json.dumps(cache_document(space)), encoding="utf-8")
+        path.write_text(json.dumps(cache_document(space, convention)), encoding="utf-8")
         yield str(path)
 
 
 def kernel_tuner_runs(space: RecordedSpace, cache_path: str, strategy: str, budget: Budget, runs: int,
-                      seed: int = 0, workers: int | None = None) -> list[BestSoFar]:
+                      seed: int = 0, workers: int | None = None,
+                      convention: Convention = Convention.VALID) -> list[BestSoFar]:
     """``runs`` runs of one strategy with one budget, run r seeded by (seed, r), spread over ``workers``
     processes."""
     seeds = [run_seed(seed, r) for r in range(runs)]
-    job = _Job(space, cache_path, strategy, budget)
+    job = _Job(space, cache_path, strategy, budget, convention)
     workers = min(workers or os.cpu_count() or 1, runs)
     if workers <= 1:
-        return [run_once(space, cache_path, strategy, budget, s) for s in seeds]
+        return [run_once(space, cache_path, strategy, budget, s, convention) for s in seeds]
     with ProcessPoolExecutor(max_workers=workers, initializer=_set_job, initargs=(job,)) as pool:
         return list(pool.map(_run, seeds, chunksize=max(1, runs // (4 * workers))))
 

@@ -59,7 +59,7 @@ def summary_table(results: list[CaseResult], ours: str) -> str:
                              key=lambda item: item[1], default=("—", math.nan))
         top_p = max((v for v in (mine.p, p_best) if math.isfinite(v)), default=math.nan)
         cells += [_p(mine.p, top_p), _p(p_best, top_p) + (f" (`{p_name}`)" if math.isfinite(p_best) else "")]
-        lines.append("| " + " | ".join([_name(result.case.name), *cells]) + " |")
+        lines.append("| " + " | ".join([_name(result.case.label), *cells]) + " |")
     return "\n".join(lines)
 
 
@@ -83,7 +83,7 @@ def space_table(result: CaseResult) -> str:
         s = scored[name]
         cells = [f"{_mean(s, i, best[i])} ± {s.fractions.std[i]:.3f}" for i in range(len(budgets))]
         lines.append("| " + " | ".join([f"`{name}`", str(s.runs), *cells, _p(s.p, best_p), _cut(s)]) + " |")
-    return f"#### {_name(result.case.name)} ({result.case.space.device or 'device not recorded'})\n\n" + "\n".join(
+    return f"#### {_name(result.case.label)} ({result.case.space.device or 'device not recorded'})\n\n" + "\n".join(
         lines)
 
 
@@ -92,7 +92,8 @@ def preamble(settings: dict[str, Any], ours: str) -> str:
     peer_runs = settings.get("peer_repeats") or settings["repeats"]
     version = settings.get("kernel_tuner", "")
     return (f"Our default strategy `{ours}` against Kernel Tuner {version}'s strategies in its simulation mode "
-            f"on the same recordings, convention (a): the fraction of the optimum after b "
+            f"on the same recordings, convention (a) (a space marked (b): convention (b), where a draw that fails "
+            f"counts as an evaluation): the fraction of the optimum after b "
             f"evaluations (optimum time / best time found), mean over {settings['repeats']} runs of ours and "
             f"{peer_runs} runs of each of Kernel Tuner's (each budget run apart: its strategies are told their "
             f"budget), and the methodology score P from {settings['score_repeats']} further runs of each, as the "

@@ -30,7 +30,7 @@ the best mean). P: the methodology score of Willemsen et al. (2024) as the packa
 it, (strategy − random) / (optimum − random) averaged over its time axis (recorded time of each evaluation and the
 strategy's own time). Convention (a): the budget counts only the configurations that pass the space's restrictions;
 (b): a draw from all combinations that fails counts too. optuna:NAME: Optuna's samplers; kt:NAME: Kernel Tuner's
-strategies in its simulation mode, each budget run apart (they are told their budget), under convention (a).</p>
+strategies in its simulation mode, each budget run apart (they are told their budget), under the same convention.</p>
 {% for case in cases %}
 <h2>{{ case.title }}</h2>
 <table><tr><th>strategy</th>{% for b in case.budgets %}<th>after {{ b }}</th>{% endfor %}<th>P</th>

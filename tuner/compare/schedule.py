@@ -50,7 +50,7 @@ class RunSet:
 @dataclass(frozen=True)
 class _Shared:
     spaces: dict[str, RecordedSpace]
-    cache_paths: dict[str, str]
+    cache_paths: dict[tuple[str, Convention], str]
     sets: list[RunSet]
 
 
@@ -69,8 +69,9 @@ def run_one(shared: _Shared, index: int, run: int) -> BestSoFar:
     chosen = shared.sets[index]
     space = shared.spaces[chosen.space]
     if chosen.peer is not None:
-        return kt.run_once(space, shared.cache_paths[chosen.space], chosen.peer,
-                           kt.Budget(chosen.budget, chosen.time_limit_s), kt.run_seed(chosen.seed, run))
+        return kt.run_once(space, shared.cache_paths[(chosen.space, chosen.convention)], chosen.peer,
+                           kt.Budget(chosen.budget, chosen.time_limit_s), kt.run_seed(chosen.seed, run),
+                           chosen.convention)
     assert chosen.factory is not None
     return simulate(chosen.factory, space, chosen.budget, chosen.convention, (chosen.seed, run),
                     time_limit_s=chosen.time_limit_s)
@@ -105,11 +106,14 @@ def order(sets: list[RunSet], spaces: dict[str, RecordedSpace]) -> list[tuple[in
 
 
 @contextlib.contextmanager
-def cache_files(spaces: dict[str, RecordedSpace], sets: list[RunSet]) -> Iterator[dict[str, str]]:
-    """Kernel Tuner's cache file of each space a set of Kernel Tuner's runs needs, for as long as they run."""
+def cache_files(spaces: dict[str, RecordedSpace],
+                sets: list[RunSet]) -> Iterator[dict[tuple[str, Convention], str]]:
+    """Kernel Tuner's cache file of each space and convention a set of Kernel Tuner's runs needs, for as long as
+    they run."""
     with contextlib.ExitStack() as stack:
-        needed = dict.fromkeys(s.space for s in sets if s.peer is not None)
-        yield {name: stack.enter_context(kt.cache_file(spaces[name])) for name in needed}
+        needed = dict.fromkeys((s.space, s.convention) for s in sets if s.peer is not None)
+        yield {(name, convention): stack.enter_context(kt.cache_file(spaces[name], convention))
+               for name, convention in needed}
 
 
 Progress = Callable[[str], None]

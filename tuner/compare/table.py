@@ -80,8 +80,8 @@ LEGEND = ("@b: fraction of the optimum after b evaluations (optimum time / best 
           "run's recorded time until its best is within 3% of the optimum, as a share of what measuring every "
           "configuration costs (— where the median run does not get there within the largest budget). ms/eval: the "
           "strategy's own time per evaluation. optuna:NAME: Optuna's sampler NAME; kt:NAME: Kernel Tuner's strategy "
-          "NAME in its simulation mode, which is told its budget, so that each budget is run apart (convention (a) "
-          "only). Runs cut: runs ended short of their budget, " + ", or ".join(
+          "NAME in its simulation mode, which is told its budget, so that each budget is run apart (under each "
+          "convention, as ours). Runs cut: runs ended short of their budget, " + ", or ".join(
               f"{label} ({reason})" for reason, label in kt.CUT_REASONS.items()) + "; the first bound holds for "
           "ours and Kernel Tuner's alike.")
 CUT_LABEL = {reason: reason.replace("_", " ") for reason in kt.CUT_REASONS}
@@ -150,10 +150,10 @@ def side_by_side(results: list[CaseResult], ours: str) -> str:
             cells += [f"{mine.fractions.mean[i]:.3f}", f"{best:.3f} ({name})"]
         p_name, p_best = max(((n, s.p) for n, s in theirs.items() if math.isfinite(s.p)),
                              key=lambda item: item[1], default=("—", math.nan))
-        lines.append([result.case.name, *cells, f"{mine.p:.3f}", f"{p_best:.3f} ({p_name})"])
+        lines.append([result.case.label, *cells, f"{mine.p:.3f}", f"{p_best:.3f} ({p_name})"])
     return stacked_table(header, lines, TEXT_WIDTH) if lines else ""
 
 
 PEER_PREFIX = "kt:"
 SIDE_BY_SIDE_TITLE = ("The default strategy against the best of Kernel Tuner's strategies on each space (convention "
-                      "(a); the best picked per budget, in hindsight):")
+                      "(a), or (b) where marked; the best picked per budget, in hindsight):")
