@@ -4,16 +4,20 @@ kernel."""
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
 
+from kernel_templates.wgmma_fp8_blocks import column_blocks
 from tests.fp8_configs import FP8_CONFIGS
 from tuner.backends.pycuda.vendor_gemm import baseline_kernel
-from tuner.config import Problem
+from tuner.config import Config, Problem
 from tuner.kernels import fp8_matmul
 from tuner.kernels.discovery import get_family
 from tuner.kernels.family import MATMUL
+from tuner.kernels.render import render
 from tuner.kernels.targets import target
 from tuner.kernels.tensor_maps import TensorMapRefused, tensor_map_fields
 from tuner.kernels.verify import random_inputs
@@ -164,3 +168,11 @@ def test_the_vendor_gemms_write_c_in_each_16_bit_output_dtype():
         assert (inputs, compute) == (GEMM_EX_TYPES[input_dtype(dtype)][0], "CUBLAS_COMPUTE_32F")
         assert c_type == inputs and TORCH_16_BIT[dtype] == output
         assert baseline_kernel(dtype) is MATMUL
+
+
+@pytest.mark.parametrize("bn", [64, 128, 192, 256])
+def test_the_shared_memory_the_family_asks_for_holds_the_scales_the_kernel_keeps(bn):
+    """The family's count of B's scale blocks per tile (its shared memory) is the template's COL_BLOCKS."""
+    params = dict(FP8_CONFIGS[-1][2], BM=128, BN=bn, CONSUMERS=2, REGALLOC=1, SCALING="blocks")
+    source = render(Config.make(Problem(512, 512, 512), "wgmma_fp8_blocks", "float8_e4m3", params))
+    assert re.search(r"#define COL_BLOCKS (\d+)", source).group(1) == str(column_blocks(params))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuner.compile.nvcc import arch_options
-from tuner.config import Config, Problem
+from tuner.config import Config
 from tuner.errors import TunerError
 from tuner.kernels.discovery import get_family, template_text_hash
 from tuner.kernels.render import launch, render
@@ -19,6 +19,7 @@ from tuner.precision import PRECISIONS
 from tuner.table import cuda_launch
 from tuner.table.artifact import Entry, KernelTable
 from tuner.table.cuda_launch import STATUS_LAUNCH_FAILED, STATUS_NO_ENTRY, STATUS_OK, Geometry
+from tuner.table.routing import b_transposed
 from tuner.table.workload import Shape
 
 HEADER = "tuner_gemm.h"
@@ -30,12 +31,13 @@ README = "README.txt"
 
 @dataclass(frozen=True)
 class Exported:
-    """One entry as exported: its kernel's symbol, file and launch."""
+    """One entry as exported: its kernel's symbol, file and launch, and whether it takes per-tensor scales."""
 
     entry: Entry
     symbol: str
     file: str
     geometry: Geometry
+    scaled: bool
 
 
 def symbol_of(entry: Entry) -> str:
@@ -77,13 +79,13 @@ def export_entry(entry: Entry) -> tuple[Exported, str]:
     symbol = symbol_of(entry)
     shape = cuda_launch.geometry(launch(config), entry.multiprocessors)
     source = rename_kernel(render(config), family.kernel_name, symbol)
-    exported = Exported(entry, symbol, f"{symbol}.cu", shape)
+    exported = Exported(entry, symbol, f"{symbol}.cu", shape, cuda_launch.takes_scales(config))
     return exported, source + cuda_launch.launcher_source(config, symbol, shape)
 
 
 def _scaled(entries: list[Exported], dtype: str) -> bool:
     """Whether the dtype's dispatch takes per-tensor scales: its kernels all do, or none (else TunerError)."""
-    kinds = {cuda_launch.takes_scales(_config(e.entry)) for e in entries if e.entry.dtype == dtype}
+    kinds = {e.scaled for e in entries if e.entry.dtype == dtype}
     if len(kinds) > 1:
         raise TunerError(f"the table's {dtype} kernels differ in taking per-tensor scales; one dispatch function "
                          f"cannot call them all")
@@ -100,9 +102,7 @@ def _dispatch_declaration(dtype: str, scaled: bool) -> str:
 
 def _operands_text(entry: Entry, scaled: bool) -> str:
     """What the dtype's dispatch computes, in the words of its buffers' layouts."""
-    family = get_family(entry.family)
-    b_rows = next(b for b in family.buffers if b.name == "B").shape(Problem(2, 3, 5))[0]
-    b = "B (N x K, each row one column of the product: K-major)" if b_rows == 3 else "B (K x N)"
+    b = "B (N x K, each row one column of the product: K-major)" if b_transposed(_config(entry)) else "B (K x N)"
     product = "scale_a * scale_b * A * B" if scaled else "A * B"
     return (f"C ({PRECISIONS[entry.dtype].output}, M x N) = {product}: A ({entry.dtype}, M x K), {b}, C row-major, all "
             f"on the device")
@@ -114,12 +114,12 @@ def _shape_text(entry: Entry) -> str:
 
 
 def header_text(entries: list[Exported]) -> str:
-    dtypes = sorted({e.entry.dtype for e in entries})
+    scaled = {dtype: _scaled(entries, dtype) for dtype in sorted({e.entry.dtype for e in entries})}
     first = {e.entry.dtype: e.entry for e in reversed(entries)}
     functions = "\n".join(
-        f"/* {_operands_text(first[e], _scaled(entries, e))},\n   queued on stream. Shapes: "
+        f"/* {_operands_text(first[e], scaled[e])},\n   queued on stream. Shapes: "
         f"{', '.join(_shape_text(x.entry) for x in entries if x.entry.dtype == e)}. */\n"
-        f"{_dispatch_declaration(e, _scaled(entries, e))};\n" for e in dtypes)
+        f"{_dispatch_declaration(e, scaled[e])};\n" for e in scaled)
     return (f"/* Tuned GEMM kernels exported from a kernel table: one dispatch function per dtype. */\n"
             f"#ifndef TUNER_GEMM_H\n#define TUNER_GEMM_H\n\n#include <cuda_runtime.h>\n\n"
             f"#define TUNER_GEMM_OK {STATUS_OK}  /* the launch is queued */\n"
@@ -131,8 +131,8 @@ def header_text(entries: list[Exported]) -> str:
 
 
 def dispatch_text(entries: list[Exported]) -> str:
-    launchers = "".join(f'extern "C" int {e.symbol}_launch('
-                        f"{cuda_launch.launcher_parameters(_scaled(entries, e.entry.dtype))});\n" for e in entries)
+    launchers = "".join(f'extern "C" int {e.symbol}_launch({cuda_launch.launcher_parameters(e.scaled)});\n'
+                        for e in entries)
     functions = []
     for dtype in sorted({e.entry.dtype for e in entries}):
         scaled = _scaled(entries, dtype)
@@ -150,7 +150,7 @@ def example_text(first: Exported) -> str:
     sizes = {"A": entry.M * entry.K, "B": entry.K * entry.N, "C": entry.M * entry.N}
     element = PRECISIONS[entry.dtype].bytes
     accumulator = PRECISIONS[PRECISIONS[entry.dtype].output].bytes
-    scales = "1.0f, 1.0f, " if cuda_launch.takes_scales(_config(entry)) else ""
+    scales = "1.0f, 1.0f, " if first.scaled else ""
     return (f'#include <cstdio>\n#include "{HEADER}"\n\n'
             f"/* Calls the table's {entry.M}x{entry.N}x{entry.K} {entry.dtype} kernel once, on uninitialised "
             f"buffers. */\n"
