@@ -3,6 +3,7 @@ autotuning and Triton's autotuner, shape by shape, side by side in one process b
 
     python benchmarks/shapes.py compare [RUN_DIR ...] [--configs LIST.json] [--only TEXT] [--dtype D] [--out DIR]
     python benchmarks/shapes.py experiment --base experiments/h100_wgmma.yaml [--only TEXT] [--dtype D]
+    python benchmarks/shapes.py merge RESULT.json ... [--name shapes_merged] [--out DIR]
 
 ``compare`` times, for every shape and dtype of the suite (``--only`` keeps the shapes whose name contains TEXT):
 ours — the fastest ok configuration that the given tuning runs recorded for that exact shape, else the fastest of
@@ -11,7 +12,10 @@ the ``--configs`` listing's kernels run on it (untuned for the shape; the row sa
 proposes) and Triton (where importable). Memory-bound shapes (M ≤ 16) are also given as a share of the DRAM
 roofline: the bytes of A, B and C over the time, against the device's measured bandwidth. Writes
 ``DIR/shapes_<gpu>.txt``, ``.json`` and ``.png`` (``--name`` changes the stem). ``experiment`` prints an experiment
-file tuning the suite's shapes with the kernels, measurement and compile settings of ``--base``.
+file tuning the suite's shapes with the kernels, measurement and compile settings of ``--base``. ``merge`` joins
+the rows of several ``compare`` results of one GPU model into one table, in the suite's order, a later file's row
+replacing an earlier one's for the same shape and dtype; each row names the result it comes from (every ratio was
+measured within one run, ours and the rivals side by side).
 """
 
 from __future__ import annotations
@@ -73,8 +77,10 @@ def load_suite(path: Path = SUITE) -> tuple[list[Shape], list[str]]:
 
 def selected(shapes: list[Shape], dtypes: list[str], only: str | None,
              dtype: str | None) -> tuple[list[Shape], list[str]]:
-    """The shapes whose name contains ``only`` and the one dtype asked for (all where None)."""
-    kept = [s for s in shapes if only is None or only in s.name]
+    """The shapes whose name contains ``only`` (or one of its comma-separated texts) and the one dtype asked for (all
+    where None)."""
+    texts = only.split(",") if only is not None else None
+    kept = [s for s in shapes if texts is None or any(text in s.name for text in texts)]
     if not kept:
         raise TunerError(f"no shape of the suite has {only!r} in its name")
     if dtype is not None and dtype not in dtypes:
@@ -199,10 +205,46 @@ def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str
     return stem
 
 
+def merge(results: list[Path], out: Path, name: str = "shapes_merged") -> Path:
+    """One table of the rows of several ``compare`` results (see the module's docstring)."""
+    import json
+
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    env: dict[str, Any] | None = None
+    ids: list[str] = []
+    for path in results:
+        try:
+            document = json.loads(path.read_text())
+            found, metadata = document["rows"], document["metadata"]
+            device = metadata["device"]["name"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TunerError(f"{path}: not a result of 'shapes.py compare' ({type(exc).__name__}: {exc})") from None
+        if env is not None and device != env["device"]["name"]:
+            raise TunerError(f"{path}: measured on {device}, the results before it on {env['device']['name']}; "
+                             f"merge the results of one GPU model")
+        env = metadata
+        ids.append(f"{path.name} {document.get('metadata_id', metadata_id(metadata))}")
+        for row in found:
+            rows[(row["shape"], row["dtype"])] = {**row, "ours_from": f"{row['ours_from']} ({path.name})"}
+    if env is None:
+        raise TunerError("give the JSON results of 'shapes.py compare' runs to merge")
+    suite, dtypes = load_suite()
+    order = {(shape.name, dtype): i for i, (shape, dtype) in
+             enumerate((shape, dtype) for dtype in dtypes for shape in suite)}
+    merged = sorted(rows.values(), key=lambda r: order.get((r["shape"], r["dtype"]), len(order)))
+    text = table(merged, env).replace("; one measurement each", f"; rows from {len(results)} runs, each row "
+                                      "measured side by side within its run", 1)
+    text = text[:text.rindex("metadata_id ")] + "metadata_id of each run: " + ", ".join(ids)
+    stem = write(out, name, env, text, {"merged_from": [str(p) for p in results], "rows": merged})
+    print(text)
+    ratio_figure(merged, stem.with_suffix(".png"), f"Shape suite on {env['device']['name']}")
+    return stem
+
+
 def experiment(base: Path, only: str | None, dtype: str | None) -> str:
     """An experiment file tuning the selected shapes with ``base``'s kernels and settings."""
     shapes, dtypes = selected(*load_suite(), only, dtype)
-    name = f"shapes_{only or 'all'}".replace("/", "_").replace("=", "")
+    name = f"shapes_{only or 'all'}".replace("/", "_").replace("=", "").replace(",", "+")
     document = experiment_document(read_base(base), name, [s.problem for s in shapes], dtypes)
     return yaml.safe_dump(document, sort_keys=False)
 
@@ -217,10 +259,15 @@ def main(argv: list[str] | None = None) -> int:
                      help=f"seconds of samples per measurement at most (default {MEASURE.max_time_s:g})")
     run.add_argument("--name", default="shapes", help="stem of the written files (default shapes)")
     run.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt, .json and .png files")
+    join = sub.add_parser("merge", help="join the rows of several compare results into one table")
+    join.add_argument("results", type=Path, nargs="+", help="compare's JSON results, later ones replacing rows")
+    join.add_argument("--name", default="shapes_merged", help="stem of the written files (default shapes_merged)")
+    join.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the .txt, .json and .png files")
     tune = sub.add_parser("experiment", help="print an experiment file tuning the suite's shapes")
     tune.add_argument("--base", type=Path, required=True, help="an experiment whose kernels and settings to use")
     for each in (run, tune):
-        each.add_argument("--only", help="keep the shapes whose name contains this text (e.g. llama3-8b/qkv)")
+        each.add_argument("--only", help="keep the shapes whose name contains this text (e.g. llama3-8b/qkv), or one "
+                          "of several separated by commas")
         each.add_argument("--dtype", help="keep one dtype of the suite")
     args = parser.parse_args(argv)
     if args.command == "experiment":
@@ -230,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
+    if args.command == "merge":
+        return finish(lambda: merge(args.results, args.out, args.name))
     return finish(lambda: compare(args.runs, args.configs, args.only, args.dtype, args.max_time, args.out,
                                           args.name))
 

@@ -3,6 +3,8 @@ table and the figure."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import tuner
@@ -30,6 +32,8 @@ def test_a_selection_that_matches_nothing_is_refused_by_name():
         shapes.selected(suite, dtypes, None, "float64")
     kept, kept_dtypes = shapes.selected(suite, dtypes, "llama3-8b/qkv", "float16")
     assert len(kept) == 6 and kept_dtypes == ["float16"]
+    kept, _ = shapes.selected(suite, dtypes, "llama3-8b/qkv,ragged,odd-k", None)
+    assert [s.name for s in kept][-2:] == ["ragged", "odd-k"] and len(kept) == 8
 
 
 def test_the_written_experiment_is_a_valid_experiment_of_the_selected_shapes(tmp_path, root):
@@ -61,3 +65,26 @@ def test_the_table_and_the_figure_show_every_row(tmp_path):
     assert sum(line.split()[:1] in (["s0"], ["s1"], ["s2"]) for line in text.splitlines()) == 6 and "1.020" in text
     figure = shape_figure.ratio_figure(rows, tmp_path / "f.png", "t")
     assert figure.stat().st_size > 10_000
+
+
+def test_merged_results_keep_the_suite_order_and_the_latest_row_of_each_shape(tmp_path, root):
+    results = root / "benchmarks/results"
+    untuned, tuned = results / "shapes_h200.json", results / "shapes_tuned100_odd_h200.json"
+    stem = shapes.merge([untuned, tuned], tmp_path, "merged")
+    document = json.loads(stem.with_suffix(".json").read_text())
+    rows = {(r["shape"], r["dtype"]): r for r in document["rows"]}
+    assert len(rows) == len(document["rows"]) == 54 + 3
+    assert rows[("odd-n", "bfloat16")]["ours_from"] == "tuned for this shape (shapes_tuned100_odd_h200.json)"
+    assert rows[("ragged", "bfloat16")]["ours_from"].endswith("(shapes_h200.json)")
+    assert [r["shape"] for r in document["rows"]][:2] == ["llama3-8b/qkv/M=1", "llama3-8b/qkv/M=16"]
+    text = stem.with_suffix(".txt").read_text()
+    assert "rows from 2 runs" in text and "shapes_tuned100_odd_h200.json c2649d0e9cc3" in text
+    assert stem.with_suffix(".png").stat().st_size > 0
+
+
+def test_results_of_two_gpu_models_are_not_merged(tmp_path, root):
+    other = json.loads((root / "benchmarks/results/shapes_h200.json").read_text())
+    other["metadata"]["device"]["name"] = "NVIDIA H100 80GB HBM3"
+    (tmp_path / "h100.json").write_text(json.dumps(other))
+    with pytest.raises(TunerError, match="h100.json: measured on NVIDIA H100"):
+        shapes.merge([root / "benchmarks/results/shapes_tuned100_odd_h200.json", tmp_path / "h100.json"], tmp_path)
