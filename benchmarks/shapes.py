@@ -21,6 +21,7 @@ measured within one run, ours and the rivals side by side).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from collections.abc import Iterable
@@ -205,18 +206,25 @@ def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str
     return stem
 
 
+ROW_FIELDS = ("shape", "dtype", "ours_from", "ours_tflops", "cublas_tflops", "cublaslt_tflops", "triton_tflops",
+              "ratio_cublas", "ratio_cublaslt", "ratio_triton", "ours_dram_share")
+"""What a row of ``compare``'s JSON result holds that the merged table shows."""
+
+
 def merge(results: list[Path], out: Path, name: str = "shapes_merged") -> Path:
     """One table of the rows of several ``compare`` results (see the module's docstring)."""
-    import json
-
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     env: dict[str, Any] | None = None
     ids: list[str] = []
     for path in results:
         try:
             document = json.loads(path.read_text())
-            found, metadata = document["rows"], document["metadata"]
+            found, metadata = list(document["rows"]), document["metadata"]
             device = metadata["device"]["name"]
+            for row in found:
+                missing = [field for field in ROW_FIELDS if field not in row]
+                if missing:
+                    raise KeyError(f"a row lacks {', '.join(missing)}")
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TunerError(f"{path}: not a result of 'shapes.py compare' ({type(exc).__name__}: {exc})") from None
         if env is not None and device != env["device"]["name"]:

@@ -88,3 +88,12 @@ def test_results_of_two_gpu_models_are_not_merged(tmp_path, root):
     (tmp_path / "h100.json").write_text(json.dumps(other))
     with pytest.raises(TunerError, match="h100.json: measured on NVIDIA H100"):
         shapes.merge([root / "benchmarks/results/shapes_tuned100_odd_h200.json", tmp_path / "h100.json"], tmp_path)
+
+
+def test_a_result_with_a_malformed_row_is_refused_naming_the_file(tmp_path, root):
+    document = json.loads((root / "benchmarks/results/shapes_tuned100_odd_h200.json").read_text())
+    del document["rows"][1]["ratio_cublas"]
+    (tmp_path / "cut.json").write_text(json.dumps(document))
+    with pytest.raises(TunerError, match=r"cut.json: not a result .*lacks ratio_cublas"):
+        shapes.merge([tmp_path / "cut.json"], tmp_path)
+    assert shapes.main(["merge", str(tmp_path / "cut.json"), "--out", str(tmp_path)]) == 2
