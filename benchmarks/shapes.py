@@ -151,11 +151,15 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def table(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
+def table(rows: list[dict[str, Any]], env: dict[str, Any], runs: list[str] | None = None) -> str:
+    """The printed table of ``rows`` measured in ``env``; ``runs``: where the rows come from several runs, each
+    run's file and metadata_id (``env`` is then the last run's)."""
     device, versions = env["device"], env["versions"]
+    source = (f"rows from {len(runs)} runs, each row measured side by side within its run" if runs
+              else "one measurement each")
     lines = [
         f"Shape suite against cuBLAS, cuBLASLt (fastest of its heuristic's first {LT_ALGORITHMS}) and Triton on "
-        f"{device['name']} (driver {versions['driver']}, CUDA {versions['cuda']}); one measurement each",
+        f"{device['name']} (driver {versions['driver']}, CUDA {versions['cuda']}); {source}",
         f"method: {env['measure']['method']}",
         "",
         f"{'shape':<28}{'dtype':<9}{'ours':>8}{'cuBLAS':>8}{'Lt best':>8}{'Triton':>8}{'/cuBLAS':>9}{'/Lt':>7}"
@@ -171,7 +175,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
     lines += ["", *summary(rows)]
     lines += ["", "TFLOP/s; ratios are ours / theirs; DRAM % (M ≤ 16): A, B and C moved once against the measured "
               f"bandwidth of {_cell(env['peaks']['measured'].get('bandwidth_gbs'), '.0f')} GB/s",
-              f"metadata_id {metadata_id(env)}"]
+              f"metadata_id of each run: {', '.join(runs)}" if runs else f"metadata_id {metadata_id(env)}"]
     return "\n".join(lines)
 
 
@@ -240,9 +244,7 @@ def merge(results: list[Path], out: Path, name: str = "shapes_merged") -> Path:
     order = {(shape.name, dtype): i for i, (shape, dtype) in
              enumerate((shape, dtype) for dtype in dtypes for shape in suite)}
     merged = sorted(rows.values(), key=lambda r: order.get((r["shape"], r["dtype"]), len(order)))
-    text = table(merged, env).replace("; one measurement each", f"; rows from {len(results)} runs, each row "
-                                      "measured side by side within its run", 1)
-    text = text[:text.rindex("metadata_id ")] + "metadata_id of each run: " + ", ".join(ids)
+    text = table(merged, env, ids)
     stem = write(out, name, env, text, {"merged_from": [str(p) for p in results], "rows": merged})
     print(text)
     ratio_figure(merged, stem.with_suffix(".png"), f"Shape suite on {env['device']['name']}")
