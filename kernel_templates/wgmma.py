@@ -71,6 +71,23 @@ Persistent blocks are all resident at once (the launch takes only as many blocks
 once) and each walks increasing work indices, so the lowest unfinished work item always has a block on it that
 waits for nothing unfinished. The flags cover MAX_SPLIT_TILES tiles, 2^20: a C of more tiles (2^32 elements and
 more in 64×64 tiles, 16 GiB of float32) is left unwritten by a split launch (and so verifies as wrong).
+
+Stream-K (STREAM_K > 0, persistent blocks without clusters or split-K; Osama et al., PPoPP 2023): split-K cuts every
+tile into the same number of splits, which leaves SMs idle whenever tiles × splits is not a whole number of waves
+(a decode layer of 48 tiles in 4 splits is 192 work items for 132 SMs). Stream-K instead lays the MAC iterations (k-
+tiles) of the streamed units end to end, unit after unit, and gives each of the G persistent blocks an equal share:
+block b takes iterations [b·total/G, (b+1)·total/G), so no block has more than one k-tile more than another. A
+unit's iterations are laid in decreasing k: the share holding a unit's k-tile 0 is part 0 of that tile's sum and is
+always the first thing its block does in the streamed run (the unit began in an earlier block's share and ends at the
+start of this one's), so it stores C at once; the parts that end earlier blocks' shares add theirs later, with the
+flags and the reduction of split-K (REDUCE: serial, in turn — turn t is the part whose block starts t blocks before
+part 0's — or atomic). STREAM_K = 2 streams every unit; STREAM_K = 1 is the hybrid: whole waves of G units run
+data-parallel (one block per tile, no fix-up) and only the last whole wave with the partial one after it is streamed
+(so each block still has at least one tile's worth of iterations); a whole number of waves is all data-parallel.
+The fix-up goes through C itself, as split-K's does: no workspace. It cannot deadlock: the blocks are all resident,
+a part waits only for parts of its tile in blocks of higher index, and every block's first streamed item is a part 0
+or a tile of its own, which waits for nothing. The traffic model counts C once per part: the tiles plus at most one
+more part per block boundary inside a tile (MODELLED_SMS blocks, as the model has no device).
 """
 
 from __future__ import annotations
@@ -98,13 +115,19 @@ REGISTERS_BESIDE_ACCUMULATORS = 40
 TF32_FRAGMENT_REGISTERS = 16
 """tf32 only: one stage's A fragments per 64-row slab (4 k-steps × 4 registers)."""
 SPLIT_K_REGISTERS = 16
-"""16-bit dtypes with SPLIT_K > 1: the reduction's addresses, loaded values and turn (ptxas: 16-19 more)."""
+"""16-bit dtypes with split-K or stream-K reduced in turn: the reduction's addresses, loaded values and turn (ptxas:
+16-19 more). Reduced with atomic additions, which load nothing, none: ptxas kept the tiles at the budget (256×192 over
+two consumers with setmaxnreg, 128×256 and 256×128 over two without, 128×192 over one) free of spills."""
 SPLIT_K_TF32_SLAB_REGISTERS = 28
 """tf32 with SPLIT_K > 1, per 64-row slab: Cᵀ's elements lie in rows of their own, each load an address of its own
 (ptxas spilled two-slab tiles at 200 estimated registers, and kept one-slab tiles of 184 within 232)."""
 MAX_SPLIT_K = 16
 MAX_SPLIT_TILES = 1 << 20
 """Tiles the split-K flags cover (the template's array, 4 MiB of device memory in a module with SPLIT_K > 1)."""
+STREAM_K_MODES = (0, 1, 2)
+"""0: tiles (or split-K items) per block; 1: data-parallel whole waves, then stream-K; 2: stream-K throughout."""
+MODELLED_SMS = 132
+"""Persistent blocks the traffic model assumes for stream-K (H100 SXM and H200; the model has no device)."""
 
 
 def _p(params: Params, name: str) -> int:
@@ -114,6 +137,16 @@ def _p(params: Params, name: str) -> int:
 def split_k(params: Params) -> int:
     """Splits of K per tile; 1 for a configuration recorded before the family had the parameter."""
     return int(params.get("SPLIT_K", 1))
+
+
+def stream_k(params: Params) -> int:
+    """The stream-K mode (STREAM_K_MODES); 0 for a configuration recorded before the family had the parameter."""
+    return int(params.get("STREAM_K", 0))
+
+
+def reduces(params: Params) -> bool:
+    """Whether partial sums of a tile meet in C (split-K or stream-K)."""
+    return split_k(params) > 1 or stream_k(params) > 0
 
 
 def reduction(params: Params) -> str:
@@ -149,10 +182,12 @@ def accumulators(params: Params, dtype: str) -> int:
 def estimated_registers(params: Params, dtype: str) -> int:
     slabs = consumer_share(params, dtype) // SLAB
     fragments = TF32_FRAGMENT_REGISTERS * slabs if is_tf32(dtype) else 0
-    reduction = 0
-    if split_k(params) > 1:
-        reduction = SPLIT_K_TF32_SLAB_REGISTERS * slabs if is_tf32(dtype) else SPLIT_K_REGISTERS
-    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS + reduction
+    extra = 0
+    if reduces(params) and is_tf32(dtype):
+        extra = SPLIT_K_TF32_SLAB_REGISTERS * slabs
+    elif reduces(params) and (reduction(params) == "serial" or dtype not in ("bfloat16", "float16")):
+        extra = SPLIT_K_REGISTERS
+    return accumulators(params, dtype) + fragments + REGISTERS_BESIDE_ACCUMULATORS + extra
 
 
 def register_budget(params: Params) -> int:
@@ -187,20 +222,43 @@ def units(params: Params, problem: Problem) -> int:
     return ceil_div(tiles_m, _p(params, "CLUSTER")) * ceil_div(problem.N, _p(params, "BN"))
 
 
+def k_tiles(params: Params, problem: Problem) -> int:
+    return ceil_div(problem.K, _p(params, "BK"))
+
+
 def grid(params: Params, problem: Problem) -> tuple[int, int, int]:
     """One block per tile of every work item, a unit's split (a persistent launch takes as many of them as the SMs
-    hold)."""
+    hold); stream-K's cells are its MAC iterations (a block takes at least one)."""
+    if stream_k(params):
+        return (units(params, problem) * k_tiles(params, problem), 1, 1)
     return (units(params, problem) * split_k(params) * _p(params, "CLUSTER"), 1, 1)
+
+
+def parts(params: Params, problem: Problem) -> int:
+    """Partial sums of tiles that reach C: SPLIT_K per tile, or under stream-K the tiles plus one per boundary
+    between blocks' shares that falls inside a streamed tile (at most MODELLED_SMS − 1 of them)."""
+    tiles = units(params, problem) * _p(params, "CLUSTER")
+    mode = stream_k(params)
+    if not mode:
+        return tiles * split_k(params)
+    blocks = min(MODELLED_SMS, tiles * k_tiles(params, problem))
+    partial = tiles % blocks
+    streamed = tiles if mode == 2 else 0 if partial == 0 else min(tiles, blocks + partial)
+    total = streamed * k_tiles(params, problem)
+    inside = sum(1 for b in range(1, blocks) if b * total // blocks % k_tiles(params, problem)) if streamed else 0
+    return tiles + inside
 
 
 def global_bytes(params: Params, problem: Problem, size: int) -> int:
     """Each tile row reads its rows of A once per tile column, each tile column its columns of B once per tile row
-    (once per cluster from L2, but from memory once per tile either way; the splits of a tile read disjoint slices
-    of K); C is written once, in float32, and each split after the first reads and writes it again."""
+    (once per cluster from L2, but from memory once per tile either way; the parts of a tile read disjoint slices
+    of K); C is written once, in float32, and each part after a tile's first reads and writes its tile again."""
     M, N, K = problem.M, problem.N, problem.K
     BM, BN = _p(params, "BM"), _p(params, "BN")
-    c_passes = 1 + 2 * (split_k(params) - 1)
-    return size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM)) + DTYPE_BYTES["float32"] * M * N * c_passes
+    tiles = units(params, problem) * _p(params, "CLUSTER")
+    c_passes = 1 + 2 * (parts(params, problem) - tiles) / tiles
+    return (size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM))
+            + round(DTYPE_BYTES["float32"] * M * N * c_passes))
 
 
 def extra_intensities(params: Params, size: int) -> dict[str, float]:
@@ -250,11 +308,15 @@ CONSTRAINTS = (
                lambda p, d: not _p(p, "REGALLOC") or _p(p, "CONSUMERS") == 2),
     Constraint(f"SPLIT_K 1 to {MAX_SPLIT_K} (splits of K per tile, added into C in turn)",
                lambda p, d: split_k(p) <= MAX_SPLIT_K),
-    Constraint("REDUCE 'serial' or 'atomic', and 'serial' without split-K (SPLIT_K 1 has nothing to reduce)",
-               lambda p, d: reduction(p) in ("serial", "atomic") and (split_k(p) > 1 or reduction(p) == "serial")),
-    Constraint("SPLIT_K 1 where C is written in 16 bits (an _out_ dtype): the splits add their partial sums in C, "
-               "which would round each of them to 16 bits",
-               lambda p, d: split_k(p) == 1 or not rounds_output(d)),
+    Constraint("REDUCE 'serial' or 'atomic', and 'serial' without split-K or stream-K (nothing to reduce)",
+               lambda p, d: reduction(p) in ("serial", "atomic") and (reduces(p) or reduction(p) == "serial")),
+    Constraint("SPLIT_K 1 and STREAM_K 0 where C is written in 16 bits (an _out_ dtype): the parts add their partial "
+               "sums in C, which would round each of them to 16 bits",
+               lambda p, d: not reduces(p) or not rounds_output(d)),
+    Constraint("STREAM_K 0, 1 (data-parallel whole waves, then stream-K) or 2 (stream-K throughout), and stream-K only "
+               "on persistent blocks (PERSISTENT=1) without clusters (CLUSTER=1) or split-K (SPLIT_K=1)",
+               lambda p, d: stream_k(p) in STREAM_K_MODES and (not stream_k(p) or (
+                   _p(p, "PERSISTENT") == 1 and _p(p, "CLUSTER") == 1 and split_k(p) == 1))),
 )
 
 FAMILY = Family(
@@ -272,8 +334,10 @@ FAMILY = Family(
         Parameter("GROUP", "raster: units (clusters of tiles) along M taken together, column by column", (8,)),
         Parameter("REGALLOC", "1: setmaxnreg moves registers from the producer (40) to the consumers (232)", (1,)),
         Parameter("SPLIT_K", "splits of K per tile, run at once and added into C (1: no split)", (1,)),
-        Parameter("REDUCE", "how a tile's splits meet in C: 'serial' (in turn, deterministic) or 'atomic' (split 0 "
+        Parameter("REDUCE", "how a tile's parts meet in C: 'serial' (in turn, deterministic) or 'atomic' (part 0 "
                   "stores, the others add at once)", ("serial",), pattern="serial|atomic"),
+        Parameter("STREAM_K", "persistent blocks share k-tiles evenly: 0 off, 1 the last waves only (hybrid), 2 all",
+                  (0,)),
     ),
     dtypes=("bfloat16", "float16", "tf32", "bfloat16_out_bfloat16", "float16_out_float16"),
     arch="sm_90a",

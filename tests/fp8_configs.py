@@ -1,6 +1,7 @@
 """The FP8 configurations the GPU tests and the compile tests run: per family, a ladder from the plainest (one
 consumer, no cluster, one block per tile) to the fastest designs (two consumers with setmaxnreg, persistent blocks,
-clusters of two), with promotion, ping-pong and split-K, so that a failure points at the feature that brought it."""
+clusters of two), with promotion, ping-pong, split-K and stream-K, so that a failure points at the feature that
+brought it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ FP8_LADDER: list[dict[str, int | str]] = [
     dict(_BASE, BM=128, BN=256, CONSUMERS=2, CLUSTER=1, PERSISTENT=1, REGALLOC=1, PROMOTE=0, PINGPONG=1, SPLIT_K=2),
     dict(_BASE, BM=128, BN=256, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, PROMOTE=0, SPLIT_K=4,
          REDUCE="atomic"),
+    dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=1, PERSISTENT=1, REGALLOC=1, PROMOTE=4, STREAM_K=1,
+         REDUCE="atomic"),
 ]
 BLOCKS_LADDER: list[dict[str, int | str]] = [
     dict(_BASE, BM=64, BN=64, CONSUMERS=1, CLUSTER=1, PERSISTENT=0, REGALLOC=0, SCALING="blocks"),
@@ -28,6 +31,7 @@ BLOCKS_LADDER: list[dict[str, int | str]] = [
     dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=1, PERSISTENT=0, REGALLOC=1, SCALING="blocks", PINGPONG=1,
          SPLIT_K=3),
     dict(_BASE, BM=128, BN=192, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, REGALLOC=1, SCALING="blocks"),
+    dict(_BASE, BM=128, BN=128, CONSUMERS=2, CLUSTER=1, PERSISTENT=1, REGALLOC=1, SCALING="blocks", STREAM_K=2),
 ]
 
 FP8_CONFIGS: list[tuple[str, str, dict]] = (

@@ -148,7 +148,7 @@ def test_split_k_is_refused_where_c_is_bfloat16(family):
         params = dict(params, SCALING="blocks", BN=64, BM=64)
     assert not violations(get_family(family), params, "float8_e4m3", SM90)
     reasons = violations(get_family(family), params, "float8_e4m3_out_bfloat16", SM90)
-    assert any("SPLIT_K 1 where C is written in 16 bits" in r for r in reasons), reasons
+    assert any("SPLIT_K 1 and STREAM_K 0 where C is written in 16 bits" in r for r in reasons), reasons
 
 
 def test_the_vendor_gemms_write_c_in_each_16_bit_output_dtype():

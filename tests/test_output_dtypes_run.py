@@ -70,7 +70,7 @@ def test_a_16_bit_c_run_records_and_replays(tmp_path: Path):
     for space in study_spaces(load_experiment(experiment)):
         assert [c.param_dict["SPLIT_K"] for c in space.valid] == [1, 1]
         assert len(space.rejected) == 2
-        assert all("SPLIT_K 1 where C is written in 16 bits" in why for why in space.rejected.values())
+        assert all("SPLIT_K 1 and STREAM_K 0 where C is written in 16 bits" in why for why in space.rejected.values())
 
     replayed = tuner.run(load_experiment(experiment), backend="replay", replay=tmp_path / "recorded",
                          strategy="grid", trials=8, out=tmp_path / "replayed", quiet=True, report=False).df

@@ -1,7 +1,7 @@
 """Every configuration of the wgmma family's default space (C in float32 or, for the _out_ dtypes, in 16 bits),
 those the GPU tests run and split-K designs of every schedule compile for sm_90a without spilling, into the
 instructions the design relies on: HGMMA (wgmma), UTMALDG (TMA copies; .MULTICAST in clusters), the register trade
-(USETMAXREG) where asked, no local memory (LDL/STL), and with SPLIT_K > 1 the reduction's acquire
+(USETMAXREG) where asked, no local memory (LDL/STL), and with split-K or stream-K the reduction's acquire
 (LDG.E.STRONG.GPU), release (STG.E.STRONG.GPU) and named barrier 1."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from tests.machine_code import assert_compiled_without_spills, sass_or_skip
-from tests.wgmma_configs import GPU_PARAMETERS, OUTPUT_16_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU
+from tests.wgmma_configs import GPU_PARAMETERS, OUTPUT_16_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU, STREAM_K_GPU
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
@@ -43,9 +43,9 @@ def default_space() -> list[Config]:
 CONFIGS = default_space() + list(dict.fromkeys(
     Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params)
     for dtype, params in GPU_PARAMETERS + SPLIT_K_COMPILED + OUTPUT_16_PARAMETERS
-    + [(d, p) for d, p in SPLIT_K_GPU if p.get("REDUCE", "serial") == "serial"]))
-"""The default space, the GPU tests' designs and the split-K designs (with atomic reductions, the compile tests'
-own two: the GPU tests build theirs)."""
+    + [(d, p) for d, p in SPLIT_K_GPU + STREAM_K_GPU if p.get("REDUCE", "serial") == "serial"]))
+"""The default space, the GPU tests' designs and the split-K and stream-K designs (with atomic reductions, the
+compile tests' own two: the GPU tests build theirs)."""
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,6 @@ def test_compiles_to_wgmma_and_tma_without_spills(compiled, config):
     assert ("UTMALDG.2D.MULTICAST" in sass) == (params["CLUSTER"] > 1)
     assert ("USETMAXREG" in sass) == bool(params["REGALLOC"])
     assert "LDL" not in sass and "STL" not in sass
-    split = params.get("SPLIT_K", 1) > 1
+    split = params.get("SPLIT_K", 1) > 1 or params.get("STREAM_K", 0) > 0
     assert ("BAR.SYNC.DEFER_BLOCKING 0x1," in sass) == split
     assert ("LDG.E.STRONG.GPU" in sass and "STG.E.STRONG.GPU" in sass) == split

@@ -39,8 +39,9 @@ def test_the_family_needs_the_sm_90a_target():
 def test_a_16_bit_c_takes_the_16_bit_designs_but_not_split_k(dtype):
     assert broken(FAST, dtype) == [] and broken(MINIMAL, dtype) == []
     reasons = broken({**FAST, "SPLIT_K": 2}, dtype)
-    assert reasons == ["SPLIT_K 1 where C is written in 16 bits (an _out_ dtype): the splits add their partial sums "
-                       "in C, which would round each of them to 16 bits"]
+    assert reasons == ["SPLIT_K 1 and STREAM_K 0 where C is written in 16 bits (an _out_ dtype): the parts add their "
+                       "partial sums in C, which would round each of them to 16 bits"]
+    assert broken({**FAST, "CLUSTER": 1, "STREAM_K": 1}, dtype) == reasons
     assert broken({**FAST, "SPLIT_K": 2}, dtype.split("_out_")[0]) == []
 
 
@@ -55,7 +56,9 @@ def test_a_16_bit_c_is_stored_as_rounded_pairs(dtype, pair, rounding):
     assert f"*{pointer} = {rounding}(d[s][i], d[s][i + 1]);" in source
     assert "float2" not in source and "#error" not in source
     split = render(Config.make(Problem(333, 520, 208), "wgmma", dtype, {**FAST, "SPLIT_K": 2}))
-    assert "#error \"split-K adds the splits' partial sums in C" in split  # the compiler refuses what the rule does
+    assert "#error \"split-K and stream-K add partial sums in C" in split  # the compiler refuses what the rule does
+    streamed = render(Config.make(Problem(333, 520, 208), "wgmma", dtype, {**FAST, "CLUSTER": 1, "STREAM_K": 2}))
+    assert "#error \"split-K and stream-K add partial sums in C" in streamed
     plain = render(Config.make(Problem(333, 520, 208), "wgmma", dtype.split("_out_")[0], FAST))
     assert "typedef float out_t;" in plain and "make_float2(d[s][i], d[s][i + 1])" in plain
 
@@ -211,20 +214,6 @@ def test_each_split_after_the_first_reads_and_writes_c_once_more():
     assert wgmma.extra_intensities(SPLIT, 2) == wgmma.extra_intensities(MINIMAL, 2)
 
 
-@pytest.mark.parametrize("k_tiles", [0, 1, 2, 7, 64, 225])
-@pytest.mark.parametrize("split_k", [1, 2, 3, 4, 8, 16])
-def test_the_splits_k_ranges_cover_k_once(k_tiles, split_k):
-    """The template's ranges: split s takes k-tiles [s·per, min(k_tiles, (s + 1)·per)), per = ⌈k_tiles / SPLIT_K⌉;
-    later splits may be empty."""
-    source = render(Config.make(Problem(64, 64, 64), "wgmma", "bfloat16", {**MINIMAL, "SPLIT_K": split_k}))
-    assert "per_split = (k_tiles + SPLIT_K - 1) / SPLIT_K" in source
-    assert source.count("for (int k_tile = split * per_split; k_tile < k_end; ++k_tile)") == 2   # producer, consumers
-    assert source.count("k_end = min(k_tiles, (split + 1) * per_split)") == 2
-    per = -(-k_tiles // split_k)
-    covered = [k for s in range(split_k) for k in range(s * per, min(k_tiles, (s + 1) * per))]
-    assert covered == list(range(k_tiles))
-
-
 def test_split_k_renders_the_serial_reduction_only_where_asked():
     plain = render(Config.make(Problem(256, 256, 256), "wgmma", "bfloat16", {**FAST, "SPLIT_K": 1}))
     assert "split_flags" not in plain and "barrier.sync 1" not in plain and "bar.sync" not in plain
@@ -243,3 +232,13 @@ def test_the_reduction_takes_registers_a_tile_at_the_budget_lacks(dtype, tile):
     assert broken({**FAST, **tile}, dtype) == []
     assert any("registers" in r for r in broken({**FAST, **tile, "SPLIT_K": 2}, dtype))
     assert broken({**FAST, "BM": 256, "BN": 128, "BK": 32, "SPLIT_K": 2}, "tf32") == []
+
+
+@pytest.mark.parametrize(("tile", "consumers", "regalloc"),
+                         [((256, 192), 2, 1), ((128, 256), 2, 0), ((256, 128), 2, 0)])
+def test_an_atomic_reduction_takes_no_registers_from_a_tile_at_the_budget(tile, consumers, regalloc):
+    """ptxas kept these free of spills with atomic split-K and stream-K; reduced in turn they spill."""
+    params = {**FAST, "BM": tile[0], "BN": tile[1], "CONSUMERS": consumers, "REGALLOC": regalloc, "CLUSTER": 1}
+    for decomposition in ({"SPLIT_K": 2}, {"STREAM_K": 1}):
+        assert broken({**params, **decomposition, "REDUCE": "atomic"}) == []
+        assert any("registers" in r for r in broken({**params, **decomposition, "REDUCE": "serial"}))

@@ -50,6 +50,7 @@ SPLIT_K_COMPILED += [("bfloat16", _split_k_design("bfloat16", 1, 1, 0, 4, "atomi
 reduced in turn, and at 4 splits reduced with atomic additions the plainest schedule in bfloat16 and the fastest in
 tf32 (the GPU tests build the rest)."""
 
+
 SPLIT_K_GPU: list[tuple[str, dict[str, int]]] = [
     (dtype, _split_k_design(dtype, consumers, cluster, persistent, split_k))
     for dtype in ("bfloat16", "float16", "tf32") for split_k in (2, 3, 4, 8)
@@ -61,6 +62,27 @@ SPLIT_K_GPU += [
 """Split-K designs the GPU tests run: one consumer without clusters and two in clusters of two, each with one block
 per work item and persistent, reduced in turn at 2, 3, 4 and 8 splits; and reduced with atomic additions at 3 and 8
 splits in the plainest and the fastest schedule (float16 stores C as bfloat16 does)."""
+
+def _stream_k_design(dtype: str, consumers: int, mode: int, reduce: str) -> dict[str, int | str]:
+    """The split-K designs' tiles on persistent blocks without clusters, sharing k-tiles by stream-K (``mode`` 1:
+    the last waves, 2: all)."""
+    design = _split_k_design(dtype, consumers, 1, 1, 1, reduce)
+    return {**design, "STREAM_K": mode, "REDUCE": reduce}
+
+
+STREAM_K_GPU: list[tuple[str, dict[str, int | str]]] = (
+    [("bfloat16", _stream_k_design("bfloat16", consumers, mode, reduce))
+     for consumers in (1, 2) for mode in (1, 2) for reduce in ("serial", "atomic")]
+    + [("float16", _stream_k_design("float16", 2, mode, "atomic")) for mode in (1, 2)]
+    + [("tf32", _stream_k_design("tf32", consumers, mode, reduce))
+       for consumers, mode, reduce in ((1, 2, "serial"), (2, 1, "atomic"), (2, 2, "serial"), (1, 1, "atomic"))]
+    + [("bfloat16", {**_stream_k_design("bfloat16", 2, 1, "atomic"), "BM": 256, "BN": 192})])
+"""Stream-K designs the GPU tests run: in bfloat16 both tiles in both modes with either reduction, in float16 the
+fastest tile with atomic additions, in tf32 four of the combinations (C transposed), and the 256×192 tile whose
+accumulators fill the consumers' registers, which only the atomic reduction fits beside."""
+SPLIT_K_GPU += [("bfloat16", {**_split_k_design("bfloat16", 2, 1, 0, 2, "atomic"), "REGALLOC": 0})]
+"""And atomic split-K on 128×256 over two consumers without setmaxnreg: 168 registers a thread, all but 40 of them
+accumulators."""
 
 OUTPUT_16_PARAMETERS: list[tuple[str, dict[str, int]]] = [
     (dtype, _LADDER_16[i]) for dtype in ("bfloat16_out_bfloat16", "float16_out_float16") for i in (0, 3, 4)]

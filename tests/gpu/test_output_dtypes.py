@@ -54,9 +54,9 @@ def test_a_16_bit_c_is_correct(hopper, config: Config):
 @pytest.mark.parametrize("config", SPLIT, ids=lambda c: c.key)
 def test_split_k_with_a_16_bit_c_is_refused(hopper, config: Config):
     reasons = violations(get_family(config.family), config.param_dict, config.dtype, target("sm_90a"))
-    assert any("SPLIT_K 1 where C is written in 16 bits" in r for r in reasons), reasons
+    assert any("SPLIT_K 1 and STREAM_K 0 where C is written in 16 bits" in r for r in reasons), reasons
     result = hopper.evaluate(config)  # measured anyway (as a raw run would), the compiler refuses it
-    assert result.status is Status.COMPILE_ERROR and "split-K adds the splits' partial sums" in result.reason
+    assert result.status is Status.COMPILE_ERROR and "split-K and stream-K add partial sums" in result.reason
 
 
 @pytest.mark.parametrize("dtype", NEW_DTYPES)
