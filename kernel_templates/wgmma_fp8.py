@@ -12,8 +12,8 @@ The tensor core adds each 32-term step of products to its accumulators keeping a
 is a float32 sum of short tensor-core sums, at the cost of a second set of accumulators; PROMOTE = 0 keeps the whole
 K in the tensor core. The scales multiply the tile's sums once, before C is written.
 
-Everything else (tiles, stages, consumers, clusters, persistence, raster order, register reallocation, split-K) is
-the wgmma family's: see kernel_templates/wgmma.py.
+Everything else (tiles, stages, consumers, clusters, persistence, raster order, register reallocation, split-K and
+stream-K) is the wgmma family's: see kernel_templates/wgmma.py.
 """
 
 from __future__ import annotations
