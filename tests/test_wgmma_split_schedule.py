@@ -53,11 +53,17 @@ def dispatched(order: list[int], split_k: int, slots: int) -> tuple[int, dict[in
 
 
 def test_the_template_numbers_work_items_as_the_model_does():
+    """One walk of the items (tests/test_wgmma_schedule.py runs it), taken by the producer and the consumers; an
+    item's turn is its split, of SPLIT_K parts."""
     source = render(Config.make(Problem(64, 64, 64), "wgmma", "bfloat16", {**MINIMAL, "SPLIT_K": 3}))
-    assert source.count("const int split = work % SPLIT_K") == 2
-    assert source.count("unit_tile(work / SPLIT_K, ") == 2
-    assert "split + 1 == SPLIT_K ? 0u : static_cast<unsigned int>(split + 1)" in source
-    assert "while (load_acquire(flag) != static_cast<unsigned int>(split))" in source
+    assert source.count("const int split = work % SPLIT_K;") == 1
+    assert "item = Work{work / SPLIT_K, split * per_split, min(k_tiles, (split + 1) * per_split), split, SPLIT_K};" \
+        in source
+    assert source.count("Walk walk(units, k_tiles, first_work, work_step);") == 2
+    assert source.count("unit_tile(item.unit, ") == 2
+    assert "turn + 1 == parts ? 0u : static_cast<unsigned int>(turn + 1)" in source
+    assert "while (load_acquire(flag) != static_cast<unsigned int>(turn))" in source
+    assert "await_turn(split_flags + tile, item.turn);" in source
 
 
 @pytest.mark.parametrize("units", [1, 7, 32, 100])
