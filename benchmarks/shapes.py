@@ -215,22 +215,31 @@ ROW_FIELDS = ("shape", "dtype", "ours_from", "ours_tflops", "cublas_tflops", "cu
 """What a row of ``compare``'s JSON result holds that the merged table shows."""
 
 
+def read_result(path: Path) -> dict[str, Any]:
+    """A ``compare`` (or ``merge``) result: its rows, each with the fields a table shows, and the metadata of the
+    device it was measured on; TunerError naming the file otherwise."""
+    try:
+        document = json.loads(path.read_text())
+        if not isinstance(document["metadata"]["device"]["name"], str):
+            raise TypeError("the metadata names no device")
+        for row in document["rows"]:
+            missing = [field for field in ROW_FIELDS if field not in row]
+            if missing:
+                raise KeyError(f"a row lacks {', '.join(missing)}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TunerError(f"{path}: not a result of 'shapes.py compare' ({type(exc).__name__}: {exc})") from None
+    return document
+
+
 def merge(results: list[Path], out: Path, name: str = "shapes_merged") -> Path:
     """One table of the rows of several ``compare`` results (see the module's docstring)."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     env: dict[str, Any] | None = None
     ids: list[str] = []
     for path in results:
-        try:
-            document = json.loads(path.read_text())
-            found, metadata = list(document["rows"]), document["metadata"]
-            device = metadata["device"]["name"]
-            for row in found:
-                missing = [field for field in ROW_FIELDS if field not in row]
-                if missing:
-                    raise KeyError(f"a row lacks {', '.join(missing)}")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TunerError(f"{path}: not a result of 'shapes.py compare' ({type(exc).__name__}: {exc})") from None
+        document = read_result(path)
+        found, metadata = list(document["rows"]), document["metadata"]
+        device = metadata["device"]["name"]
         if env is not None and device != env["device"]["name"]:
             raise TunerError(f"{path}: measured on {device}, the results before it on {env['device']['name']}; "
                              f"merge the results of one GPU model")

@@ -13,7 +13,6 @@ the ratio to cuBLAS and the ratio to the suite's configuration measured in the s
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -22,12 +21,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
+from benchmarks.shapes import read_result  # noqa: E402
 from benchmarks.vs_cublas import MEASURE, compare  # noqa: E402
+from tuner.backends.pycuda.backend import PycudaBackend  # noqa: E402
 from tuner.config import Config, Problem  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels.discovery import get_family  # noqa: E402
 from tuner.kernels.targets import target  # noqa: E402
 from tuner.results.metadata import metadata_id  # noqa: E402
+from tuner.settings import CompileSettings  # noqa: E402
 from tuner.space.entry_space import violations  # noqa: E402
 
 STREAMED = {"PERSISTENT": 1, "CLUSTER": 1, "SPLIT_K": 1}
@@ -67,23 +69,22 @@ def chosen_rows(result: dict[str, Any], below: float, dtype: str) -> list[dict[s
 
 
 def suite_config(row: dict[str, Any]) -> Config:
-    """The configuration a result's row names by its key (``M×N×K/family/dtype/NAME=value,...``)."""
-    sizes, family, dtype, pairs = row["config"].split("/", 3)
-    params: dict[str, Any] = {}
-    for pair in pairs.split(","):
-        name, value = pair.split("=", 1)
-        params[name] = int(value) if value.lstrip("-").isdigit() else value
-    return Config.make(Problem(*map(int, sizes.split("x"))), family, dtype, params)
-
-
-def read_result(path: Path) -> dict[str, Any]:
+    """The configuration a result's row names by its key (``M×N×K/family/dtype/NAME=value,...``, integers and plain
+    words); TunerError for a key that does not read back as itself."""
+    key = str(row["config"])
     try:
-        result = json.loads(path.read_text())
-        if not isinstance(result.get("rows"), list):
-            raise ValueError("no list of rows")
-        return result
-    except (OSError, ValueError, AttributeError) as exc:
-        raise TunerError(f"{path}: not a shapes.py compare result ({type(exc).__name__}: {exc})") from None
+        sizes, family, dtype, pairs = key.split("/", 3)
+        params: dict[str, Any] = {}
+        for pair in pairs.split(","):
+            name, value = pair.split("=", 1)
+            params[name] = int(value) if value.lstrip("-").isdigit() else value
+        config = Config.make(Problem(*map(int, sizes.split("x"))), family, dtype, params)
+    except (ValueError, TypeError) as exc:
+        raise TunerError(f"the row of {row.get('shape')} names no configuration ({key!r}: {exc})") from None
+    if config.key != key:
+        raise TunerError(f"the row of {row.get('shape')} names a configuration this benchmark cannot read back "
+                         f"({key!r})")
+    return config
 
 
 def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, rounds: int) -> str:
@@ -124,9 +125,6 @@ def variant_name(config: Config, suite: Config) -> str:
 
 
 def run(result_path: Path, below: float, dtype: str, rounds: int, max_time_s: float, out: Path, name: str) -> Path:
-    from tuner.backends.pycuda.backend import PycudaBackend
-    from tuner.settings import CompileSettings
-
     chosen = chosen_rows(read_result(result_path), below, dtype)
     if not chosen:
         raise TunerError(f"{result_path}: no {dtype} row of a wgmma kernel below {below} of cuBLAS")

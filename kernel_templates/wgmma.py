@@ -241,12 +241,12 @@ def parts(params: Params, problem: Problem) -> int:
     mode = stream_k(params)
     if not mode:
         return tiles * split_k(params)
-    blocks = min(MODELLED_SMS, tiles * k_tiles(params, problem))
+    per_tile = k_tiles(params, problem)
+    blocks = max(1, min(MODELLED_SMS, tiles * per_tile))   # K = 0: no iterations, one block
     partial = tiles % blocks
     streamed = tiles if mode == 2 else 0 if partial == 0 else min(tiles, blocks + partial)
-    total = streamed * k_tiles(params, problem)
-    inside = sum(1 for b in range(1, blocks) if b * total // blocks % k_tiles(params, problem)) if streamed else 0
-    return tiles + inside
+    total = streamed * per_tile
+    return tiles + sum(1 for b in range(1, blocks) if b * total // blocks % per_tile)
 
 
 def global_bytes(params: Params, problem: Problem, size: int) -> int:

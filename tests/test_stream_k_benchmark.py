@@ -60,13 +60,19 @@ def test_a_tile_without_registers_for_any_reduction_gives_each_consumer_half():
 
 
 def test_a_result_that_is_not_one_is_refused_naming_the_file(tmp_path):
+    """The suite's own reader (benchmarks/shapes.py), which merge uses too."""
     bad = tmp_path / "r.json"
-    bad.write_text(json.dumps({"rows": "none"}))
-    with pytest.raises(TunerError, match="r.json: not a shapes.py compare result"):
-        read_result(bad)
-    bad.write_text("{")
-    with pytest.raises(TunerError, match="r.json: not a shapes.py compare result"):
-        read_result(bad)
+    for text in ('{"rows": "none"}', "{", json.dumps({"rows": [], "metadata": {}})):
+        bad.write_text(text)
+        with pytest.raises(TunerError, match="r.json: not a result of 'shapes.py compare'"):
+            read_result(bad)
+
+
+@pytest.mark.parametrize("key", ["axbxc/wgmma/bfloat16/BM=64", "1x2x3/wgmma/bfloat16/BM",
+                                 "1x2x3/wgmma/bfloat16/X=1.5e3", "1x2x3/wgmma"])
+def test_a_row_naming_no_readable_configuration_is_refused(key):
+    with pytest.raises(TunerError, match="the row of s names"):
+        suite_config({"shape": "s", "config": key})
 
 
 def test_the_table_names_each_variant_and_the_fastest_per_shape():
