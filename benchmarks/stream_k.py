@@ -125,6 +125,9 @@ def variant_name(config: Config, suite: Config) -> str:
 
 
 def run(result_path: Path, below: float, dtype: str, rounds: int, max_time_s: float, out: Path, name: str) -> Path:
+    if rounds < 1 or not max_time_s > 0:
+        raise TunerError(f"--rounds {rounds} and --max-time {max_time_s:g}: give at least one round and a positive "
+                         f"time")
     chosen = chosen_rows(read_result(result_path), below, dtype)
     if not chosen:
         raise TunerError(f"{result_path}: no {dtype} row of a wgmma kernel below {below} of cuBLAS")

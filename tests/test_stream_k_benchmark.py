@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from benchmarks.stream_k import chosen_rows, read_result, stream_k_variants, suite_config, table
+from benchmarks.stream_k import chosen_rows, main, read_result, stream_k_variants, suite_config, table
 from tuner.config import Config, Problem
 from tuner.errors import TunerError
 
@@ -85,3 +85,14 @@ def test_the_table_names_each_variant_and_the_fastest_per_shape():
     text = table(rows, env, "merged.json", 2)
     assert "a stream-K variant fastest on 1 of 1 shapes" in text
     assert "stream-K 2 atomic" in text and "1.167" in text and "kernel: wrong: 2 elements off" in text
+
+
+@pytest.mark.parametrize("options", [["--rounds", "0"], ["--max-time", "0"], ["--max-time", "nan"]])
+def test_no_round_or_no_time_is_refused_before_any_measurement(tmp_path, capsys, options):
+    assert main([str(tmp_path / "absent.json"), *options]) == 2
+    assert "give at least one round and a positive time" in capsys.readouterr().err
+
+
+def test_an_absent_result_is_refused_naming_it(tmp_path, capsys):
+    assert main([str(tmp_path / "absent.json")]) == 2
+    assert "absent.json: not a result of 'shapes.py compare'" in capsys.readouterr().err
