@@ -16,6 +16,14 @@ any M, N, K is computed, as long as a tensor map can describe A and B: their row
 (K and N multiples of 8 in the 16-bit dtypes, of 4 in tf32; otherwise the launch is refused as invalid, naming the
 buffer: a copy of the inputs padded by the host would be work outside the kernel's timing).
 
+A_BOX (0: one box of BM rows) copies A's slice in boxes of A_BOX rows instead, only as many as reach into A
+(⌈rows of the tile inside A / A_BOX⌉; none in a cluster's block below M), and the full barrier expects those bytes.
+The boxes land where the one box would have put their rows (8-row groups of 1024 bytes, so the swizzle is the
+same), and the stages keep their size: the wgmma still reads 64-row slabs, whose rows no box filled hold what earlier
+slices, tiles or launches left there, and produce only rows of C past M, which are never stored. At decode
+(M ≤ 16) a tile then copies 16 rows of A a slice instead of 64: TMA fills rows past M with zeros, but a whole box
+crosses from L2 into shared memory, as many bytes as B's slice of a 64-column tile.
+
 Layouts (the wgmma descriptor's fields, PTX ISA "Matrix Descriptor Format"):
 
 - 16-bit dtypes: each consumer owns BM/CONSUMERS rows of the tile, in 64-row slabs: ``m64nBNk16`` with A K-major
@@ -144,6 +152,11 @@ def stream_k(params: Params) -> int:
     return int(params.get("STREAM_K", 0))
 
 
+def a_box(params: Params) -> int:
+    """Rows of A one TMA copy moves: A_BOX, or (0, and configurations recorded before the parameter) the tile's BM."""
+    return int(params.get("A_BOX", 0)) or _p(params, "BM")
+
+
 def reduces(params: Params) -> bool:
     """Whether partial sums of a tile meet in C (split-K or stream-K)."""
     return split_k(params) > 1 or stream_k(params) > 0
@@ -211,9 +224,10 @@ def shared_bytes(params: Params, size: int) -> int:
 
 
 def tensor_maps(params: Params, size: int) -> tuple[TensorMap, ...]:
-    """A in BK×BM boxes (a k-slice of the tile's rows), B in boxes of one 128-byte row × BK rows."""
-    BM, BK = _p(params, "BM"), _p(params, "BK")
-    return TensorMap("A", (BK, BM), SWIZZLE_BYTES), TensorMap("B", (box_columns(size), BK), SWIZZLE_BYTES)
+    """A in BK×A_BOX boxes (a k-slice of the tile's rows: BM of them unless A_BOX says fewer), B in boxes of one
+    128-byte row × BK rows."""
+    return (TensorMap("A", (_p(params, "BK"), a_box(params)), SWIZZLE_BYTES),
+            TensorMap("B", (box_columns(size), _p(params, "BK")), SWIZZLE_BYTES))
 
 
 def units(params: Params, problem: Problem) -> int:
@@ -279,6 +293,10 @@ def _if_positive(check: Callable[[Params, str], bool]) -> Callable[[Params, str]
     return lambda p, d: not _positive(p) or check(p, d)
 
 
+def _a_box_fits(value: int, bm: int) -> bool:
+    return value == 0 or (0 < value < bm and value % 8 == 0 and bm % value == 0)
+
+
 def _slabs_split(params: Params, dtype: str) -> bool:
     split = _p(params, "BN") if is_tf32(dtype) else _p(params, "BM")
     return split % (SLAB * _p(params, "CONSUMERS")) == 0
@@ -293,6 +311,9 @@ CONSTRAINTS = (
     Constraint("BM and BN multiples of 64, at most 256: whole 64-row wgmma slabs, 128-byte boxes of B, TMA boxes "
                "and wgmma's N of at most 256",
                lambda p, d: all(_p(p, n) % SLAB == 0 and _p(p, n) <= MAX_WGMMA_N for n in ("BM", "BN"))),
+    Constraint("A_BOX 0 (A's rows in one copy of BM) or a multiple of 8 below BM that divides it (whole 8-row groups "
+               "of the 128-byte swizzle, copies that stay in the tile)",
+               _if_positive(lambda p, d: _a_box_fits(int(p.get("A_BOX", 0)), _p(p, "BM")))),
     Constraint("CONSUMERS 1 or 2 (consumer warpgroups)", lambda p, d: _p(p, "CONSUMERS") in (1, 2)),
     Constraint("each consumer warpgroup owns whole 64-row slabs: BM (tf32: BN, C is computed transposed) a "
                "multiple of 64·CONSUMERS", _if_positive(_slabs_split)),
@@ -338,6 +359,8 @@ FAMILY = Family(
                   "stores, the others add at once)", ("serial",), pattern="serial|atomic"),
         Parameter("STREAM_K", "persistent blocks share k-tiles evenly: 0 off, 1 the last waves only (hybrid), 2 all",
                   (0,)),
+        Parameter("A_BOX", "rows of A per TMA copy, as many copies as reach into A (0: one copy of BM rows); a "
+                  "decode tile of M = 1 then copies 8 rows, not BM", (0,)),
     ),
     dtypes=("bfloat16", "float16", "tf32", "bfloat16_out_bfloat16", "float16_out_float16"),
     arch="sm_90a",

@@ -43,9 +43,11 @@ def estimated_registers(params: Params, dtype: str) -> int:
 
 
 def tensor_maps(params: Params, size: int) -> tuple[TensorMap, ...]:
-    """A in BK×BM boxes, B (K-major) in BK×64 boxes: each a k-slice of 128 bytes by rows of the tile."""
-    BM, BK = int(params["BM"]), int(params["BK"])
-    return TensorMap("A", (BK, BM), wgmma.SWIZZLE_BYTES), TensorMap("B", (BK, B_BOX_ROWS), wgmma.SWIZZLE_BYTES)
+    """A in BK×A_BOX boxes (BM rows unless A_BOX says fewer), B (K-major) in BK×64 boxes: each a k-slice of 128
+    bytes by rows of the tile."""
+    BK = int(params["BK"])
+    return (TensorMap("A", (BK, wgmma.a_box(params)), wgmma.SWIZZLE_BYTES),
+            TensorMap("B", (BK, B_BOX_ROWS), wgmma.SWIZZLE_BYTES))
 
 
 def registers_fit(estimate: Callable[[Params, str], int]) -> Constraint:

@@ -139,9 +139,9 @@ WGMMA_RECORDING = ROOT / "experiments" / "data" / "h100_wgmma_exhaustive"
 
 
 def test_rows_recorded_before_a_parameter_existed_answer_its_default_value():
-    """The wgmma recording predates SPLIT_K, REDUCE and STREAM_K: its rows answer the configurations with SPLIT_K = 1,
-    REDUCE = serial and STREAM_K = 0 (the one defaults), asked with or without the later of them, and a parameter
-    with several defaults (BN) stands for no value."""
+    """The wgmma recording predates SPLIT_K, REDUCE, STREAM_K and A_BOX: its rows answer the configurations with
+    SPLIT_K = 1, REDUCE = serial, STREAM_K = 0 and A_BOX = 0 (the one defaults), asked with or without the later of
+    them, and a parameter with several defaults (BN) stands for no value."""
     replay = ReplayBackend(WGMMA_RECORDING)
     recorded = results.load(WGMMA_RECORDING)[0]
     row = recorded[(recorded["status"] == "ok") & (recorded["family"] == "wgmma")].iloc[0]
@@ -155,7 +155,7 @@ def test_rows_recorded_before_a_parameter_existed_answer_its_default_value():
         replay.evaluate(Config.make(old.problem, old.family, old.dtype, {**old.param_dict, "SPLIT_K": 2}))
     no_bn = {k: v for k, v in old.param_dict.items() if k != "BN"}
     assert completed(Config.make(old.problem, "wgmma", old.dtype, no_bn)).param_dict == {
-        **no_bn, "SPLIT_K": 1, "REDUCE": "serial", "STREAM_K": 0}
+        **no_bn, "SPLIT_K": 1, "REDUCE": "serial", "STREAM_K": 0, "A_BOX": 0}
 
 
 def test_a_recording_older_than_a_parameter_replays_its_experiment(tmp_path):
@@ -165,7 +165,8 @@ def test_a_recording_older_than_a_parameter_replays_its_experiment(tmp_path):
     tuned = result.df[result.df["family"] == "wgmma"]
     assert len(tuned) >= 6 and (tuned["p_SPLIT_K"] == 1).all()
     for _, row in tuned.iterrows():
-        old_key = row["config_key"].replace(",REDUCE=serial", "").replace(",SPLIT_K=1", "").replace(",STREAM_K=0", "")
+        old_key = row["config_key"].replace("A_BOX=0,", "").replace(",REDUCE=serial", "").replace(",SPLIT_K=1", "")
+        old_key = old_key.replace(",STREAM_K=0", "")
         assert row["status"] == recorded.loc[old_key, "status"]
         if row["status"] == "ok":
             assert row["time_median_ms"] == recorded.loc[old_key, "time_median_ms"]

@@ -11,7 +11,14 @@ import itertools
 import pytest
 
 from tests.machine_code import assert_compiled_without_spills, sass_or_skip
-from tests.wgmma_configs import GPU_PARAMETERS, OUTPUT_16_PARAMETERS, SPLIT_K_COMPILED, SPLIT_K_GPU, STREAM_K_GPU
+from tests.wgmma_configs import (
+    A_BOX_GPU,
+    GPU_PARAMETERS,
+    OUTPUT_16_PARAMETERS,
+    SPLIT_K_COMPILED,
+    SPLIT_K_GPU,
+    STREAM_K_GPU,
+)
 from tuner.compile.nvcc import compile_configs
 from tuner.config import Config, Problem
 from tuner.kernels.discovery import get_family
@@ -43,9 +50,10 @@ def default_space() -> list[Config]:
 CONFIGS = default_space() + list(dict.fromkeys(
     Config.make(Problem(4096, 4096, 4096), "wgmma", dtype, params)
     for dtype, params in GPU_PARAMETERS + SPLIT_K_COMPILED + OUTPUT_16_PARAMETERS
-    + [(d, p) for d, p in SPLIT_K_GPU + STREAM_K_GPU if p.get("REDUCE", "serial") == "serial"]))
-"""The default space, the GPU tests' designs and the split-K and stream-K designs (with atomic reductions, the
-compile tests' own two: the GPU tests build theirs)."""
+    + [(d, p) for d, p in SPLIT_K_GPU + STREAM_K_GPU if p.get("REDUCE", "serial") == "serial"]
+    + [(d, p) for f, d, p in A_BOX_GPU if f == "wgmma"]))
+"""The default space, the GPU tests' designs, the split-K and stream-K designs (with atomic reductions, the
+compile tests' own two: the GPU tests build theirs) and the wgmma family's designs that copy A in smaller boxes."""
 
 
 @pytest.fixture(scope="module")

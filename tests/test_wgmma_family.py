@@ -242,3 +242,50 @@ def test_an_atomic_reduction_takes_no_registers_from_a_tile_at_the_budget(tile, 
     for decomposition in ({"SPLIT_K": 2}, {"STREAM_K": 1}):
         assert broken({**params, **decomposition, "REDUCE": "atomic"}) == []
         assert any("registers" in r for r in broken({**params, **decomposition, "REDUCE": "serial"}))
+
+
+DECODE = {**MINIMAL, "A_BOX": 8}
+
+
+@pytest.mark.parametrize(("a_box", "bm"), [(12, 64), (48, 64), (64, 64), (128, 64), (-8, 64), (96, 128)])
+def test_a_box_is_a_multiple_of_8_that_divides_the_tile(a_box, bm):
+    assert any("A_BOX" in r for r in broken({**MINIMAL, "BM": bm, "A_BOX": a_box})), (a_box, bm)
+
+
+def test_a_box_in_every_dtype_and_schedule():
+    for a_box in (0, 8, 16, 32):
+        assert broken({**MINIMAL, "A_BOX": a_box}) == [] and broken({**FAST, "A_BOX": a_box}, "float16") == []
+    assert broken({**FAST, "A_BOX": 64, "BM": 256, "BN": 128}, "bfloat16_out_bfloat16") == []
+    assert broken({**MINIMAL, "BK": 32, "BM": 128, "BN": 64, "A_BOX": 8}, "tf32") == []
+
+
+def test_a_copies_boxes_of_a_box_rows():
+    """The tensor map's box and the kernel's copies agree: A_BOX rows a box, one box without it."""
+    problem = Problem(17, 4096, 4096)
+    assert launch(Config.make(problem, "wgmma", "bfloat16", DECODE)).tensor_maps[0] == TensorMap("A", (64, 8))
+    assert launch(Config.make(problem, "wgmma", "bfloat16", MINIMAL)).tensor_maps[0] == TensorMap("A", (64, 64))
+    assert wgmma.a_box(MINIMAL) == wgmma.a_box({**MINIMAL, "A_BOX": 0}) == 64
+    boxed = render(Config.make(problem, "wgmma", "bfloat16", DECODE))
+    assert "#define A_BOX 8" in boxed and "const int a_boxes = a_rows > 0 ? (a_rows + A_BOX - 1) / A_BOX : 0;" in boxed
+    assert "barrier_expect_bytes(full_s, a_boxes * A_BOX_BYTES + B_STAGE_BYTES);" in boxed
+    assert "tile_m * BM + r * A_BOX);" in boxed
+    # The stages keep their layout: the wgmma reads 64 rows of A wherever it read them.
+    assert wgmma.shared_bytes(DECODE, 2) == wgmma.shared_bytes(MINIMAL, 2)
+    assert "descriptor(stage_a + (consumer * 64 + s * 64) * 128 + kk * 32, 16, 1024)" in boxed
+
+
+def test_a_configuration_without_a_box_renders_as_before_it():
+    problem = Problem(1000, 3000, 2000)
+    without = render(Config.make(problem, "wgmma", "bfloat16", FAST))
+    assert "A_BOX" not in without and "barrier_expect_bytes(full_s, STAGE_BYTES);" in without
+    assert render(Config.make(problem, "wgmma", "bfloat16", {**FAST, "A_BOX": 0})).splitlines()[2:] == \
+        without.splitlines()[2:]
+
+
+def test_a_box_in_the_fp8_families():
+    fp8 = dict(BM=64, BN=128, BK=128, STAGES=4, CONSUMERS=1, CLUSTER=1, PERSISTENT=0, GROUP=8, REGALLOC=0, A_BOX=16)
+    for family in ("wgmma_fp8", "wgmma_fp8_blocks"):
+        assert violations(get_family(family), fp8, "float8_e4m3", HOPPER) == []
+        config = Config.make(Problem(1, 4096, 4096), family, "float8_e4m3", fp8)
+        assert launch(config).tensor_maps[0] == TensorMap("A", (128, 16))
+        assert "#define A_BOX 16" in render(config)

@@ -88,3 +88,21 @@ OUTPUT_16_PARAMETERS: list[tuple[str, dict[str, int]]] = [
     (dtype, _LADDER_16[i]) for dtype in ("bfloat16_out_bfloat16", "float16_out_float16") for i in (0, 3, 4)]
 """The 16-bit ladder's plainest design and its two fastest with C written in 16 bits (no split-K: a 16-bit C
 refuses it)."""
+
+_PLAIN = dict(BK=64, STAGES=4, CONSUMERS=1, CLUSTER=1, PERSISTENT=0, GROUP=8, REGALLOC=0)
+_FAST = dict(BK=64, STAGES=4, CONSUMERS=2, CLUSTER=2, PERSISTENT=1, GROUP=8, REGALLOC=1)
+A_BOX_GPU: list[tuple[str, str, dict[str, int | str]]] = [
+    ("wgmma", "bfloat16", dict(_PLAIN, BM=64, BN=128, A_BOX=8, SPLIT_K=4, REDUCE="atomic")),
+    ("wgmma", "bfloat16", dict(_PLAIN, BM=64, BN=64, STAGES=12, A_BOX=16)),
+    ("wgmma", "float16", dict(_FAST, BM=128, BN=256, A_BOX=32)),
+    ("wgmma", "bfloat16", dict(_FAST, BM=128, BN=128, CLUSTER=1, A_BOX=16, STREAM_K=2, REDUCE="atomic")),
+    ("wgmma", "tf32", dict(_PLAIN, BM=128, BN=64, BK=32, A_BOX=8, SPLIT_K=3)),
+    ("wgmma", "tf32", dict(_FAST, BM=256, BN=128, BK=32, A_BOX=64)),
+    ("wgmma", "bfloat16_out_bfloat16", dict(_PLAIN, BM=64, BN=128, A_BOX=16)),
+    ("wgmma_fp8", "float8_e4m3", dict(_PLAIN, BM=64, BN=128, BK=128, PROMOTE=0, A_BOX=16, SPLIT_K=4,
+                                      REDUCE="atomic")),
+    ("wgmma_fp8_blocks", "float8_e4m3", dict(_FAST, BM=128, BN=128, BK=128, SCALING="blocks", A_BOX=32)),
+]
+"""A copied in boxes of fewer rows than the tile (family, dtype, parameters): decode tiles of one consumer with
+8 and 16 rows a box (with atomic split-K and 12 stages), two consumers in clusters of two (a cluster's block below
+M copies no box) and under stream-K, C transposed in tf32, C in 16 bits, and both FP8 families."""
