@@ -1,11 +1,13 @@
 """The public shape suite (benchmarks/shapes.yaml): our kernels against cuBLAS as a user gets it, cuBLASLt's own
 autotuning and Triton's autotuner, shape by shape, side by side in one process by one method.
 
-    python benchmarks/shapes.py compare [RUN_DIR ...] [--configs LIST.json] [--only TEXT] [--dtype D] [--out DIR]
-    python benchmarks/shapes.py experiment --base experiments/h100_wgmma.yaml [--only TEXT] [--dtype D]
+    python benchmarks/shapes.py compare [RUN_DIR ...] [--configs LIST.json] [--only TEXT] [--kind K] [--dtype D]
+                                        [--out DIR]
+    python benchmarks/shapes.py experiment --base experiments/h100_wgmma.yaml [--only TEXT] [--kind K] [--dtype D]
     python benchmarks/shapes.py merge RESULT.json ... [--name shapes_merged] [--out DIR]
 
-``compare`` times, for every shape and dtype of the suite (``--only`` keeps the shapes whose name contains TEXT):
+``compare`` times, for every shape and dtype of the suite (``--only`` keeps the shapes whose name contains TEXT,
+``--kind`` those of one class: decode, small-M or prefill):
 ours — the fastest ok configuration that the given tuning runs recorded for that exact shape, else the fastest of
 the ``--configs`` listing's kernels run on it (untuned for the shape; the row says which) —, cuBLAS
 (cublasGemmEx's default algorithm), cuBLASLt (the fastest of the first LT_ALGORITHMS algorithms its heuristic
@@ -76,14 +78,19 @@ def load_suite(path: Path = SUITE) -> tuple[list[Shape], list[str]]:
                          f"for the format") from None
 
 
+KINDS = ("decode", "small-M", "prefill")
+
+
 def selected(shapes: list[Shape], dtypes: list[str], only: str | None,
-             dtype: str | None) -> tuple[list[Shape], list[str]]:
-    """The shapes whose name contains ``only`` (or one of its comma-separated texts) and the one dtype asked for (all
-    where None)."""
+             dtype: str | None, kind: str | None = None) -> tuple[list[Shape], list[str]]:
+    """The shapes whose name contains ``only`` (or one of its comma-separated texts), of the class ``kind`` (see
+    :func:`kind_of`), and the one dtype asked for (all where None)."""
     texts = only.split(",") if only is not None else None
-    kept = [s for s in shapes if texts is None or any(text in s.name for text in texts)]
+    kept = [s for s in shapes if (texts is None or any(text in s.name for text in texts))
+            and (kind is None or kind_of(s.problem.M) == kind)]
     if not kept:
-        raise TunerError(f"no shape of the suite has {only!r} in its name")
+        asked = " and ".join(part for part in (only and f"{only!r} in its name", kind and f"the class {kind}") if part)
+        raise TunerError(f"no shape of the suite has {asked}")
     if dtype is not None and dtype not in dtypes:
         raise TunerError(f"the suite is measured in {', '.join(dtypes)}, not {dtype}")
     return kept, [dtype] if dtype else dtypes
@@ -180,10 +187,10 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], runs: list[str] | Non
 
 
 def compare(runs: list[Path], listing: Path | None, only: str | None, dtype: str | None, max_time_s: float,
-            out: Path, name: str = "shapes") -> Path:
+            out: Path, name: str = "shapes", kind: str | None = None) -> Path:
     from tuner.backends.pycuda.backend import PycudaBackend
 
-    shapes, dtypes = selected(*load_suite(), only, dtype)
+    shapes, dtypes = selected(*load_suite(), only, dtype, kind)
     tuned: dict[tuple[str, str], list[Config]] = {}
     compile_settings = None
     for run in runs:
@@ -260,10 +267,10 @@ def merge(results: list[Path], out: Path, name: str = "shapes_merged") -> Path:
     return stem
 
 
-def experiment(base: Path, only: str | None, dtype: str | None) -> str:
+def experiment(base: Path, only: str | None, dtype: str | None, kind: str | None = None) -> str:
     """An experiment file tuning the selected shapes with ``base``'s kernels and settings."""
-    shapes, dtypes = selected(*load_suite(), only, dtype)
-    name = f"shapes_{only or 'all'}".replace("/", "_").replace("=", "").replace(",", "+")
+    shapes, dtypes = selected(*load_suite(), only, dtype, kind)
+    name = f"shapes_{only or kind or 'all'}".replace("/", "_").replace("=", "").replace(",", "+")
     document = experiment_document(read_base(base), name, [s.problem for s in shapes], dtypes)
     return yaml.safe_dump(document, sort_keys=False)
 
@@ -288,10 +295,12 @@ def main(argv: list[str] | None = None) -> int:
         each.add_argument("--only", help="keep the shapes whose name contains this text (e.g. llama3-8b/qkv), or one "
                           "of several separated by commas")
         each.add_argument("--dtype", help="keep one dtype of the suite")
+        each.add_argument("--kind", choices=KINDS, help=f"keep one class of shapes: decode (M ≤ {DECODE_M}), small-M "
+                          "(M ≤ 128) or prefill")
     args = parser.parse_args(argv)
     if args.command == "experiment":
         try:
-            print(experiment(args.base, args.only, args.dtype), end="")
+            print(experiment(args.base, args.only, args.dtype, args.kind), end="")
         except TunerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -299,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "merge":
         return finish(lambda: merge(args.results, args.out, args.name))
     return finish(lambda: compare(args.runs, args.configs, args.only, args.dtype, args.max_time, args.out,
-                                          args.name))
+                                          args.name, args.kind))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,16 @@ def test_a_selection_that_matches_nothing_is_refused_by_name():
     assert [s.name for s in kept][-2:] == ["ragged", "odd-k"] and len(kept) == 8
 
 
+def test_a_selection_by_class_keeps_the_decode_shapes_and_nothing_else():
+    suite, dtypes = shapes.load_suite()
+    kept, _ = shapes.selected(suite, dtypes, None, None, "decode")
+    assert {s.problem.M for s in kept} == {1, 16} and len(kept) == 2 * 4 * 2
+    kept, _ = shapes.selected(suite, dtypes, "llama3-70b", None, "decode")
+    assert [s.name for s in kept][:2] == ["llama3-70b/qkv/M=1", "llama3-70b/qkv/M=16"] and len(kept) == 8
+    with pytest.raises(TunerError, match="no shape of the suite has 'ragged' in its name and the class decode"):
+        shapes.selected(suite, dtypes, "ragged", None, "decode")
+
+
 def test_the_written_experiment_is_a_valid_experiment_of_the_selected_shapes(tmp_path, root):
     text = shapes.experiment(root / "experiments/h100_wgmma.yaml", "llama3-8b/down", "bfloat16")
     path = tmp_path / "suite.yaml"
