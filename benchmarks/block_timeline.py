@@ -1,7 +1,9 @@
 """Where a Hopper kernel's time goes, block by block: an instrumented copy of the wgmma template stamps, with the
 GPU's global timer, each block's start, its producer's first copy, its first consumer's first and last full stage
-and its end, and one timed launch of each configuration prints them; the table gives the spread of each moment over
-the blocks and the bytes each SM took into shared memory per microsecond of streaming.
+and its end, keeps them in device memory during one timed launch of each configuration, and the last block of that
+launch to finish prints them all (so that printing delays no block of a later wave); the table gives the spread of
+each moment over the blocks, the bytes each SM took into shared memory per microsecond of streaming, and the
+configuration's and cuBLAS's times by the method.
 
     python benchmarks/block_timeline.py --configs LIST.json [--launch 6] [--out DIR] [--name block_timeline]
 
@@ -10,7 +12,8 @@ each run on each of its problems. The copy is a family of its own (``<family>_ti
 folder): the same rules, geometry and cost model, the template with the stamps added and a TIMELINE_ID parameter that
 names the configuration in what it prints. The stamps cost a few instructions a stage; the launch printed
 (``--launch``, counted from 0 per configuration: the verified launch, the warm-ups, then the timed samples, each
-after an L2 flush) is one the method times, but printing is not timed. Times are µs from the first block's start.
+after an L2 flush) is one the method times, its printing at the end among what is timed (the median over the
+samples is not moved by one). Times are µs from the first block's start; the first TIMELINE_BLOCKS blocks are kept.
 """
 
 from __future__ import annotations
@@ -32,23 +35,39 @@ from benchmarks.vs_cublas import MEASURE, listed_configs  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels.discovery import get_family, use_family_dirs  # noqa: E402
+from tuner.measure.measurement import Measurement  # noqa: E402
 
 FAMILIES = ("wgmma", "wgmma_fp8", "wgmma_fp8_blocks")
 MARK = "TIMELINE"
 
+TIMELINE_BLOCKS = 4096
+"""Blocks whose stamps a launch keeps (the first ones by index); a larger grid's others are not shown."""
 _PRELUDE = (
     "#include <cstdio>\n"
+    f"#define TIMELINE_BLOCKS {TIMELINE_BLOCKS}u\n"
     "__device__ unsigned int timeline_launch, timeline_done;\n"
+    "__device__ unsigned long long timeline_stamps[7 * TIMELINE_BLOCKS];\n"
     "__device__ __forceinline__ unsigned long long timeline_now()\n"
     "{\n    unsigned long long t;\n    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n    return t;\n}\n")
 _PRINT = (
+    "        // Each block keeps its stamps; the last to finish prints them all, so that no block's printing delays\n"
+    "        // the blocks of a later wave.\n"
     "        if (threadIdx.x == 128) {{\n"
     "            const unsigned long long t_end = timeline_now();\n"
-    "            if (launch_no == {launch})\n"
-    "                printf(\"" + MARK + " {{{{ TIMELINE_ID }}}} %u %u %llu %llu %llu %llu %llu\\n\",\n"
-    "                       blockIdx.x, smid, t_entry, t_issue, t_first, t_last, t_end);\n"
+    "            if (launch_no == {launch} && blockIdx.x < TIMELINE_BLOCKS) {{\n"
+    "                unsigned long long* row = timeline_stamps + 7 * blockIdx.x;\n"
+    "                row[0] = blockIdx.x;\n                row[1] = smid;\n                row[2] = t_entry;\n"
+    "                row[3] = t_issue;\n                row[4] = t_first;\n                row[5] = t_last;\n"
+    "                row[6] = t_end;\n"
+    "            }}\n"
     "            __threadfence();\n"
     "            if (atomicAdd(&timeline_done, 1u) == gridDim.x - 1) {{\n"
+    "                if (launch_no == {launch})\n"
+    "                    for (unsigned int b = 0; b < min(gridDim.x, TIMELINE_BLOCKS); ++b) {{\n"
+    "                        const volatile unsigned long long* row = timeline_stamps + 7 * b;\n"
+    "                        printf(\"" + MARK + " {{{{ TIMELINE_ID }}}} %llu %llu %llu %llu %llu %llu %llu\\n\",\n"
+    "                               row[0], row[1], row[2], row[3], row[4], row[5], row[6]);\n"
+    "                    }}\n"
     "                timeline_done = 0;\n"
     "                atomicAdd(&timeline_launch, 1u);\n"
     "            }}\n"
@@ -170,7 +189,7 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
         f"method: {env['measure']['method']}",
         "",
         f"{'problem':<16}{'blocks':>7}{'SMs':>5}{'/SM':>4}{'first copy':>12}{'first full':>18}{'last full':>18}"
-        f"{'end':>18}{'stream':>18}{'MB in':>8}{'GB/s/SM':>9}  configuration",
+        f"{'end':>18}{'stream':>18}{'MB in':>8}{'GB/s/SM':>9}{'timed':>7}{'cuBLAS':>7}  configuration",
     ]
     cell = lambda s: f"{s['min']:5.1f}/{s['median']:5.1f}/{s['max']:5.1f}"  # noqa: E731
     for r in rows:
@@ -178,14 +197,22 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
             lines.append(f"{r['config']}: {r['reason']}")
             continue
         rate = f"{r['gb_per_s_per_sm']:.0f}" if r["gb_per_s_per_sm"] else "—"
+        timed, vendor = (f"{r[key]:.1f}" if r.get(key) else "—" for key in ("timed_us", "cublas_us"))
         lines.append(f"{r['problem']:<16}{r['blocks']:>7}{r['sms']:>5}{r['blocks_per_sm_max']:>4}"
                      f"{r['issue_us']['median']:>12.1f}{cell(r['first_us']):>18}{cell(r['last_us']):>18}"
-                     f"{cell(r['end_us']):>18}{cell(r['stream_us']):>18}{r['copied_mb']:>8.1f}{rate:>9}  "
+                     f"{cell(r['end_us']):>18}{cell(r['stream_us']):>18}{r['copied_mb']:>8.1f}{rate:>9}"
+                     f"{timed:>7}{vendor:>7}  "
                      f"{r['config'].split('/', 1)[1]}")
     lines += ["", "first copy: the producer's first TMA copy issued; first/last full: the first consumer's first and "
               "last stage landed; stream: last full − first full of a block; MB in: A's boxes and B's tiles the "
-              "producers copy into shared memory in the launch; GB/s/SM: MB in per SM used over the median stream"]
+              "producers copy into shared memory in the launch; GB/s/SM: MB in per SM used over the median stream; "
+              "timed: the median of the method's samples (µs, the printed launch among them); cuBLAS: its median, "
+              "timed the same way in the same process"]
     return "\n".join(lines)
+
+
+def _us(result: Measurement) -> float | None:
+    return result.timing.median_ms * 1e3 if result.timing else None
 
 
 def run(listing: Path, launch: int, out: Path, name: str) -> Path:
@@ -214,6 +241,7 @@ def run(listing: Path, launch: int, out: Path, name: str) -> Path:
                 for config in timed:
                     print(f"{config.key}…", file=sys.stderr, flush=True)
                     results.append(backend.evaluate(config))
+                vendor = {(c.problem, c.dtype): backend.baseline(c.problem, c.dtype) for c in configs}
         finally:
             os.dup2(saved, 1)
             os.close(saved)
@@ -222,7 +250,8 @@ def run(listing: Path, launch: int, out: Path, name: str) -> Path:
     rows = []
     for i, (config, result) in enumerate(zip(configs, results, strict=True)):
         if i in stamps:
-            rows.append({**summary(config, stamps[i]), "status": result.status.value})
+            rows.append({**summary(config, stamps[i]), "status": result.status.value, "timed_us": _us(result),
+                         "cublas_us": _us(vendor[config.problem, config.dtype])})
         else:
             rows.append({"config": config.key, "status": result.status.value,
                          "reason": f"printed nothing ({result.status.value}: {result.reason or 'fewer launches'})"})

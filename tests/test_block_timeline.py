@@ -19,7 +19,7 @@ def test_every_anchor_is_found_once_in_the_template():
     template = get_family("wgmma").template_path.read_text()
     stamped = block_timeline.instrumented(template, 6)
     # the clock read at the start, the first copy, each full stage and the end, and its definition
-    assert stamped.count("timeline_now()") == 5 and "if (launch_no == 6)" in stamped
+    assert stamped.count("timeline_now()") == 5 and "if (launch_no == 6 && blockIdx.x < TIMELINE_BLOCKS)" in stamped
     with pytest.raises(TunerError, match="update benchmarks/block_timeline.py's ANCHORS"):
         block_timeline.instrumented(template.replace("#include <stdint.h>\n", ""), 6)
 
