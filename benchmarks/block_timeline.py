@@ -46,7 +46,7 @@ _PRELUDE = (
     "#include <cstdio>\n"
     f"#define TIMELINE_BLOCKS {TIMELINE_BLOCKS}u\n"
     "__device__ unsigned int timeline_launch, timeline_done;\n"
-    "__device__ unsigned long long timeline_stamps[7 * TIMELINE_BLOCKS];\n"
+    "__device__ unsigned long long timeline_stamps[8 * TIMELINE_BLOCKS];\n"
     "__device__ __forceinline__ unsigned long long timeline_now()\n"
     "{\n    unsigned long long t;\n    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n    return t;\n}\n")
 _PRINT = (
@@ -55,18 +55,19 @@ _PRINT = (
     "        if (threadIdx.x == 128) {{\n"
     "            const unsigned long long t_end = timeline_now();\n"
     "            if (launch_no == {launch} && blockIdx.x < TIMELINE_BLOCKS) {{\n"
-    "                unsigned long long* row = timeline_stamps + 7 * blockIdx.x;\n"
+    "                unsigned long long* row = timeline_stamps + 8 * blockIdx.x;\n"
     "                row[0] = blockIdx.x;\n                row[1] = smid;\n                row[2] = t_entry;\n"
     "                row[3] = t_issue;\n                row[4] = t_first;\n                row[5] = t_last;\n"
-    "                row[6] = t_end;\n"
+    "                row[6] = t_ready;\n                row[7] = t_end;\n"
     "            }}\n"
     "            __threadfence();\n"
     "            if (atomicAdd(&timeline_done, 1u) == gridDim.x - 1) {{\n"
     "                if (launch_no == {launch})\n"
     "                    for (unsigned int b = 0; b < min(gridDim.x, TIMELINE_BLOCKS); ++b) {{\n"
-    "                        const volatile unsigned long long* row = timeline_stamps + 7 * b;\n"
-    "                        printf(\"" + MARK + " {{{{ TIMELINE_ID }}}} %llu %llu %llu %llu %llu %llu %llu\\n\",\n"
-    "                               row[0], row[1], row[2], row[3], row[4], row[5], row[6]);\n"
+    "                        const volatile unsigned long long* row = timeline_stamps + 8 * b;\n"
+    "                        printf(\"" + MARK + " {{{{ TIMELINE_ID }}}} \"\n"
+    "                               \"%llu %llu %llu %llu %llu %llu %llu %llu\\n\",\n"
+    "                               row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7]);\n"
     "                    }}\n"
     "                timeline_done = 0;\n"
     "                atomicAdd(&timeline_launch, 1u);\n"
@@ -85,7 +86,7 @@ ANCHORS = (
      "\"l\"(&map_a), \"l\"(&map_b) : \"memory\");\n            t_issue = timeline_now();\n"),
     ("        Walk walk(units, k_tiles, first_work, work_step);\n        for (Work item; walk.next(item);) {\n"
      "            const int k_begin",
-     "        unsigned long long t_first = 0, t_last = 0;\n"
+     "        unsigned long long t_first = 0, t_last = 0, t_ready = 0;\n"
      "        Walk walk(units, k_tiles, first_work, work_step);\n        for (Work item; walk.next(item);) {\n"
      "            const int k_begin"),
     ("                barrier_wait(full_0 + 8 * stage, phase);\n",
@@ -93,6 +94,12 @@ ANCHORS = (
      "                t_last = timeline_now();\n"
      "                if (t_first == 0)\n"
      "                    t_first = t_last;\n"),
+    ("                await_zeroed(split_flags + tile);\n",
+     "                await_zeroed(split_flags + tile);\n            if (item.parts > 1)\n"
+     "                t_ready = timeline_now();\n"),
+    ("                await_turn(split_flags + tile, item.turn);\n",
+     "                await_turn(split_flags + tile, item.turn);\n            if (item.turn > 0)\n"
+     "                t_ready = timeline_now();\n"),
     ("{% if pingpong %}\n        if (consumer == 0 && issued > 0)",
      "{print}{% if pingpong %}\n        if (consumer == 0 && issued > 0)"),
 )
@@ -136,6 +143,9 @@ class Stamp:
     issue: int
     first: int
     last: int
+    ready: int
+    """When a part of a tile's sum may add to C (atomic: part 0 has zeroed the tile; serial: its turn has come, for
+    the parts after the first); 0 where the block's last item was no such part."""
     end: int
 
 
@@ -144,7 +154,7 @@ def parse(lines: list[str]) -> dict[int, list[Stamp]]:
     found: dict[int, list[Stamp]] = defaultdict(list)
     for line in lines:
         fields = line.split()
-        if len(fields) == 9 and fields[0] == MARK:
+        if len(fields) == 10 and fields[0] == MARK:
             found[int(fields[1])].append(Stamp(*map(int, fields[2:])))
     return found
 
@@ -172,12 +182,15 @@ def summary(config: Config, stamps: list[Stamp]) -> dict[str, Any]:
     for s in stamps:
         per_sm[s.sm] += 1
     copied, middle = copied_bytes(config), statistics.median(stream)
+    waits = [(s.ready - s.last) / 1e3 for s in stamps if s.ready]
+    adds = [(s.end - s.ready) / 1e3 for s in stamps if s.ready]
     return {
         "config": config.key, "problem": config.problem.label, "blocks": len(stamps), "sms": len(per_sm),
         "blocks_per_sm_max": max(per_sm.values()), "copied_mb": copied / 1e6,
         "issue_us": spread(us(s.issue for s in stamps)), "first_us": spread(us(s.first for s in stamps)),
         "last_us": spread(us(s.last for s in stamps)), "end_us": spread(us(s.end for s in stamps)),
         "first_latency_us": spread([(s.first - s.issue) / 1e3 for s in stamps]), "stream_us": spread(stream),
+        "wait_us": spread(waits) if waits else None, "add_us": spread(adds) if adds else None,
         "gb_per_s_per_sm": copied / len(per_sm) / (middle * 1e3) if middle else None,
     }
 
@@ -189,9 +202,11 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
         f"method: {env['measure']['method']}",
         "",
         f"{'problem':<16}{'blocks':>7}{'SMs':>5}{'/SM':>4}{'first copy':>12}{'first full':>18}{'last full':>18}"
-        f"{'end':>18}{'stream':>18}{'MB in':>8}{'GB/s/SM':>9}{'timed':>7}{'cuBLAS':>7}  configuration",
+        f"{'end':>18}{'stream':>18}{'wait':>12}{'add':>12}{'MB in':>8}{'GB/s/SM':>9}{'timed':>7}{'cuBLAS':>7}"
+        "  configuration",
     ]
     cell = lambda s: f"{s['min']:5.1f}/{s['median']:5.1f}/{s['max']:5.1f}"  # noqa: E731
+    pair = lambda s: f"{s['median']:5.1f}/{s['max']:5.1f}" if s else "—"  # noqa: E731
     for r in rows:
         if "reason" in r:
             lines.append(f"{r['config']}: {r['reason']}")
@@ -200,11 +215,14 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
         timed, vendor = (f"{r[key]:.1f}" if r.get(key) else "—" for key in ("timed_us", "cublas_us"))
         lines.append(f"{r['problem']:<16}{r['blocks']:>7}{r['sms']:>5}{r['blocks_per_sm_max']:>4}"
                      f"{r['issue_us']['median']:>12.1f}{cell(r['first_us']):>18}{cell(r['last_us']):>18}"
-                     f"{cell(r['end_us']):>18}{cell(r['stream_us']):>18}{r['copied_mb']:>8.1f}{rate:>9}"
+                     f"{cell(r['end_us']):>18}{cell(r['stream_us']):>18}{pair(r['wait_us']):>12}{pair(r['add_us']):>12}"
+                     f"{r['copied_mb']:>8.1f}{rate:>9}"
                      f"{timed:>7}{vendor:>7}  "
                      f"{r['config'].split('/', 1)[1]}")
     lines += ["", "first copy: the producer's first TMA copy issued; first/last full: the first consumer's first and "
-              "last stage landed; stream: last full − first full of a block; MB in: A's boxes and B's tiles the "
+              "last stage landed; stream: last full − first full of a block; wait, add (median/max over the parts of "
+              "split-K or stream-K sums that add to C): from the last full stage until the part may add, and "
+              "from then to the block's end; MB in: A's boxes and B's tiles the "
               "producers copy into shared memory in the launch; GB/s/SM: MB in per SM used over the median stream; "
               "timed: the median of the method's samples (µs, the printed launch among them); cuBLAS: its median, "
               "timed the same way in the same process"]

@@ -64,14 +64,17 @@ stores them. Every split then fences (``__threadfence``), meets at the barrier a
 ``st.release.gpu``-writes s + 1 to the flag, or 0 for the last split: the flags are zero again when the launch ends,
 as they were when the module was loaded, so no launch needs them cleared.
 
-REDUCE = "atomic" shortens that chain to one link: split 0 stores its accumulators and release-writes 1 to the
-flag; every other split waits until the flag is non-zero, adds its accumulators to C with atomic additions
-(``atomicAdd`` of float2 pairs, ``red.global.add``), and counts itself on the flag with an atomic increment; the last to
-count (it reads SPLIT_K − 1) sets the flag back to 0. The splits after the first add at once instead of one after
-another, at the cost of a sum whose order, and so whose rounding, may change from launch to launch; "serial" stays
-the default and the deterministic choice.
+REDUCE = "atomic" shortens that chain to one link and takes the wait for split 0's sum out of it: as split 0's block
+starts, warps 2 and 3 of its producer warpgroup (which issue no copies) zero the tile in C, fence, and release-write 1
+to the flag; every split, split 0 too, once the flag is non-zero (long since, by the time it has its sum), adds its
+accumulators to C with atomic additions and counts itself on the flag with an atomic increment; the last to count (it
+reads SPLIT_K) sets the flag back to 0. In the 16-bit dtypes adjacent lanes swap half of their sums first (a
+``__shfl_xor``), so that each adds four consecutive columns of one row in one 16-byte atomic addition
+(``ATOMG.E.ADD.F32x4``): half the additions of float2 pairs, which the L2 performs one at a time per address. The
+splits add at once instead of one after another, at the cost of a sum whose order, and so whose rounding, may change
+from launch to launch; "serial" stays the default and the deterministic choice.
 
-Why it cannot deadlock: a split waits only for the split before it of its own tile (atomic: for split 0), whose
+Why it cannot deadlock: a split waits only for the split before it of its own tile (atomic: for split 0 to begin), whose
 work index is lower, and split 0 waits for nothing. Non-persistent blocks (clusters) are dispatched in the order of
 their index (CUDA does not promise it; serial split-K reductions rely on it), so the one a waiting block needs has
 been dispatched before it, holds its SM or has finished, and waits, in turn, only for lower indices.
@@ -95,7 +98,8 @@ data-parallel (one block per tile, no fix-up) and only the last whole wave with 
 The fix-up goes through C itself, as split-K's does: no workspace. It cannot deadlock: the blocks are all resident,
 a part waits only for parts of its tile in blocks of higher index, and every block's first streamed item is a part 0
 or a tile of its own, which waits for nothing. The traffic model counts C once per part: the tiles plus at most one
-more part per block boundary inside a tile (MODELLED_SMS blocks, as the model has no device).
+more part per block boundary inside a tile (MODELLED_SMS blocks, as the model has no device), and with atomic
+additions once more per tile of several parts (part 0's zeros).
 """
 
 from __future__ import annotations
@@ -248,29 +252,44 @@ def grid(params: Params, problem: Problem) -> tuple[int, int, int]:
     return (units(params, problem) * split_k(params) * _p(params, "CLUSTER"), 1, 1)
 
 
-def parts(params: Params, problem: Problem) -> int:
-    """Partial sums of tiles that reach C: SPLIT_K per tile, or under stream-K the tiles plus one per boundary
-    between blocks' shares that falls inside a streamed tile (at most MODELLED_SMS − 1 of them)."""
+def _stream_k_cuts(params: Params, problem: Problem) -> list[int]:
+    """Under stream-K, the streamed tile each boundary between blocks' shares falls inside (a boundary between two
+    tiles cuts none): at most MODELLED_SMS − 1 of them."""
     tiles = units(params, problem) * _p(params, "CLUSTER")
-    mode = stream_k(params)
-    if not mode:
-        return tiles * split_k(params)
     per_tile = k_tiles(params, problem)
     blocks = max(1, min(MODELLED_SMS, tiles * per_tile))   # K = 0: no iterations, one block
     partial = tiles % blocks
-    streamed = tiles if mode == 2 else 0 if partial == 0 else min(tiles, blocks + partial)
+    streamed = tiles if stream_k(params) == 2 else 0 if partial == 0 else min(tiles, blocks + partial)
     total = streamed * per_tile
-    return tiles + sum(1 for b in range(1, blocks) if b * total // blocks % per_tile)
+    return [b * total // blocks // per_tile for b in range(1, blocks) if b * total // blocks % per_tile]
+
+
+def parts(params: Params, problem: Problem) -> int:
+    """Partial sums of tiles that reach C: SPLIT_K per tile, or under stream-K the tiles plus one per boundary
+    between blocks' shares that falls inside a streamed tile."""
+    tiles = units(params, problem) * _p(params, "CLUSTER")
+    if not stream_k(params):
+        return tiles * split_k(params)
+    return tiles + len(_stream_k_cuts(params, problem))
+
+
+def reduced_tiles(params: Params, problem: Problem) -> int:
+    """Tiles whose sum comes in more than one part."""
+    if stream_k(params):
+        return len(set(_stream_k_cuts(params, problem)))
+    return units(params, problem) * _p(params, "CLUSTER") if split_k(params) > 1 else 0
 
 
 def global_bytes(params: Params, problem: Problem, size: int) -> int:
     """Each tile row reads its rows of A once per tile column, each tile column its columns of B once per tile row
     (once per cluster from L2, but from memory once per tile either way; the parts of a tile read disjoint slices
-    of K); C is written once, in float32, and each part after a tile's first reads and writes its tile again."""
+    of K); C is written once, in float32, and each part after a tile's first reads and writes its tile again (with
+    atomic additions, part 0 zeroes the tile and adds as well: once more for each tile of several parts)."""
     M, N, K = problem.M, problem.N, problem.K
     BM, BN = _p(params, "BM"), _p(params, "BN")
     tiles = units(params, problem) * _p(params, "CLUSTER")
-    c_passes = 1 + 2 * (parts(params, problem) - tiles) / tiles
+    again = parts(params, problem) - tiles + (reduced_tiles(params, problem) if reduction(params) == "atomic" else 0)
+    c_passes = 1 + 2 * again / tiles
     return (size * (M * K * ceil_div(N, BN) + K * N * ceil_div(M, BM))
             + round(DTYPE_BYTES["float32"] * M * N * c_passes))
 
