@@ -1,6 +1,7 @@
 """Where a Hopper kernel's time goes, block by block: an instrumented copy of the wgmma template stamps, with the
-GPU's global timer, each block's start, its producer's first copy, its first consumer's first and last full stage
-and its end, keeps them in device memory during one timed launch of each configuration, and the last block of that
+GPU's global timer, each block's start, its producer's first copy, its first consumer's first and last full stage,
+the moment a part of a split sum may add to C, and its end, keeps them in device memory during one timed launch of
+each configuration, and the last block of that
 launch to finish prints them all (so that printing delays no block of a later wave); the table gives the spread of
 each moment over the blocks, the bytes each SM took into shared memory per microsecond of streaming, and the
 configuration's and cuBLAS's times by the method.
