@@ -25,6 +25,7 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from benchmarks.reporting import DEFAULT_OUT, finish, write  # noqa: E402
 from benchmarks.vs_cublas import MEASURE, listed_configs  # noqa: E402
+from kernel_templates import wgmma  # noqa: E402
 from tuner.config import Config  # noqa: E402
 from tuner.errors import TunerError  # noqa: E402
 from tuner.kernels.discovery import get_family, use_family_dirs  # noqa: E402
+from tuner.kernels.family import ceil_div  # noqa: E402
 from tuner.measure.measurement import Measurement  # noqa: E402
 
 FAMILIES = ("wgmma", "wgmma_fp8", "wgmma_fp8_blocks")
@@ -164,20 +167,24 @@ def copied_bytes(config: Config) -> int:
     """Bytes the producer copies into shared memory over the launch: per k-slice of each tile, B's BN columns and
     A's rows in whole boxes (BM rows a box, or A_BOX rows as many as reach into A)."""
     p, problem = config.param_dict, config.problem
-    size = config.element_bytes
-    bm, bn, bk = int(p["BM"]), int(p["BN"]), int(p["BK"])
-    box = int(p.get("A_BOX", 0)) or bm
-    rows = sum(-(-min(bm, problem.M - top) // box) * box for top in range(0, problem.M, bm))
-    k_slices = -(-problem.K // bk)
-    return k_slices * bk * size * (rows * -(-problem.N // bn) + bn * -(-problem.N // bn) * -(-problem.M // bm))
+    bm, bn, box = int(p["BM"]), int(p["BN"]), wgmma.a_box(p)
+    rows = sum(ceil_div(min(bm, problem.M - top), box) * box for top in range(0, problem.M, bm))
+    slice_bytes = int(p["BK"]) * config.element_bytes
+    tiles_n = ceil_div(problem.N, bn)
+    return wgmma.k_tiles(p, problem) * slice_bytes * tiles_n * (rows + bn * ceil_div(problem.M, bm))
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
 
 
 def summary(config: Config, stamps: list[Stamp]) -> dict[str, Any]:
     """The spread over blocks of each moment (µs from the first start), the first copy's latency and the stream's
     length, and the bytes an SM took into shared memory per µs of its blocks' median stream."""
     start = min(s.entry for s in stamps)
-    us = lambda values: [(v - start) / 1e3 for v in values]  # noqa: E731
-    spread = lambda values: {"min": min(values), "median": statistics.median(values), "max": max(values)}  # noqa: E731
+
+    def moment(values: Iterable[int]) -> dict[str, float]:   # µs from the first block's start
+        return _spread([(v - start) / 1e3 for v in values])
     stream = [(s.last - s.first) / 1e3 for s in stamps]
     per_sm: dict[int, int] = defaultdict(int)
     for s in stamps:
@@ -188,10 +195,10 @@ def summary(config: Config, stamps: list[Stamp]) -> dict[str, Any]:
     return {
         "config": config.key, "problem": config.problem.label, "blocks": len(stamps), "sms": len(per_sm),
         "blocks_per_sm_max": max(per_sm.values()), "copied_mb": copied / 1e6,
-        "issue_us": spread(us(s.issue for s in stamps)), "first_us": spread(us(s.first for s in stamps)),
-        "last_us": spread(us(s.last for s in stamps)), "end_us": spread(us(s.end for s in stamps)),
-        "first_latency_us": spread([(s.first - s.issue) / 1e3 for s in stamps]), "stream_us": spread(stream),
-        "wait_us": spread(waits) if waits else None, "add_us": spread(adds) if adds else None,
+        "issue_us": moment(s.issue for s in stamps), "first_us": moment(s.first for s in stamps),
+        "last_us": moment(s.last for s in stamps), "end_us": moment(s.end for s in stamps),
+        "first_latency_us": _spread([(s.first - s.issue) / 1e3 for s in stamps]), "stream_us": _spread(stream),
+        "wait_us": _spread(waits) if waits else None, "add_us": _spread(adds) if adds else None,
         "gb_per_s_per_sm": copied / len(per_sm) / (middle * 1e3) if middle else None,
     }
 
@@ -206,8 +213,6 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
         f"{'end':>18}{'stream':>18}{'wait':>12}{'add':>12}{'MB in':>8}{'GB/s/SM':>9}{'timed':>7}{'cuBLAS':>7}"
         "  configuration",
     ]
-    cell = lambda s: f"{s['min']:5.1f}/{s['median']:5.1f}/{s['max']:5.1f}"  # noqa: E731
-    pair = lambda s: f"{s['median']:5.1f}/{s['max']:5.1f}" if s else "—"  # noqa: E731
     for r in rows:
         if "reason" in r:
             lines.append(f"{r['config']}: {r['reason']}")
@@ -215,8 +220,8 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
         rate = f"{r['gb_per_s_per_sm']:.0f}" if r["gb_per_s_per_sm"] else "—"
         timed, vendor = (f"{r[key]:.1f}" if r.get(key) else "—" for key in ("timed_us", "cublas_us"))
         lines.append(f"{r['problem']:<16}{r['blocks']:>7}{r['sms']:>5}{r['blocks_per_sm_max']:>4}"
-                     f"{r['issue_us']['median']:>12.1f}{cell(r['first_us']):>18}{cell(r['last_us']):>18}"
-                     f"{cell(r['end_us']):>18}{cell(r['stream_us']):>18}{pair(r['wait_us']):>12}{pair(r['add_us']):>12}"
+                     f"{r['issue_us']['median']:>12.1f}{_cell(r['first_us']):>18}{_cell(r['last_us']):>18}"
+                     f"{_cell(r['end_us']):>18}{_cell(r['stream_us']):>18}{_pair(r['wait_us']):>12}{_pair(r['add_us']):>12}"
                      f"{r['copied_mb']:>8.1f}{rate:>9}"
                      f"{timed:>7}{vendor:>7}  "
                      f"{r['config'].split('/', 1)[1]}")
@@ -228,6 +233,14 @@ def table(rows: list[dict[str, Any]], env: dict[str, Any], source: str, launch: 
               "timed: the median of the method's samples (µs, the printed launch among them); cuBLAS: its median, "
               "timed the same way in the same process"]
     return "\n".join(lines)
+
+
+def _cell(spread: dict[str, float]) -> str:
+    return f"{spread['min']:5.1f}/{spread['median']:5.1f}/{spread['max']:5.1f}"
+
+
+def _pair(spread: dict[str, float] | None) -> str:
+    return f"{spread['median']:5.1f}/{spread['max']:5.1f}" if spread else "—"
 
 
 def _us(result: Measurement) -> float | None:
